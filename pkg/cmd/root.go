@@ -1,0 +1,19 @@
+// Package cmd builds the cobra command tree of the single `fleet` binary. Each subcommand lives
+// in its own file and only binds flags; the work is done in other packages.
+package cmd
+
+import (
+	"github.com/spf13/cobra"
+)
+
+// New returns the root command with every subcommand attached.
+func New() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "fleet",
+		Short:         "GitOps continuous delivery for many Kubernetes clusters",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newVersion())
+	return root
+}
