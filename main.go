@@ -1,6 +1,8 @@
 // Command fleet is the one binary of the project: manager controllers, the agent, and the CLI.
 package main
 
+//go:generate go run ./pkg/codegen
+
 import (
 	"context"
 	"fmt"
