@@ -14,6 +14,40 @@ import (
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
+// BundleList is a list of Bundle resources
+type BundleList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata"`
+
+	Items []Bundle `json:"items"`
+}
+
+func NewBundle(namespace, name string, obj Bundle) *Bundle {
+	obj.APIVersion, obj.Kind = SchemeGroupVersion.WithKind("Bundle").ToAPIVersionAndKind()
+	obj.Name = name
+	obj.Namespace = namespace
+	return &obj
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// BundleDeploymentList is a list of BundleDeployment resources
+type BundleDeploymentList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata"`
+
+	Items []BundleDeployment `json:"items"`
+}
+
+func NewBundleDeployment(namespace, name string, obj BundleDeployment) *BundleDeployment {
+	obj.APIVersion, obj.Kind = SchemeGroupVersion.WithKind("BundleDeployment").ToAPIVersionAndKind()
+	obj.Name = name
+	obj.Namespace = namespace
+	return &obj
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
 // ContentList is a list of Content resources
 type ContentList struct {
 	metav1.TypeMeta `json:",inline"`

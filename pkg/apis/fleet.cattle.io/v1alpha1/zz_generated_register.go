@@ -16,7 +16,9 @@ import (
 )
 
 var (
-	ContentResourceName = "contents"
+	BundleResourceName           = "bundles"
+	BundleDeploymentResourceName = "bundledeployments"
+	ContentResourceName          = "contents"
 )
 
 // SchemeGroupVersion is group version used to register these objects
@@ -40,6 +42,10 @@ var (
 // Adds the list of known types to Scheme.
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
+		&Bundle{},
+		&BundleList{},
+		&BundleDeployment{},
+		&BundleDeploymentList{},
 		&Content{},
 		&ContentList{},
 	)

@@ -19,6 +19,8 @@ func init() {
 }
 
 type Interface interface {
+	Bundle() BundleController
+	BundleDeployment() BundleDeploymentController
 	Content() ContentController
 }
 
@@ -30,6 +32,14 @@ func New(controllerFactory controller.SharedControllerFactory) Interface {
 
 type version struct {
 	controllerFactory controller.SharedControllerFactory
+}
+
+func (v *version) Bundle() BundleController {
+	return generic.NewController[*v1alpha1.Bundle, *v1alpha1.BundleList](schema.GroupVersionKind{Group: "fleet.cattle.io", Version: "v1alpha1", Kind: "Bundle"}, "bundles", true, v.controllerFactory)
+}
+
+func (v *version) BundleDeployment() BundleDeploymentController {
+	return generic.NewController[*v1alpha1.BundleDeployment, *v1alpha1.BundleDeploymentList](schema.GroupVersionKind{Group: "fleet.cattle.io", Version: "v1alpha1", Kind: "BundleDeployment"}, "bundledeployments", true, v.controllerFactory)
 }
 
 func (v *version) Content() ContentController {
