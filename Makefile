@@ -42,11 +42,19 @@ e2e: controlplane build ## multi-cluster suites with real fleet processes
 generate: ## regenerate code and CRDs
 	$(GO) generate ./...
 
-verify-fast: ## gofmt and go vet
+# The API contract: every field and printer column of Fleet's kinds, measured by ../shared/tools.
+CRD_COMPAT ?= ../shared/tools/crd-compat
+# crd-compat needs PyYAML; Debian's python3-yaml serves when the default python3 lacks it.
+PYTHON_YAML ?= $(shell python3 -c 'import yaml' 2>/dev/null && echo python3 || echo /usr/bin/python3)
+API_KINDS := GitRepo,Bundle,BundleDeployment,Cluster,ClusterGroup,ClusterRegistration,ClusterRegistrationToken,BundleNamespaceMapping,GitRepoRestriction,Content
+
+verify-fast: ## gofmt, go vet and the API contract
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \
 		if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	cd dev/controlplane && $(GO) vet .
+	@if [ -x $(CRD_COMPAT) ]; then $(PYTHON_YAML) $(CRD_COMPAT) --kinds $(API_KINDS) --min 100 charts/fleet-crd/templates; \
+		else echo "crd-compat not found at $(CRD_COMPAT); API contract not checked"; fi
 
 verify: verify-fast generate ## verify-fast, and generated code is up to date
 	@git diff --exit-code --stat || { echo "generated files differ: run make generate and commit"; exit 1; }

@@ -213,8 +213,11 @@ func (c *Cluster) Healthy() error {
 	return nil
 }
 
-// WriteLogTails writes the last n lines of every component's log, for a failed test's report.
+// WriteLogTails writes the last n lines of every component's log, for a failed test's report,
+// and keeps the cluster's folder (logs, data, certificates) on Stop for a closer look.
 func (c *Cluster) WriteLogTails(w io.Writer, n int) {
+	c.removeDir = false
+	fmt.Fprintf(w, "----- cluster %s: folder %s kept for inspection -----\n", c.Name, c.Dir)
 	for _, p := range c.procs {
 		fmt.Fprintf(w, "----- cluster %s: %s (%s), last %d lines -----\n%s\n", c.Name, p.component, p.logPath, n, tailFile(p.logPath, n))
 	}

@@ -1,0 +1,68 @@
+package bundlereader
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"unicode/utf8"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+)
+
+const (
+	// EncodingBase64Gzip marks content that is gzip-compressed, then base64-encoded.
+	EncodingBase64Gzip = "base64+gz"
+	// EncodingBase64 marks content that is base64-encoded.
+	EncodingBase64 = "base64"
+	// compressAbove is the size from which text files are compressed: Bundles live in etcd,
+	// whose objects must stay well under its request limit.
+	compressAbove = 64 << 10
+)
+
+// ToResources turns files into Bundle resources: text as is, binary or large files compressed.
+func ToResources(files []File) ([]fleet.BundleResource, error) {
+	out := make([]fleet.BundleResource, 0, len(files))
+	for _, f := range files {
+		if len(f.Content) <= compressAbove && utf8.Valid(f.Content) {
+			out = append(out, fleet.BundleResource{Name: f.Name, Content: string(f.Content)})
+			continue
+		}
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		if _, err := zw.Write(f.Content); err != nil {
+			return nil, err
+		}
+		if err := zw.Close(); err != nil {
+			return nil, err
+		}
+		out = append(out, fleet.BundleResource{
+			Name: f.Name, Encoding: EncodingBase64Gzip,
+			Content: base64.StdEncoding.EncodeToString(buf.Bytes()),
+		})
+	}
+	return out, nil
+}
+
+// Decode returns the bytes of a Bundle resource, whatever its encoding.
+func Decode(r fleet.BundleResource) ([]byte, error) {
+	switch r.Encoding {
+	case "":
+		return []byte(r.Content), nil
+	case EncodingBase64:
+		return base64.StdEncoding.DecodeString(r.Content)
+	case EncodingBase64Gzip:
+		raw, err := base64.StdEncoding.DecodeString(r.Content)
+		if err != nil {
+			return nil, fmt.Errorf("resource %s: %w", r.Name, err)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			return nil, fmt.Errorf("resource %s: %w", r.Name, err)
+		}
+		defer zr.Close()
+		return io.ReadAll(zr)
+	}
+	return nil, fmt.Errorf("resource %s: unknown encoding %q", r.Name, r.Encoding)
+}
