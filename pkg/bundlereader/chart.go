@@ -1,0 +1,181 @@
+package bundlereader
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/cli"
+	"helm.sh/helm/v3/pkg/downloader"
+	"helm.sh/helm/v3/pkg/getter"
+	"helm.sh/helm/v3/pkg/registry"
+	"helm.sh/helm/v3/pkg/repo"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+)
+
+// EmbeddedChartDir is the resource folder holding charts fetched at apply time; helm.chart is
+// rewritten to point into it, so agents never download anything.
+const EmbeddedChartDir = ".chart"
+
+// ChartAuth holds credentials and TLS settings for chart repositories and OCI registries.
+type ChartAuth struct {
+	Username, Password string
+	// CAFile is a PEM bundle of CAs to trust for chart downloads.
+	CAFile string
+	// InsecureSkipTLSVerify disables TLS verification for chart downloads.
+	InsecureSkipTLSVerify bool
+	// PlainHTTP talks to OCI registries over HTTP instead of HTTPS.
+	PlainHTTP bool
+}
+
+// embeddedChart is a packaged chart to add to the Bundle's resources.
+type embeddedChart struct {
+	// Name is the resource name, under EmbeddedChartDir.
+	Name string
+	// Data is the chart archive (.tgz).
+	Data []byte
+	// Version is the chart's version, resolved from any constraint.
+	Version string
+}
+
+// isRemoteChart reports whether helm options name a chart outside the repository.
+func isRemoteChart(h *fleet.HelmOptions) bool {
+	return h != nil && (h.Repo != "" || registry.IsOCI(h.Chart) ||
+		strings.HasPrefix(h.Chart, "http://") || strings.HasPrefix(h.Chart, "https://"))
+}
+
+// fetchChart downloads the chart that h names (from a chart repository index, an OCI registry
+// or a URL), resolving a version constraint, and returns it packaged.
+func fetchChart(h *fleet.HelmOptions, auth ChartAuth) (*embeddedChart, error) {
+	tmp, err := os.MkdirTemp("", "fleet-chart-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+
+	// Helm's settings, pointed at a private cache: apply never reads or writes the user's Helm
+	// configuration.
+	settings := cli.New()
+	settings.RepositoryConfig = filepath.Join(tmp, "repositories.yaml")
+	settings.RepositoryCache = filepath.Join(tmp, "cache")
+	settings.RegistryConfig = filepath.Join(tmp, "registry.json")
+
+	regOpts := []registry.ClientOption{registry.ClientOptWriter(io.Discard)}
+	if auth.PlainHTTP {
+		regOpts = append(regOpts, registry.ClientOptPlainHTTP())
+	}
+	if auth.Username != "" || auth.Password != "" {
+		regOpts = append(regOpts, registry.ClientOptBasicAuth(auth.Username, auth.Password))
+	}
+	regClient, err := registry.NewClient(regOpts...)
+	if err != nil {
+		return nil, err
+	}
+	getters := getter.All(settings)
+	dl := downloader.ChartDownloader{
+		Out:              io.Discard,
+		Getters:          getters,
+		RepositoryConfig: settings.RepositoryConfig,
+		RepositoryCache:  settings.RepositoryCache,
+		RegistryClient:   regClient,
+		Options: []getter.Option{
+			getter.WithBasicAuth(auth.Username, auth.Password),
+			getter.WithTLSClientConfig("", "", auth.CAFile),
+			getter.WithInsecureSkipVerifyTLS(auth.InsecureSkipTLSVerify),
+			getter.WithPlainHTTP(auth.PlainHTTP),
+			getter.WithRegistryClient(regClient),
+		},
+	}
+
+	ref, version := h.Chart, h.Version
+	if h.Repo != "" && !registry.IsOCI(h.Chart) {
+		ref, err = repo.FindChartInAuthAndTLSAndPassRepoURL(h.Repo, auth.Username, auth.Password, h.Chart, h.Version,
+			"", "", auth.CAFile, auth.InsecureSkipTLSVerify, false, getters)
+		if err != nil {
+			return nil, fmt.Errorf("helm.chart %q version %q in repository %s: %w", h.Chart, h.Version, h.Repo, err)
+		}
+		version = ""
+	}
+	if err := os.MkdirAll(settings.RepositoryCache, 0o755); err != nil {
+		return nil, err
+	}
+	file, _, err := dl.DownloadTo(ref, version, tmp)
+	if err != nil {
+		return nil, fmt.Errorf("downloading helm.chart %q (version %q): %w", h.Chart, h.Version, err)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	return embed(data)
+}
+
+// packageLocalChart packages the chart folder dir, first downloading the dependencies its
+// Chart.yaml declares unless disabled, and returns it for embedding.
+func packageLocalChart(dir string, updateDependencies bool, auth ChartAuth) (*embeddedChart, error) {
+	tmp, err := os.MkdirTemp("", "fleet-localchart-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	// Work on a copy: building dependencies writes into the chart's charts/ folder.
+	work := filepath.Join(tmp, "chart")
+	if err := os.CopyFS(work, os.DirFS(dir)); err != nil {
+		return nil, fmt.Errorf("copying chart %s: %w", dir, err)
+	}
+	c, err := loader.LoadDir(work)
+	if err != nil {
+		return nil, fmt.Errorf("loading chart %s: %w", dir, err)
+	}
+	if updateDependencies && len(c.Metadata.Dependencies) > 0 {
+		settings := cli.New()
+		settings.RepositoryConfig = filepath.Join(tmp, "repositories.yaml")
+		settings.RepositoryCache = filepath.Join(tmp, "cache")
+		regClient, err := registry.NewClient(registry.ClientOptWriter(io.Discard))
+		if err != nil {
+			return nil, err
+		}
+		m := downloader.Manager{
+			Out:              io.Discard,
+			ChartPath:        work,
+			Getters:          getter.All(settings),
+			RegistryClient:   regClient,
+			RepositoryConfig: settings.RepositoryConfig,
+			RepositoryCache:  settings.RepositoryCache,
+		}
+		if err := m.Update(); err != nil {
+			return nil, fmt.Errorf("building dependencies of chart %s: %w", dir, err)
+		}
+		if c, err = loader.LoadDir(work); err != nil {
+			return nil, err
+		}
+	}
+	archive, err := chartutil.Save(c, tmp)
+	if err != nil {
+		return nil, fmt.Errorf("packaging chart %s: %w", dir, err)
+	}
+	data, err := os.ReadFile(archive)
+	if err != nil {
+		return nil, err
+	}
+	return embed(data)
+}
+
+// embed names a chart archive by its content, so equal charts share a name.
+func embed(data []byte) (*embeddedChart, error) {
+	c, err := loader.LoadArchive(strings.NewReader(string(data)))
+	if err != nil {
+		return nil, fmt.Errorf("reading chart archive: %w", err)
+	}
+	sum := sha256.Sum256(data)
+	name := path.Join(EmbeddedChartDir, hex.EncodeToString(sum[:6]), c.Metadata.Name+"-"+c.Metadata.Version+".tgz")
+	return &embeddedChart{Name: name, Data: data, Version: c.Metadata.Version}, nil
+}

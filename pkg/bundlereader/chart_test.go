@@ -1,0 +1,119 @@
+package bundlereader
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/chart/loader"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/localserver"
+)
+
+func writeChart(t *testing.T, dir, name, version, extraChartYAML string) string {
+	t.Helper()
+	d := filepath.Join(dir, name+"-"+version)
+	files := map[string]string{
+		"Chart.yaml":               "apiVersion: v2\nname: " + name + "\nversion: " + version + "\n" + extraChartYAML,
+		"templates/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n",
+	}
+	for n, c := range files {
+		p := filepath.Join(d, n)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
+func TestFetchChartFromRepository(t *testing.T) {
+	auth := localserver.BasicAuth{Username: "u", Password: "p"}
+	r, err := localserver.StartChartRepo(t.TempDir(), auth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	src := t.TempDir()
+	for _, v := range []string{"1.0.0", "1.4.0", "2.0.0"} {
+		if _, err := r.AddChart(writeChart(t, src, "web", v, "")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	creds := ChartAuth{Username: "u", Password: "p"}
+
+	tests := []struct {
+		name    string
+		h       fleet.HelmOptions
+		auth    ChartAuth
+		version string
+		errPart string
+	}{
+		{"constraint picks the newest match", fleet.HelmOptions{Repo: r.URL, Chart: "web", Version: "~1"}, creds, "1.4.0", ""},
+		{"exact version", fleet.HelmOptions{Repo: r.URL, Chart: "web", Version: "1.0.0"}, creds, "1.0.0", ""},
+		{"no version is the newest", fleet.HelmOptions{Repo: r.URL, Chart: "web"}, creds, "2.0.0", ""},
+		{"archive URL", fleet.HelmOptions{Chart: r.URL + "/web-1.0.0.tgz"}, creds, "1.0.0", ""},
+		{"missing version", fleet.HelmOptions{Repo: r.URL, Chart: "web", Version: "9.9.9"}, creds, "", `helm.chart "web" version "9.9.9"`},
+		{"missing chart", fleet.HelmOptions{Repo: r.URL, Chart: "nope"}, creds, "", `helm.chart "nope"`},
+		{"wrong password", fleet.HelmOptions{Repo: r.URL, Chart: "web"}, ChartAuth{Username: "u", Password: "x"}, "", "401"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := fetchChart(&tt.h, tt.auth)
+			if tt.errPart != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.errPart) {
+					t.Fatalf("want error containing %q, got %v", tt.errPart, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Version != tt.version {
+				t.Fatalf("version %s, want %s", c.Version, tt.version)
+			}
+			if !strings.HasPrefix(c.Name, EmbeddedChartDir+"/") || !strings.HasSuffix(c.Name, "/web-"+tt.version+".tgz") {
+				t.Fatalf("name %s", c.Name)
+			}
+			if _, err := loader.LoadArchive(strings.NewReader(string(c.Data))); err != nil {
+				t.Fatalf("embedded data is no chart: %v", err)
+			}
+		})
+	}
+}
+
+func TestPackageLocalChartBuildsDependencies(t *testing.T) {
+	r, err := localserver.StartChartRepo(t.TempDir(), localserver.BasicAuth{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	src := t.TempDir()
+	if _, err := r.AddChart(writeChart(t, src, "dep", "0.1.0", "")); err != nil {
+		t.Fatal(err)
+	}
+	parent := writeChart(t, src, "parent", "1.0.0", "dependencies:\n- name: dep\n  version: ^0.1.0\n  repository: "+r.URL+"\n")
+
+	c, err := packageLocalChart(parent, true, ChartAuth{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := loader.LoadArchive(strings.NewReader(string(c.Data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ch.Dependencies()) != 1 || ch.Dependencies()[0].Name() != "dep" {
+		t.Fatalf("dependencies %v", ch.Dependencies())
+	}
+	if _, err := os.Stat(filepath.Join(parent, "charts")); !os.IsNotExist(err) {
+		t.Fatal("the user's chart folder must not be modified")
+	}
+
+	if _, err := packageLocalChart(parent, false, ChartAuth{}); err != nil {
+		t.Fatalf("without updating dependencies the chart still packages: %v", err)
+	}
+}
