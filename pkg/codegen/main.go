@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"sort"
 
+	"sigs.k8s.io/yaml"
+
 	controllergen "github.com/rancher/wrangler/v3/pkg/controller-gen"
 	"github.com/rancher/wrangler/v3/pkg/controller-gen/args"
 	"github.com/sirupsen/logrus"
@@ -65,6 +67,9 @@ func generateCRDs() error {
 		if err != nil {
 			return err
 		}
+		if data, err = restrictSelectorOperators(data); err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
 		out.Write(bytes.TrimPrefix(data, []byte("---\n")))
 		if !bytes.HasSuffix(data, []byte("\n")) {
 			out.WriteString("\n")
@@ -75,4 +80,48 @@ func generateCRDs() error {
 		return err
 	}
 	return os.WriteFile(crdOutFile, bytes.TrimSuffix(out.Bytes(), []byte("---\n")), 0o644)
+}
+
+// labelSelectorOperators are the operators a metav1.LabelSelector accepts.
+var labelSelectorOperators = []interface{}{"In", "NotIn", "Exists", "DoesNotExist"}
+
+// restrictSelectorOperators adds an enum to the operator of every label selector in a CRD, so
+// the apiserver rejects an invalid operator with the field's path. metav1.LabelSelector is an
+// external type that takes no markers, and a CEL rule over nested unbounded lists exceeds the
+// apiserver's cost budget; an enum costs nothing. A label selector is recognised as an object
+// with both matchLabels and matchExpressions (node selectors, whose operators differ, have no
+// matchLabels).
+func restrictSelectorOperators(data []byte) ([]byte, error) {
+	var crd map[string]interface{}
+	if err := yaml.Unmarshal(data, &crd); err != nil {
+		return nil, err
+	}
+	var walk func(v interface{})
+	walk = func(v interface{}) {
+		switch t := v.(type) {
+		case map[string]interface{}:
+			if props, ok := t["properties"].(map[string]interface{}); ok {
+				if _, hasLabels := props["matchLabels"]; hasLabels {
+					if exprs, ok := props["matchExpressions"].(map[string]interface{}); ok {
+						if items, ok := exprs["items"].(map[string]interface{}); ok {
+							if itemProps, ok := items["properties"].(map[string]interface{}); ok {
+								if op, ok := itemProps["operator"].(map[string]interface{}); ok {
+									op["enum"] = labelSelectorOperators
+								}
+							}
+						}
+					}
+				}
+			}
+			for _, c := range t {
+				walk(c)
+			}
+		case []interface{}:
+			for _, c := range t {
+				walk(c)
+			}
+		}
+	}
+	walk(crd)
+	return yaml.Marshal(crd)
 }

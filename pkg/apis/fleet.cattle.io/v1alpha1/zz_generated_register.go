@@ -16,9 +16,16 @@ import (
 )
 
 var (
-	BundleResourceName           = "bundles"
-	BundleDeploymentResourceName = "bundledeployments"
-	ContentResourceName          = "contents"
+	BundleResourceName                   = "bundles"
+	BundleDeploymentResourceName         = "bundledeployments"
+	BundleNamespaceMappingResourceName   = "bundlenamespacemappings"
+	ClusterResourceName                  = "clusters"
+	ClusterGroupResourceName             = "clustergroups"
+	ClusterRegistrationResourceName      = "clusterregistrations"
+	ClusterRegistrationTokenResourceName = "clusterregistrationtokens"
+	ContentResourceName                  = "contents"
+	GitRepoResourceName                  = "gitrepos"
+	GitRepoRestrictionResourceName       = "gitreporestrictions"
 )
 
 // SchemeGroupVersion is group version used to register these objects
@@ -46,8 +53,22 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&BundleList{},
 		&BundleDeployment{},
 		&BundleDeploymentList{},
+		&BundleNamespaceMapping{},
+		&BundleNamespaceMappingList{},
+		&Cluster{},
+		&ClusterList{},
+		&ClusterGroup{},
+		&ClusterGroupList{},
+		&ClusterRegistration{},
+		&ClusterRegistrationList{},
+		&ClusterRegistrationToken{},
+		&ClusterRegistrationTokenList{},
 		&Content{},
 		&ContentList{},
+		&GitRepo{},
+		&GitRepoList{},
+		&GitRepoRestriction{},
+		&GitRepoRestrictionList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

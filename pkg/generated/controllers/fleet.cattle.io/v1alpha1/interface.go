@@ -21,7 +21,14 @@ func init() {
 type Interface interface {
 	Bundle() BundleController
 	BundleDeployment() BundleDeploymentController
+	BundleNamespaceMapping() BundleNamespaceMappingController
+	Cluster() ClusterController
+	ClusterGroup() ClusterGroupController
+	ClusterRegistration() ClusterRegistrationController
+	ClusterRegistrationToken() ClusterRegistrationTokenController
 	Content() ContentController
+	GitRepo() GitRepoController
+	GitRepoRestriction() GitRepoRestrictionController
 }
 
 func New(controllerFactory controller.SharedControllerFactory) Interface {
@@ -42,6 +49,34 @@ func (v *version) BundleDeployment() BundleDeploymentController {
 	return generic.NewController[*v1alpha1.BundleDeployment, *v1alpha1.BundleDeploymentList](schema.GroupVersionKind{Group: "fleet.cattle.io", Version: "v1alpha1", Kind: "BundleDeployment"}, "bundledeployments", true, v.controllerFactory)
 }
 
+func (v *version) BundleNamespaceMapping() BundleNamespaceMappingController {
+	return generic.NewController[*v1alpha1.BundleNamespaceMapping, *v1alpha1.BundleNamespaceMappingList](schema.GroupVersionKind{Group: "fleet.cattle.io", Version: "v1alpha1", Kind: "BundleNamespaceMapping"}, "bundlenamespacemappings", true, v.controllerFactory)
+}
+
+func (v *version) Cluster() ClusterController {
+	return generic.NewController[*v1alpha1.Cluster, *v1alpha1.ClusterList](schema.GroupVersionKind{Group: "fleet.cattle.io", Version: "v1alpha1", Kind: "Cluster"}, "clusters", true, v.controllerFactory)
+}
+
+func (v *version) ClusterGroup() ClusterGroupController {
+	return generic.NewController[*v1alpha1.ClusterGroup, *v1alpha1.ClusterGroupList](schema.GroupVersionKind{Group: "fleet.cattle.io", Version: "v1alpha1", Kind: "ClusterGroup"}, "clustergroups", true, v.controllerFactory)
+}
+
+func (v *version) ClusterRegistration() ClusterRegistrationController {
+	return generic.NewController[*v1alpha1.ClusterRegistration, *v1alpha1.ClusterRegistrationList](schema.GroupVersionKind{Group: "fleet.cattle.io", Version: "v1alpha1", Kind: "ClusterRegistration"}, "clusterregistrations", true, v.controllerFactory)
+}
+
+func (v *version) ClusterRegistrationToken() ClusterRegistrationTokenController {
+	return generic.NewController[*v1alpha1.ClusterRegistrationToken, *v1alpha1.ClusterRegistrationTokenList](schema.GroupVersionKind{Group: "fleet.cattle.io", Version: "v1alpha1", Kind: "ClusterRegistrationToken"}, "clusterregistrationtokens", true, v.controllerFactory)
+}
+
 func (v *version) Content() ContentController {
 	return generic.NewNonNamespacedController[*v1alpha1.Content, *v1alpha1.ContentList](schema.GroupVersionKind{Group: "fleet.cattle.io", Version: "v1alpha1", Kind: "Content"}, "contents", v.controllerFactory)
+}
+
+func (v *version) GitRepo() GitRepoController {
+	return generic.NewController[*v1alpha1.GitRepo, *v1alpha1.GitRepoList](schema.GroupVersionKind{Group: "fleet.cattle.io", Version: "v1alpha1", Kind: "GitRepo"}, "gitrepos", true, v.controllerFactory)
+}
+
+func (v *version) GitRepoRestriction() GitRepoRestrictionController {
+	return generic.NewController[*v1alpha1.GitRepoRestriction, *v1alpha1.GitRepoRestrictionList](schema.GroupVersionKind{Group: "fleet.cattle.io", Version: "v1alpha1", Kind: "GitRepoRestriction"}, "gitreporestrictions", true, v.controllerFactory)
 }
