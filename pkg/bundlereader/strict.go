@@ -85,6 +85,7 @@ func fieldError(file string, root *yaml.Node, err error) error {
 		if m := typeField.FindStringSubmatch(err.Error()); m != nil {
 			path, want = m[1], m[2]
 		}
+		path = jsonPath(path)
 		return &InputError{File: file, Key: path, Line: findPathLine(root, path),
 			Msg: fmt.Sprintf("invalid value: %s where %s is expected", typeErr.Value, want)}
 	}
@@ -147,4 +148,16 @@ func findPathLine(n *yaml.Node, path string) int {
 		return l
 	}
 	return findKeyLine(n, keys[len(keys)-1])
+}
+
+// jsonPath drops the Go names of embedded structs from a decoder's field path, leaving the keys
+// as they appear in the YAML ("BundleSpec.helm.chart" becomes "helm.chart").
+func jsonPath(p string) string {
+	var keys []string
+	for _, k := range strings.Split(p, ".") {
+		if k != "" && (k[0] < 'A' || k[0] > 'Z') {
+			keys = append(keys, k)
+		}
+	}
+	return strings.Join(keys, ".")
 }

@@ -1,0 +1,126 @@
+package bundlereader
+
+import (
+	"fmt"
+	"regexp"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/names"
+)
+
+var (
+	releaseNameRe = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	dnsLabelRe    = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+)
+
+// validate checks what the YAML decoder cannot: keys fleet.yaml may not set, names, selectors,
+// states and references. name is the Bundle's final name.
+func validate(file, name string, fy *fleet.FleetYAML) error {
+	bad := func(key, format string, args ...interface{}) error {
+		return &InputError{File: file, Key: key, Msg: fmt.Sprintf(format, args...)}
+	}
+	for key, set := range map[string]bool{
+		"resources":          len(fy.Resources) > 0,
+		"targets":            len(fy.Targets) > 0,
+		"targetRestrictions": len(fy.TargetRestrictions) > 0,
+		"contentsId":         fy.ContentsID != "",
+		"valuesHash":         fy.ValuesHash != "",
+		"helmOpOptions":      fy.HelmOpOptions != nil,
+	} {
+		if set {
+			if key == "targets" {
+				return bad(key, "not allowed in fleet.yaml: use targetCustomizations, or targets in the GitRepo")
+			}
+			return bad(key, "not allowed in fleet.yaml: fleet apply sets it")
+		}
+	}
+	if fy.Name != "" && names.HelmReleaseName(fy.Name) != fy.Name {
+		return bad("name", "%q is not a valid bundle name (lower case letters, digits and '-', at most %d characters)", fy.Name, names.MaxHelmReleaseName)
+	}
+	switch fy.TargetCustomizationMode {
+	case "", "FirstMatch", "AllMatches":
+	default:
+		return bad("targetCustomizationMode", "%q is not one of FirstMatch, AllMatches", fy.TargetCustomizationMode)
+	}
+	if err := validateOptions(bad, "", &fy.BundleDeploymentOptions); err != nil {
+		return err
+	}
+	for i, t := range fy.TargetCustomizations {
+		prefix := fmt.Sprintf("targetCustomizations[%d].", i)
+		if err := validateOptions(bad, prefix, &t.BundleDeploymentOptions); err != nil {
+			return err
+		}
+		if err := validateSelector(bad, prefix+"clusterSelector", t.ClusterSelector); err != nil {
+			return err
+		}
+		if err := validateSelector(bad, prefix+"clusterGroupSelector", t.ClusterGroupSelector); err != nil {
+			return err
+		}
+	}
+	for i, t := range fy.OverrideTargets {
+		prefix := fmt.Sprintf("overrideTargets[%d].", i)
+		if err := validateSelector(bad, prefix+"clusterSelector", t.ClusterSelector); err != nil {
+			return err
+		}
+		if err := validateSelector(bad, prefix+"clusterGroupSelector", t.ClusterGroupSelector); err != nil {
+			return err
+		}
+	}
+	for i, dep := range fy.DependsOn {
+		key := fmt.Sprintf("dependsOn[%d]", i)
+		if dep.Name == "" && dep.Selector == nil {
+			return bad(key, "needs a name or a selector")
+		}
+		if dep.Name == name {
+			return bad(key+".name", "bundle %q cannot depend on itself", name)
+		}
+		if dep.Selector != nil {
+			if err := validateSelector(bad, key+".selector", dep.Selector); err != nil {
+				return err
+			}
+			sel, _ := metav1.LabelSelectorAsSelector(dep.Selector)
+			if !sel.Empty() && sel.Matches(labels.Set(fy.Labels)) {
+				return bad(key+".selector", "selects bundle %q itself (its labels %v)", name, fy.Labels)
+			}
+		}
+		for j, s := range dep.AcceptedStates {
+			if _, ok := fleet.StateRank[s]; !ok {
+				return bad(fmt.Sprintf("%s.acceptedStates[%d]", key, j), "%q is not a bundle state", s)
+			}
+		}
+	}
+	return nil
+}
+
+func validateOptions(bad func(key, format string, args ...interface{}) error, prefix string, o *fleet.BundleDeploymentOptions) error {
+	for key, ns := range map[string]string{"defaultNamespace": o.DefaultNamespace, "namespace": o.TargetNamespace} {
+		if ns != "" && (len(ns) > names.MaxDNSLabel || !dnsLabelRe.MatchString(ns)) {
+			return bad(prefix+key, "%q is not a valid namespace name", ns)
+		}
+	}
+	if o.Helm != nil && o.Helm.ReleaseName != "" {
+		if len(o.Helm.ReleaseName) > names.MaxHelmReleaseName || !releaseNameRe.MatchString(o.Helm.ReleaseName) {
+			return bad(prefix+"helm.releaseName", "%q is not a valid Helm release name (lower case letters, digits and '-', at most %d characters)", o.Helm.ReleaseName, names.MaxHelmReleaseName)
+		}
+	}
+	if o.Helm != nil && o.Helm.TimeoutSeconds < 0 {
+		return bad(prefix+"helm.timeoutSeconds", "must not be negative")
+	}
+	if err := validateSelector(bad, prefix+"allowedTargetNamespaceSelector", o.AllowedTargetNamespaceSelector); err != nil {
+		return err
+	}
+	return nil
+}
+
+func validateSelector(bad func(key, format string, args ...interface{}) error, key string, s *metav1.LabelSelector) error {
+	if s == nil {
+		return nil
+	}
+	if _, err := metav1.LabelSelectorAsSelector(s); err != nil {
+		return bad(key, "invalid label selector: %v", err)
+	}
+	return nil
+}

@@ -1,0 +1,155 @@
+// Package apply is `fleet apply`: it turns folders of a checkout into Bundles and writes them to
+// the manager cluster (or as YAML), then deletes the Bundles of the same GitRepo that the run did
+// not produce. The GitRepo runner calls it after cloning; users may call it directly.
+package apply
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/yaml"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/bundlereader"
+	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+)
+
+// Options of one run.
+type Options struct {
+	bundlereader.Options
+	// Root is the checkout's folder; Paths are relative to it (globs allowed).
+	Root  string
+	Paths []string
+	// TargetsFile is a YAML file with the GitRepo's targets (`targets: [...]`).
+	TargetsFile string
+	// Output, when set, writes the Bundles as YAML to this file ("-" for out) and needs no
+	// cluster.
+	Output string
+}
+
+// TargetsFile is the content of a targets file, written by the GitRepo controller.
+type TargetsFile struct {
+	Targets []fleet.GitTarget `json:"targets,omitempty"`
+}
+
+// Run reads every bundle, and only if all are valid, writes them and prunes the repo's others.
+// bundles is nil when Output is set.
+func Run(ctx context.Context, o Options, bundles fleetcontrollers.BundleClient, out io.Writer) error {
+	if o.Name == "" {
+		return fmt.Errorf("a name is required: the GitRepo's name, which prefixes every bundle")
+	}
+	if o.TargetsFile != "" {
+		data, err := os.ReadFile(o.TargetsFile)
+		if err != nil {
+			return fmt.Errorf("targets file: %w", err)
+		}
+		var tf TargetsFile
+		if err := yaml.UnmarshalStrict(data, &tf); err != nil {
+			return fmt.Errorf("targets file %s: %w", o.TargetsFile, err)
+		}
+		o.Targets = append(o.Targets, tf.Targets...)
+	}
+	read, err := bundlereader.Read(o.Root, o.Paths, o.Options)
+	if err != nil {
+		return err
+	}
+	sort.Slice(read, func(i, j int) bool { return read[i].Name < read[j].Name })
+	if o.Output != "" {
+		return writeYAML(o.Output, read, out)
+	}
+	for _, b := range read {
+		if err := createOrUpdate(bundles, b); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "bundle %s/%s applied\n", b.Namespace, b.Name)
+	}
+	return prune(bundles, o.Namespace, o.Name, read, out)
+}
+
+func writeYAML(dest string, bundles []*fleet.Bundle, out io.Writer) error {
+	var buf bytes.Buffer
+	for _, b := range bundles {
+		obj := map[string]interface{}{}
+		raw, err := yaml.Marshal(b)
+		if err != nil {
+			return err
+		}
+		if err := yaml.Unmarshal(raw, &obj); err != nil {
+			return err
+		}
+		// A new Bundle has no status; the manager writes it.
+		delete(obj, "status")
+		data, err := yaml.Marshal(obj)
+		if err != nil {
+			return err
+		}
+		buf.WriteString("---\n")
+		buf.Write(data)
+	}
+	if dest == "-" {
+		_, err := out.Write(buf.Bytes())
+		return err
+	}
+	return os.WriteFile(dest, buf.Bytes(), 0o644)
+}
+
+// createOrUpdate writes one Bundle, retrying when another writer changed it in between.
+func createOrUpdate(client fleetcontrollers.BundleClient, want *fleet.Bundle) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		existing, err := client.Get(want.Namespace, want.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			_, err = client.Create(want)
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		updated := existing.DeepCopy()
+		updated.Labels = mergeLabels(existing.Labels, want.Labels)
+		updated.Spec = want.Spec
+		_, err = client.Update(updated)
+		return err
+	})
+}
+
+func mergeLabels(existing, want map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range existing {
+		out[k] = v
+	}
+	for k, v := range want {
+		out[k] = v
+	}
+	return out
+}
+
+// prune deletes the Bundles labelled with this repo that the run did not produce.
+func prune(client fleetcontrollers.BundleClient, namespace, repo string, keep []*fleet.Bundle, out io.Writer) error {
+	sel := labels.SelectorFromSet(labels.Set{fleet.RepoLabel: repo})
+	list, err := client.List(namespace, metav1.ListOptions{LabelSelector: sel.String()})
+	if err != nil {
+		return fmt.Errorf("listing bundles of %s: %w", repo, err)
+	}
+	kept := map[string]bool{}
+	for _, b := range keep {
+		kept[b.Name] = true
+	}
+	for _, b := range list.Items {
+		if kept[b.Name] {
+			continue
+		}
+		if err := client.Delete(namespace, b.Name, &metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting bundle %s/%s: %w", namespace, b.Name, err)
+		}
+		fmt.Fprintf(out, "bundle %s/%s deleted: no longer in the repository\n", namespace, b.Name)
+	}
+	return nil
+}

@@ -1,0 +1,26 @@
+package cmd
+
+import (
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// kubeFlags are the standard connection flags of commands that talk to a cluster.
+type kubeFlags struct {
+	kubeconfig string
+	context    string
+}
+
+func (k *kubeFlags) bind(c *cobra.Command) {
+	c.Flags().StringVar(&k.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
+	c.Flags().StringVar(&k.context, "context", "", "kubeconfig context to use")
+}
+
+// restConfig loads the client configuration the way kubectl does.
+func (k *kubeFlags) restConfig() (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = k.kubeconfig
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: k.context}
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+}
