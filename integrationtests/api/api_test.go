@@ -155,6 +155,22 @@ var _ = Describe("Fleet's documented manifests", func() {
 	})
 })
 
+var _ = Describe("defaults", func() {
+	It("fills in the documented defaults", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		b := &fleet.Bundle{
+			ObjectMeta: metav1.ObjectMeta{Name: "defaults", Namespace: ns},
+			Spec:       fleet.BundleSpec{DependsOn: []fleet.BundleRef{{Name: "base"}}},
+		}
+		_, err := clients.Bundle().Create(b)
+		Expect(err).NotTo(HaveOccurred())
+		got, err := clients.Bundle().Get(ns, "defaults", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got.Spec.TargetCustomizationMode).To(Equal("FirstMatch"))
+		Expect(got.Spec.DependsOn[0].AcceptedStates).To(Equal([]fleet.BundleState{fleet.Ready}))
+	})
+})
+
 var _ = Describe("invalid input", func() {
 	// rejected asserts the apiserver refused the object as invalid, naming every given part.
 	rejected := func(err error, parts ...string) {

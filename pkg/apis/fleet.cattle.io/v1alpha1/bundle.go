@@ -56,6 +56,7 @@ type BundleSpec struct {
 	// TargetCustomizationMode decides how target customizations combine for a cluster matched by
 	// several: FirstMatch (the default) applies only the first, AllMatches merges all in order.
 	// +kubebuilder:validation:Enum=FirstMatch;AllMatches
+	// +kubebuilder:default=FirstMatch
 	// +optional
 	TargetCustomizationMode string `json:"targetCustomizationMode,omitempty"`
 
@@ -132,7 +133,8 @@ type BundleRef struct {
 	Selector *metav1.LabelSelector `json:"selector,omitempty"`
 	// AcceptedStates are the states of the dependency that let this Bundle deploy; the default
 	// is Ready only.
-	// +nullable
+	// +kubebuilder:default={Ready}
+	// +optional
 	AcceptedStates []BundleState `json:"acceptedStates,omitempty"`
 }
 
