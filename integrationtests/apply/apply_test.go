@@ -1,0 +1,184 @@
+package apply_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/registry"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/bundlereader"
+	"github.com/fleetgo/fleet/pkg/cli/apply"
+)
+
+func metav1ListOptions() metav1.ListOptions { return metav1.ListOptions{} }
+
+func newNamespace(ctx context.Context) string {
+	cs, err := cluster.Clientset()
+	Expect(err).NotTo(HaveOccurred())
+	ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "apply-"}}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func(ctx context.Context) { _ = cs.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{}) })
+	return ns.Name
+}
+
+// repo writes files into a new folder and returns it.
+func repo(files map[string]string) string {
+	root := GinkgoT().TempDir()
+	for name, content := range files {
+		p := filepath.Join(root, name)
+		Expect(os.MkdirAll(filepath.Dir(p), 0o755)).To(Succeed())
+		Expect(os.WriteFile(p, []byte(content), 0o644)).To(Succeed())
+	}
+	return root
+}
+
+func chartDir(name, version string) string {
+	return repo(map[string]string{
+		"Chart.yaml":               "apiVersion: v2\nname: " + name + "\nversion: " + version + "\n",
+		"templates/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n",
+	})
+}
+
+func run(ctx context.Context, o apply.Options) (string, error) {
+	var out bytes.Buffer
+	err := apply.Run(ctx, o, clients.Bundle(), &out)
+	return out.String(), err
+}
+
+func bundleNames(ns string) []string {
+	list, err := clients.Bundle().List(ns, metav1.ListOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	var names []string
+	for _, b := range list.Items {
+		names = append(names, b.Name)
+	}
+	return names
+}
+
+var _ = Describe("fleet apply", func() {
+	It("writes a Bundle per folder, updates them, and prunes the ones gone from the repository", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		root := repo(map[string]string{
+			"one/fleet.yaml": "defaultNamespace: one\n",
+			"one/cm.yaml":    "kind: ConfigMap\n",
+			"two/fleet.yaml": "defaultNamespace: two\n",
+			"two/cm.yaml":    "kind: ConfigMap\n",
+		})
+		o := apply.Options{Root: root, Options: bundlereader.Options{Name: "repo", Namespace: ns, Commit: "c1"}}
+		_, err := run(ctx, o)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(bundleNames(ns)).To(ConsistOf("repo-one", "repo-two"))
+
+		// An unrelated Bundle, not labelled with this repo, must survive pruning.
+		_, err = clients.Bundle().Create(&fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: ns}})
+		Expect(err).NotTo(HaveOccurred())
+
+		Expect(os.RemoveAll(filepath.Join(root, "two"))).To(Succeed())
+		Expect(os.WriteFile(filepath.Join(root, "one", "fleet.yaml"), []byte("defaultNamespace: changed\n"), 0o644)).To(Succeed())
+		o.Commit = "c2"
+		out, err := run(ctx, o)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(ContainSubstring("repo-two deleted"))
+		Expect(bundleNames(ns)).To(ConsistOf("repo-one", "other"))
+		b, err := clients.Bundle().Get(ns, "repo-one", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(b.Spec.DefaultNamespace).To(Equal("changed"))
+		Expect(b.Labels).To(HaveKeyWithValue(fleet.CommitLabel, "c2"))
+		Expect(b.Labels).To(HaveKeyWithValue(fleet.RepoLabel, "repo"))
+	})
+
+	It("writes nothing and keeps existing Bundles when one folder is broken", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		root := repo(map[string]string{
+			"good/fleet.yaml": "defaultNamespace: good\n",
+			"good/cm.yaml":    "kind: ConfigMap\n",
+		})
+		o := apply.Options{Root: root, Options: bundlereader.Options{Name: "repo", Namespace: ns}}
+		_, err := run(ctx, o)
+		Expect(err).NotTo(HaveOccurred())
+		before, err := clients.Bundle().Get(ns, "repo-good", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+
+		Expect(os.WriteFile(filepath.Join(root, "good", "fleet.yaml"), []byte("defaultNamespace: changed\n"), 0o644)).To(Succeed())
+		Expect(os.MkdirAll(filepath.Join(root, "bad"), 0o755)).To(Succeed())
+		Expect(os.WriteFile(filepath.Join(root, "bad", "fleet.yaml"), []byte("helm:\n  chartt: x\n"), 0o644)).To(Succeed())
+		_, err = run(ctx, o)
+		Expect(err).To(MatchError(ContainSubstring(`bad/fleet.yaml:2: key "chartt": unknown key`)))
+
+		after, err := clients.Bundle().Get(ns, "repo-good", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(after.ResourceVersion).To(Equal(before.ResourceVersion), "nothing may be written")
+		Expect(bundleNames(ns)).To(ConsistOf("repo-good"))
+	})
+
+	It("embeds charts from a chart repository with basic auth, resolving the version constraint", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		for _, v := range []string{"1.0.0", "1.1.0", "2.0.0"} {
+			_, err := chartRepo.AddChart(chartDir("web", v))
+			Expect(err).NotTo(HaveOccurred())
+		}
+		root := repo(map[string]string{
+			"web/fleet.yaml": "helm:\n  repo: " + chartRepo.URL + "\n  chart: web\n  version: \"~1.0\"\n",
+		})
+		o := apply.Options{Root: root, Options: bundlereader.Options{Name: "repo", Namespace: ns,
+			ChartAuth: bundlereader.ChartAuth{Username: repoAuth.Username, Password: repoAuth.Password}}}
+		_, err := run(ctx, o)
+		Expect(err).NotTo(HaveOccurred())
+		b, err := clients.Bundle().Get(ns, "repo-web", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(b.Spec.Helm.Version).To(Equal("1.0.0"))
+		Expect(b.Spec.Helm.Repo).To(BeEmpty(), "agents must not need the repository")
+		Expect(b.Spec.Helm.Chart).To(HavePrefix(bundlereader.EmbeddedChartDir + "/"))
+		Expect(b.Spec.Resources).To(HaveLen(1))
+		Expect(b.Spec.Resources[0].Name).To(Equal(b.Spec.Helm.Chart))
+
+		o.ChartAuth.Password = "wrong"
+		_, err = run(ctx, o)
+		Expect(err).To(MatchError(ContainSubstring(`web/fleet.yaml: key "helm.chart"`)))
+	})
+
+	It("embeds charts from an OCI registry", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		pkgName, err := chartRepo.AddChart(chartDir("api", "0.3.1"))
+		Expect(err).NotTo(HaveOccurred())
+		data, err := os.ReadFile(filepath.Join(chartRepo.Dir, pkgName))
+		Expect(err).NotTo(HaveOccurred())
+		rc, err := registry.NewClient(registry.ClientOptPlainHTTP(), registry.ClientOptBasicAuth(repoAuth.Username, repoAuth.Password))
+		Expect(err).NotTo(HaveOccurred())
+		_, err = rc.Push(data, registryHost()+"/charts/api:0.3.1")
+		Expect(err).NotTo(HaveOccurred())
+
+		root := repo(map[string]string{
+			"api/fleet.yaml": "helm:\n  chart: oci://" + registryHost() + "/charts/api\n  version: \">=0.3.0\"\n",
+		})
+		o := apply.Options{Root: root, Options: bundlereader.Options{Name: "repo", Namespace: ns,
+			ChartAuth: bundlereader.ChartAuth{Username: repoAuth.Username, Password: repoAuth.Password, PlainHTTP: true}}}
+		_, err = run(ctx, o)
+		Expect(err).NotTo(HaveOccurred())
+		b, err := clients.Bundle().Get(ns, "repo-api", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(b.Spec.Helm.Version).To(Equal("0.3.1"))
+		Expect(strings.HasSuffix(b.Spec.Helm.Chart, "/api-0.3.1.tgz")).To(BeTrue(), b.Spec.Helm.Chart)
+	})
+
+	It("writes YAML with -o and needs no cluster", func(ctx context.Context) {
+		root := repo(map[string]string{"cm.yaml": "kind: ConfigMap\n"})
+		dest := filepath.Join(GinkgoT().TempDir(), "out.yaml")
+		err := apply.Run(ctx, apply.Options{Root: root, Output: dest, Options: bundlereader.Options{Name: "offline", Namespace: "fleet-local"}}, nil, GinkgoWriter)
+		Expect(err).NotTo(HaveOccurred())
+		data, err := os.ReadFile(dest)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(data)).To(ContainSubstring("name: offline"))
+		Expect(string(data)).NotTo(ContainSubstring("status:"))
+	})
+})
+
+func registryHost() string { return ociReg.Host }
