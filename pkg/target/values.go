@@ -1,0 +1,120 @@
+package target
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"text/template"
+
+	"github.com/Masterminds/sprig/v3"
+	"sigs.k8s.io/yaml"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+)
+
+// forbiddenFuncs are sprig functions a template in a Bundle may not use: they read the
+// manager's environment or the network, or evaluate templates recursively.
+var forbiddenFuncs = []string{"env", "expandenv", "include", "tpl", "getHostByName"}
+
+func funcMap() template.FuncMap {
+	fm := sprig.TxtFuncMap()
+	for _, f := range forbiddenFuncs {
+		delete(fm, f)
+	}
+	return fm
+}
+
+// templateContext is what templated values see of the cluster.
+func templateContext(c *fleet.Cluster) map[string]interface{} {
+	values := map[string]interface{}{}
+	if c.Spec.TemplateValues != nil {
+		values = c.Spec.TemplateValues.DeepCopy().Data
+	}
+	return map[string]interface{}{
+		"ClusterName":        c.Name,
+		"ClusterNamespace":   c.Namespace,
+		"ClusterLabels":      stringMap(c.Labels),
+		"ClusterAnnotations": stringMap(c.Annotations),
+		"ClusterValues":      values,
+	}
+}
+
+func stringMap(m map[string]string) map[string]interface{} {
+	out := make(map[string]interface{}, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// RenderValues renders the Helm values of opts for cluster c: the values, as YAML, are a
+// template over the cluster's name, namespace, labels, annotations and template values (unless
+// helm.disablePreProcess), helm.templateValues are rendered and laid over them, and the cluster's
+// labels are offered as global.fleet.clusterLabels for charts that read them.
+func RenderValues(opts *fleet.BundleDeploymentOptions, c *fleet.Cluster) error {
+	h := opts.Helm
+	if h == nil {
+		return nil
+	}
+	ctx := templateContext(c)
+	values := map[string]interface{}{}
+	if h.Values != nil {
+		values = h.Values.DeepCopy().Data
+	}
+	if !h.DisablePreProcess && len(values) > 0 {
+		data, err := yaml.Marshal(values)
+		if err != nil {
+			return err
+		}
+		rendered, err := render("helm.values", string(data), ctx)
+		if err != nil {
+			return err
+		}
+		values = map[string]interface{}{}
+		if err := yaml.Unmarshal([]byte(rendered), &values); err != nil {
+			return fmt.Errorf("helm.values: the rendered template is not valid YAML: %w", err)
+		}
+	}
+	for key, tmpl := range h.TemplateValues {
+		rendered, err := render("helm.templateValues."+key, tmpl, ctx)
+		if err != nil {
+			return err
+		}
+		var v interface{}
+		if err := yaml.Unmarshal([]byte(rendered), &v); err != nil {
+			return fmt.Errorf("helm.templateValues.%s: the rendered template is not valid YAML: %w", key, err)
+		}
+		values[key] = v
+	}
+	if len(c.Labels) > 0 {
+		global, _ := values["global"].(map[string]interface{})
+		if global == nil {
+			global = map[string]interface{}{}
+		}
+		fl, _ := global["fleet"].(map[string]interface{})
+		if fl == nil {
+			fl = map[string]interface{}{}
+		}
+		fl["clusterLabels"] = stringMap(c.Labels)
+		global["fleet"] = fl
+		values["global"] = global
+	}
+	h.Values = &fleet.GenericMap{Data: values}
+	h.TemplateValues = nil
+	return nil
+}
+
+func render(name, text string, ctx map[string]interface{}) (string, error) {
+	if !strings.Contains(text, "{{") {
+		return text, nil
+	}
+	t, err := template.New(name).Funcs(funcMap()).Option("missingkey=error").Parse(text)
+	if err != nil {
+		return "", fmt.Errorf("%s: invalid template: %w", name, err)
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, ctx); err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
+	return buf.String(), nil
+}
