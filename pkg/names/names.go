@@ -69,3 +69,12 @@ func Limit(s string, max int, key string) string {
 	prefix := strings.TrimRight(s[:max-hashLen-1], "-.")
 	return prefix + "-" + hex.EncodeToString(sum[:])[:hashLen]
 }
+
+// ClusterNamespace is the namespace on the manager that holds a Cluster's BundleDeployments:
+// "cluster-", the Cluster's namespace and name, and a hash of both so that distinct clusters
+// never share one even when shortened.
+func ClusterNamespace(clusterNamespace, clusterName string) string {
+	sum := sha256.Sum256([]byte(clusterNamespace + "/" + clusterName))
+	h := hex.EncodeToString(sum[:])[:8]
+	return SafeConcatName("cluster", clusterNamespace, clusterName, h)
+}

@@ -55,3 +55,17 @@ func TestSafeConcatName(t *testing.T) {
 		t.Fatalf("got %q", SafeConcatName("a.b", "C"))
 	}
 }
+
+func TestClusterNamespace(t *testing.T) {
+	a := ClusterNamespace("fleet-default", "c-1")
+	if !strings.HasPrefix(a, "cluster-fleet-default-c-1-") || len(a) != len("cluster-fleet-default-c-1-")+8 {
+		t.Fatalf("got %q", a)
+	}
+	if ClusterNamespace("fleet-default", "c-2") == a || ClusterNamespace("a-b", "c") == ClusterNamespace("a", "b-c") {
+		t.Fatal("distinct clusters need distinct namespaces, even when their joined names are equal")
+	}
+	long := ClusterNamespace(strings.Repeat("n", 50), strings.Repeat("c", 50))
+	if len(long) > MaxDNSLabel {
+		t.Fatalf("too long: %q", long)
+	}
+}

@@ -19,6 +19,7 @@ import (
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/bundlereader"
+	"github.com/fleetgo/fleet/pkg/cli/output"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 )
 
@@ -76,23 +77,12 @@ func Run(ctx context.Context, o Options, bundles fleetcontrollers.BundleClient, 
 
 func writeYAML(dest string, bundles []*fleet.Bundle, out io.Writer) error {
 	var buf bytes.Buffer
-	for _, b := range bundles {
-		obj := map[string]interface{}{}
-		raw, err := yaml.Marshal(b)
-		if err != nil {
-			return err
-		}
-		if err := yaml.Unmarshal(raw, &obj); err != nil {
-			return err
-		}
-		// A new Bundle has no status; the manager writes it.
-		delete(obj, "status")
-		data, err := yaml.Marshal(obj)
-		if err != nil {
-			return err
-		}
-		buf.WriteString("---\n")
-		buf.Write(data)
+	objs := make([]interface{}, len(bundles))
+	for i, b := range bundles {
+		objs[i] = b
+	}
+	if err := output.WriteYAML(&buf, objs...); err != nil {
+		return err
 	}
 	if dest == "-" {
 		_, err := out.Write(buf.Bytes())

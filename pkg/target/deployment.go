@@ -1,0 +1,57 @@
+package target
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/names"
+)
+
+// ClusterNamespace is where a cluster's BundleDeployments live: the namespace the manager
+// recorded in its status, or the one it will create.
+func ClusterNamespace(c *fleet.Cluster) string {
+	if c.Status.Namespace != "" {
+		return c.Status.Namespace
+	}
+	return names.ClusterNamespace(c.Namespace, c.Name)
+}
+
+// Deployment is the BundleDeployment bundle b should have on the cluster of ci, given its match.
+// The options are rendered for the cluster and staged and promoted alike; the rollout decides
+// later whether promotion waits. contentName names the Content holding b's manifest.
+func Deployment(b *fleet.Bundle, ci ClusterInfo, m *Match, contentName string) (*fleet.BundleDeployment, error) {
+	opts := *m.Options.DeepCopy()
+	if err := RenderValues(&opts, ci.Cluster); err != nil {
+		return nil, err
+	}
+	id, err := DeploymentID(contentName, opts)
+	if err != nil {
+		return nil, err
+	}
+	labels := map[string]string{
+		fleet.BundleLabel:           b.Name,
+		fleet.BundleNamespaceLabel:  b.Namespace,
+		fleet.ClusterLabel:          ci.Cluster.Name,
+		fleet.ClusterNamespaceLabel: ci.Cluster.Namespace,
+		fleet.ContentNameLabel:      contentName,
+	}
+	for _, k := range []string{fleet.RepoLabel, fleet.CommitLabel} {
+		if v, ok := b.Labels[k]; ok {
+			labels[k] = v
+		}
+	}
+	bd := &fleet.BundleDeployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "fleet.cattle.io/v1alpha1", Kind: "BundleDeployment"},
+		ObjectMeta: metav1.ObjectMeta{Name: b.Name, Namespace: ClusterNamespace(ci.Cluster), Labels: labels},
+		Spec: fleet.BundleDeploymentSpec{
+			StagedOptions:      opts,
+			StagedDeploymentID: id,
+			Options:            *opts.DeepCopy(),
+			DeploymentID:       id,
+			DependsOn:          b.Spec.DependsOn,
+			CorrectDrift:       opts.CorrectDrift,
+			Paused:             b.Spec.Paused || ci.Cluster.Spec.Paused,
+		},
+	}
+	return bd, nil
+}
