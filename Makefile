@@ -59,10 +59,8 @@ verify-fast: ## gofmt, go vet and the API contract
 verify: verify-fast generate ## verify-fast, and generated code is up to date
 	@git diff --exit-code --stat || { echo "generated files differ: run make generate and commit"; exit 1; }
 
-bench: ## benchmarks (JSON and plots in benchmarks/)
-	@if [ -n "$$(find benchmarks -name '*_test.go' 2>/dev/null)" ]; then \
-		$(GO) test -run '^$$' -bench . ./benchmarks/...; \
-	else echo "bench: no benchmarks yet"; fi
+bench: build ## benchmarks: JSON and plots in benchmarks/results (not part of test)
+	$(GO) run ./benchmarks/apply -fleet bin/fleet -out benchmarks/results
 
 quickstart: build ## start a management and two downstream clusters in the background
 	dev/up
