@@ -49,7 +49,12 @@ func prepareOptions(where, dir string, o *fleet.BundleDeploymentOptions, auth Ch
 		h.Chart, h.Repo, h.Version = c.Name, "", c.Version
 		return []File{{Name: c.Name, Content: c.Data}}, nil
 	case strings.HasPrefix(h.Chart, "git::"):
-		return nil, bad("helm.chart", "git chart sources are not supported yet: vendor the chart into the repository")
+		c, err := fetchGitChart(h.Chart, !h.DisableDependencyUpdate, auth)
+		if err != nil {
+			return nil, bad("helm.chart", "%v", err)
+		}
+		h.Chart, h.Version = c.Name, c.Version
+		return []File{{Name: c.Name, Content: c.Data}}, nil
 	case h.Chart != "":
 		return prepareLocalChart(bad, dir, h, auth)
 	}
