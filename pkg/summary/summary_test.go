@@ -1,0 +1,71 @@
+package summary
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/rancher/wrangler/v3/pkg/genericcondition"
+	corev1 "k8s.io/api/core/v1"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+)
+
+func bd(applied, id, staged string, ready, nonModified bool, conds ...genericcondition.GenericCondition) *fleet.BundleDeployment {
+	b := &fleet.BundleDeployment{}
+	b.Spec.DeploymentID, b.Spec.StagedDeploymentID = id, staged
+	b.Status.AppliedDeploymentID, b.Status.Ready, b.Status.NonModified = applied, ready, nonModified
+	b.Status.Conditions = conds
+	return b
+}
+
+func TestState(t *testing.T) {
+	failed := genericcondition.GenericCondition{Type: "Deployed", Status: corev1.ConditionFalse, Message: "boom"}
+	tests := []struct {
+		name string
+		bd   *fleet.BundleDeployment
+		want fleet.BundleState
+	}{
+		{"failed apply", bd("old", "new", "new", true, true, failed), fleet.ErrApplied},
+		{"not applied yet", bd("old", "new", "new", true, true), fleet.WaitApplied},
+		{"applied, not ready", bd("new", "new", "new", false, true), fleet.NotReady},
+		{"staged not promoted", bd("new", "new", "newer", true, true), fleet.OutOfSync},
+		{"drifted", bd("new", "new", "new", true, false), fleet.Modified},
+		{"ready", bd("new", "new", "new", true, true), fleet.Ready},
+		// Order matters: not ready wins over out of sync and modified.
+		{"not ready and modified", bd("new", "new", "newer", false, false), fleet.NotReady},
+	}
+	for _, tt := range tests {
+		if got := State(tt.bd); got != tt.want {
+			t.Errorf("%s: %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestSummaryAndMessage(t *testing.T) {
+	var s fleet.BundleSummary
+	for i := 0; i < 12; i++ {
+		Add(&s, "c-ready", bd("a", "a", "a", true, true))
+	}
+	for i := 0; i < 12; i++ {
+		Add(&s, "c-wait", bd("", "a", "a", false, false))
+	}
+	Add(&s, "c-err", bd("", "a", "a", false, false, genericcondition.GenericCondition{Type: "Deployed", Status: corev1.ConditionFalse, Message: "chart invalid"}))
+	if s.Ready != 12 || s.WaitApplied != 12 || s.ErrApplied != 1 || s.DesiredReady != 25 {
+		t.Fatalf("counts %+v", s)
+	}
+	if len(s.NonReadyResources) != MaxNonReady {
+		t.Fatalf("non-ready list must be bounded, got %d", len(s.NonReadyResources))
+	}
+	if WorstState(s) != fleet.ErrApplied {
+		t.Errorf("worst %s", WorstState(s))
+	}
+	msg := ReadyMessage(s)
+	if !strings.HasPrefix(msg, "ErrApplied(1), WaitApplied(12) [c-wait: WaitApplied") {
+		t.Errorf("message %q", msg)
+	}
+	var all fleet.BundleSummary
+	Increment(&all, fleet.Ready)
+	if ReadyMessage(all) != "" || WorstState(all) != "" {
+		t.Error("a ready summary has no message")
+	}
+}
