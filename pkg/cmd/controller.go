@@ -1,0 +1,46 @@
+package cmd
+
+import (
+	"github.com/sirupsen/logrus"
+	"github.com/spf13/cobra"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/controller"
+)
+
+func newController() *cobra.Command {
+	var (
+		kube    kubeFlags
+		o       controller.Options
+		logJSON bool
+		debug   bool
+	)
+	c := &cobra.Command{
+		Use:   "controller",
+		Short: "Run the manager's controllers against the management cluster",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if logJSON {
+				logrus.SetFormatter(&logrus.JSONFormatter{})
+			}
+			if debug {
+				logrus.SetLevel(logrus.DebugLevel)
+			}
+			cfg, err := kube.restConfig()
+			if err != nil {
+				return err
+			}
+			return controller.Run(cmd.Context(), cfg, o)
+		},
+	}
+	kube.bind(c)
+	fl := c.Flags()
+	fl.StringVar(&o.SystemNamespace, "namespace", fleet.SystemNamespace, "system namespace: configuration and leader election")
+	fl.IntVar(&o.Workers, "workers", 50, "workers per controller")
+	fl.BoolVar(&o.LeaderElect, "leader-elect", true, "run only while holding the leader lease")
+	fl.StringVar(&o.HealthAddr, "health-addr", ":8081", "address of /healthz and /readyz (empty disables)")
+	fl.StringVar(&o.MetricsAddr, "metrics-addr", ":8080", "address of /metrics (empty disables)")
+	fl.BoolVar(&logJSON, "log-json", false, "log as JSON")
+	fl.BoolVar(&debug, "debug", false, "log at debug level")
+	return c
+}

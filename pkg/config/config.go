@@ -1,0 +1,68 @@
+// Package config is the manager's configuration: the fleet-controller ConfigMap in the system
+// namespace, key "config", a JSON document. The manager reloads it whenever it changes; every
+// interval and timeout has its default here.
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const (
+	// ConfigMapName is the ConfigMap holding the configuration.
+	ConfigMapName = "fleet-controller"
+	// Key is the ConfigMap key holding the JSON document.
+	Key = "config"
+
+	// DefaultAgentCheckinInterval is how often agents report to their Cluster.
+	DefaultAgentCheckinInterval = 15 * time.Minute
+	// DefaultGarbageCollectionInterval is how often agents remove releases of deleted deployments.
+	DefaultGarbageCollectionInterval = 15 * time.Minute
+)
+
+// Config is the document in the ConfigMap.
+type Config struct {
+	// APIServerURL is the manager's URL as agents reach it.
+	APIServerURL string `json:"apiServerURL,omitempty"`
+	// APIServerCA is the PEM CA bundle agents trust for APIServerURL.
+	APIServerCA string `json:"apiServerCA,omitempty"`
+	// AgentCheckinInterval is how often agents report; a Cluster silent for three intervals is
+	// shown Offline.
+	AgentCheckinInterval metav1.Duration `json:"agentCheckinInterval,omitempty"`
+	// GarbageCollectionInterval is how often agents remove releases of deleted deployments.
+	GarbageCollectionInterval metav1.Duration `json:"garbageCollectionInterval,omitempty"`
+}
+
+// Parse reads the JSON document and fills in defaults.
+func Parse(data string) (*Config, error) {
+	c := &Config{}
+	if data != "" {
+		if err := json.Unmarshal([]byte(data), c); err != nil {
+			return nil, fmt.Errorf("configmap %s key %s: %w", ConfigMapName, Key, err)
+		}
+	}
+	if c.AgentCheckinInterval.Duration <= 0 {
+		c.AgentCheckinInterval.Duration = DefaultAgentCheckinInterval
+	}
+	if c.GarbageCollectionInterval.Duration <= 0 {
+		c.GarbageCollectionInterval.Duration = DefaultGarbageCollectionInterval
+	}
+	return c, nil
+}
+
+var current atomic.Pointer[Config]
+
+func init() {
+	c, _ := Parse("")
+	current.Store(c)
+}
+
+// Get returns the configuration in force.
+func Get() *Config { return current.Load() }
+
+// Set replaces the configuration in force.
+func Set(c *Config) { current.Store(c) }

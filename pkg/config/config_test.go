@@ -1,0 +1,23 @@
+package config
+
+import (
+	"testing"
+	"time"
+)
+
+func TestParse(t *testing.T) {
+	c, err := Parse(`{"apiServerURL":"https://m:6443","agentCheckinInterval":"30s"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.APIServerURL != "https://m:6443" || c.AgentCheckinInterval.Duration != 30*time.Second || c.GarbageCollectionInterval.Duration != DefaultGarbageCollectionInterval {
+		t.Fatalf("%+v", c)
+	}
+	if _, err := Parse(`{"agentCheckinInterval": 5}`); err == nil {
+		t.Fatal("a malformed document is an error")
+	}
+	d, _ := Parse("")
+	if d.AgentCheckinInterval.Duration != DefaultAgentCheckinInterval {
+		t.Fatal("defaults")
+	}
+}

@@ -1,0 +1,359 @@
+// Package bundle turns each Bundle into a shared Content and one BundleDeployment per targeted
+// cluster, deletes the BundleDeployments of clusters it no longer targets, and rolls their
+// states up into the Bundle's status. (manager)
+//
+// BundleDeployments live in cluster namespaces, away from their Bundle, so they carry labels
+// instead of owner references and this controller creates, updates and deletes them itself: it
+// needs each one's current state to decide what a rollout may promote.
+package bundle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/controller/index"
+	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/summary"
+	"github.com/fleetgo/fleet/pkg/target"
+)
+
+const (
+	// defaultMaxNew caps the BundleDeployments created per pass, so one Bundle targeting
+	// thousands of clusters does not monopolise the apiserver; the rest follow on requeue.
+	defaultMaxNew = 50
+	// requeueNew is how soon a Bundle capped by maxNew is processed again.
+	requeueNew = time.Second
+)
+
+// Deps are what the controller reads and writes.
+type Deps struct {
+	Bundles           fleetcontrollers.BundleController
+	BundleDeployments fleetcontrollers.BundleDeploymentController
+	Clusters          fleetcontrollers.ClusterController
+	ClusterGroups     fleetcontrollers.ClusterGroupController
+	Contents          fleetcontrollers.ContentController
+}
+
+type handler struct {
+	bundles  fleetcontrollers.BundleController
+	bds      fleetcontrollers.BundleDeploymentController
+	bdCache  fleetcontrollers.BundleDeploymentCache
+	clusters fleetcontrollers.ClusterCache
+	groups   fleetcontrollers.ClusterGroupCache
+	contents fleetcontrollers.ContentController
+	now      func() time.Time
+}
+
+// Register starts reconciling Bundles, and re-reconciles them when their BundleDeployments,
+// or the Clusters and ClusterGroups of their namespace, change.
+func Register(ctx context.Context, d Deps) {
+	h := &handler{
+		bundles: d.Bundles, bds: d.BundleDeployments, bdCache: d.BundleDeployments.Cache(),
+		clusters: d.Clusters.Cache(), groups: d.ClusterGroups.Cache(), contents: d.Contents, now: time.Now,
+	}
+	d.Bundles.OnChange(ctx, "bundle-deploy", h.OnChange)
+	d.BundleDeployments.OnChange(ctx, "bundle-from-deployment", func(_ string, bd *fleet.BundleDeployment) (*fleet.BundleDeployment, error) {
+		if bd != nil {
+			if ns, name := bd.Labels[fleet.BundleNamespaceLabel], bd.Labels[fleet.BundleLabel]; ns != "" && name != "" {
+				d.Bundles.Enqueue(ns, name)
+			}
+		}
+		return bd, nil
+	})
+	enqueueNamespace := func(ns string) {
+		bundles, err := d.Bundles.Cache().List(ns, labels.Everything())
+		if err != nil {
+			return
+		}
+		for _, b := range bundles {
+			d.Bundles.Enqueue(b.Namespace, b.Name)
+		}
+	}
+	d.Clusters.OnChange(ctx, "bundle-from-cluster", func(_ string, c *fleet.Cluster) (*fleet.Cluster, error) {
+		if c != nil {
+			enqueueNamespace(c.Namespace)
+		}
+		return c, nil
+	})
+	d.ClusterGroups.OnChange(ctx, "bundle-from-clustergroup", func(_ string, g *fleet.ClusterGroup) (*fleet.ClusterGroup, error) {
+		if g != nil {
+			enqueueNamespace(g.Namespace)
+		}
+		return g, nil
+	})
+}
+
+// OnChange reconciles one Bundle.
+func (h *handler) OnChange(_ string, b *fleet.Bundle) (*fleet.Bundle, error) {
+	if b == nil {
+		return nil, nil
+	}
+	if b.DeletionTimestamp != nil {
+		return h.finalize(b)
+	}
+	if !slices.Contains(b.Finalizers, fleet.BundleFinalizer) {
+		b = b.DeepCopy()
+		b.Finalizers = append(b.Finalizers, fleet.BundleFinalizer)
+		return h.bundles.Update(b)
+	}
+
+	contentName, err := h.ensureContent(b)
+	if err != nil {
+		return b, err
+	}
+	plan, planErr := h.plan(b, contentName)
+	if planErr != nil {
+		// A user error (invalid selector, template error): report it and keep what is deployed.
+		return h.updateStatus(b, nil, planErr)
+	}
+	result, requeue, err := h.sync(b, plan)
+	if err != nil {
+		return b, err
+	}
+	if requeue {
+		h.bundles.EnqueueAfter(b.Namespace, b.Name, requeueNew)
+	}
+	return h.updateStatus(b, result, nil)
+}
+
+// planned is one targeted cluster: its BundleDeployment, or none yet when the cluster has no
+// namespace.
+type planned struct {
+	cluster *fleet.Cluster
+	desired *fleet.BundleDeployment
+}
+
+// plan matches every Cluster of the Bundle's namespace and renders the BundleDeployments.
+func (h *handler) plan(b *fleet.Bundle, contentName string) ([]planned, error) {
+	clusters, err := h.clusters.List(b.Namespace, labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	groups, err := h.groups.List(b.Namespace, labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(clusters, func(a, b *fleet.Cluster) int { return compare(a.Name, b.Name) })
+	var out []planned
+	var errs []error
+	for _, c := range clusters {
+		cg, err := target.Groups(c, groups)
+		if err != nil {
+			return nil, err
+		}
+		ci := target.ClusterInfo{Cluster: c, Groups: cg}
+		m, err := target.MatchCluster(b, ci)
+		if err != nil {
+			return nil, fmt.Errorf("targeting: %w", err)
+		}
+		if m == nil {
+			continue
+		}
+		if c.Status.Namespace == "" {
+			out = append(out, planned{cluster: c})
+			continue
+		}
+		bd, err := target.Deployment(b, ci, m, contentName)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("cluster %s: %w", c.Name, err))
+			continue
+		}
+		out = append(out, planned{cluster: c, desired: bd})
+	}
+	return out, errors.Join(errs...)
+}
+
+// synced is a targeted cluster with its BundleDeployment as it now stands.
+type synced struct {
+	cluster *fleet.Cluster
+	bd      *fleet.BundleDeployment
+}
+
+// sync creates, updates and deletes BundleDeployments to match the plan, staging options on
+// every target and promoting them within the rollout's limits.
+func (h *handler) sync(b *fleet.Bundle, plan []planned) ([]synced, bool, error) {
+	existing, err := h.bdCache.GetByIndex(index.ByBundle, b.Namespace+"/"+b.Name)
+	if err != nil {
+		return nil, false, err
+	}
+	byNamespace := map[string]*fleet.BundleDeployment{}
+	for _, bd := range existing {
+		byNamespace[bd.Namespace] = bd
+	}
+	r := newRollout(b, plan, byNamespace)
+	maxNew := defaultMaxNew
+	if b.Spec.RolloutStrategy != nil && b.Spec.RolloutStrategy.MaxNew != nil && *b.Spec.RolloutStrategy.MaxNew > 0 {
+		maxNew = *b.Spec.RolloutStrategy.MaxNew
+	}
+	var out []synced
+	wanted := map[string]bool{}
+	requeue := false
+	created := 0
+	for _, p := range plan {
+		if p.desired == nil {
+			out = append(out, synced{cluster: p.cluster})
+			continue
+		}
+		wanted[p.desired.Namespace] = true
+		cur := byNamespace[p.desired.Namespace]
+		if cur == nil && created >= maxNew {
+			requeue = true
+			out = append(out, synced{cluster: p.cluster})
+			continue
+		}
+		next := r.apply(p.desired, cur)
+		bd, err := h.write(cur, next)
+		if err != nil {
+			return nil, false, err
+		}
+		if cur == nil {
+			created++
+		}
+		out = append(out, synced{cluster: p.cluster, bd: bd})
+	}
+	for ns, bd := range byNamespace {
+		if wanted[ns] {
+			continue
+		}
+		if err := h.bds.Delete(bd.Namespace, bd.Name, &metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return nil, false, fmt.Errorf("deleting bundledeployment %s/%s: %w", bd.Namespace, bd.Name, err)
+		}
+		logrus.WithFields(logrus.Fields{"controller": "bundle", "bundle": b.Namespace + "/" + b.Name, "namespace": ns}).
+			Info("deleted bundledeployment of a cluster no longer targeted")
+	}
+	return out, requeue || r.blocked, nil
+}
+
+// write creates or updates a BundleDeployment; unchanged ones are not written.
+func (h *handler) write(cur, next *fleet.BundleDeployment) (*fleet.BundleDeployment, error) {
+	if cur == nil {
+		bd, err := h.bds.Create(next)
+		if apierrors.IsAlreadyExists(err) {
+			// The cache lags behind an earlier pass; the next pass updates it.
+			return next, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("creating bundledeployment %s/%s: %w", next.Namespace, next.Name, err)
+		}
+		return bd, nil
+	}
+	if equality.Semantic.DeepEqual(cur.Spec, next.Spec) && labelsContain(cur.Labels, next.Labels) {
+		return cur, nil
+	}
+	upd := cur.DeepCopy()
+	upd.Spec = next.Spec
+	if upd.Labels == nil {
+		upd.Labels = map[string]string{}
+	}
+	for k, v := range next.Labels {
+		upd.Labels[k] = v
+	}
+	bd, err := h.bds.Update(upd)
+	if err != nil {
+		return nil, fmt.Errorf("updating bundledeployment %s/%s: %w", upd.Namespace, upd.Name, err)
+	}
+	return bd, nil
+}
+
+// finalize deletes every BundleDeployment of a deleted Bundle, then lets it go.
+func (h *handler) finalize(b *fleet.Bundle) (*fleet.Bundle, error) {
+	existing, err := h.bdCache.GetByIndex(index.ByBundle, b.Namespace+"/"+b.Name)
+	if err != nil {
+		return b, err
+	}
+	for _, bd := range existing {
+		if err := h.bds.Delete(bd.Namespace, bd.Name, &metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return b, err
+		}
+	}
+	if !slices.Contains(b.Finalizers, fleet.BundleFinalizer) {
+		return b, nil
+	}
+	b = b.DeepCopy()
+	b.Finalizers = slices.DeleteFunc(b.Finalizers, func(f string) bool { return f == fleet.BundleFinalizer })
+	return h.bundles.Update(b)
+}
+
+// updateStatus rolls the BundleDeployments up and writes the status only when it changed.
+func (h *handler) updateStatus(b *fleet.Bundle, result []synced, planErr error) (*fleet.Bundle, error) {
+	status := *b.Status.DeepCopy()
+	status.ObservedGeneration = b.Generation
+	ready, message := corev1.ConditionTrue, ""
+	if planErr != nil {
+		ready, message = corev1.ConditionFalse, planErr.Error()
+	} else {
+		var s fleet.BundleSummary
+		for _, r := range result {
+			name := r.cluster.Namespace + "/" + r.cluster.Name
+			if r.bd == nil {
+				summary.Increment(&s, fleet.Pending)
+				if len(s.NonReadyResources) < summary.MaxNonReady {
+					s.NonReadyResources = append(s.NonReadyResources, fleet.NonReadyResource{Name: name, State: fleet.Pending, Message: "waiting for the cluster's namespace"})
+				}
+				continue
+			}
+			summary.Add(&s, name, r.bd)
+		}
+		status.Summary = s
+		status.Unavailable = countUnavailable(result)
+		status.Display = fleet.BundleDisplay{
+			ReadyClusters: fmt.Sprintf("%d/%d", s.Ready, s.DesiredReady),
+			State:         string(summary.WorstState(s)),
+		}
+		if summary.WorstState(s) != "" {
+			ready, message = corev1.ConditionFalse, summary.ReadyMessage(s)
+		}
+	}
+	fleet.SetCondition(&status.Conditions, fleet.ConditionReady, ready, "", message, h.now())
+	if equality.Semantic.DeepEqual(status, b.Status) {
+		return b, nil
+	}
+	b = b.DeepCopy()
+	b.Status = status
+	return h.bundles.UpdateStatus(b)
+}
+
+func countUnavailable(result []synced) int {
+	n := 0
+	for _, r := range result {
+		if r.bd != nil && unavailable(r.bd) {
+			n++
+		}
+	}
+	return n
+}
+
+// unavailable: the cluster is not running the promoted version, or it is not ready.
+func unavailable(bd *fleet.BundleDeployment) bool {
+	return bd.Status.AppliedDeploymentID != bd.Spec.DeploymentID || !bd.Status.Ready
+}
+
+func labelsContain(have, want map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func compare(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

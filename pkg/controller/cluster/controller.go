@@ -1,0 +1,205 @@
+// Package cluster gives every Cluster its namespace on the manager and rolls the cluster's
+// BundleDeployments up into its status, marking clusters whose agent stopped checking in as
+// Offline rather than showing a stale Ready. (manager)
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	corecontrollers "github.com/rancher/wrangler/v3/pkg/generated/controllers/core/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/summary"
+	"github.com/fleetgo/fleet/pkg/target"
+)
+
+// Display states beyond the bundle states.
+const (
+	// StateWaitCheckIn: the agent has never checked in.
+	StateWaitCheckIn = "WaitCheckIn"
+	// StateOffline: the agent has not checked in for more than OfflineAfter check-in intervals.
+	StateOffline = "Offline"
+	// OfflineAfter is how many missed check-in intervals make a cluster Offline.
+	OfflineAfter = 3
+)
+
+// Deps are what the controller reads and writes.
+type Deps struct {
+	Clusters          fleetcontrollers.ClusterController
+	BundleDeployments fleetcontrollers.BundleDeploymentController
+	Namespaces        corecontrollers.NamespaceController
+	// CheckinInterval is the agents' check-in interval, read on every reconcile so a config
+	// change applies at once.
+	CheckinInterval func() time.Duration
+}
+
+type handler struct {
+	clusters   fleetcontrollers.ClusterController
+	bdCache    fleetcontrollers.BundleDeploymentCache
+	namespaces corecontrollers.NamespaceController
+	interval   func() time.Duration
+	now        func() time.Time
+}
+
+// Register starts reconciling Clusters, again whenever a BundleDeployment in a cluster's
+// namespace changes.
+func Register(ctx context.Context, d Deps) {
+	h := &handler{clusters: d.Clusters, bdCache: d.BundleDeployments.Cache(), namespaces: d.Namespaces,
+		interval: d.CheckinInterval, now: time.Now}
+	d.Clusters.OnChange(ctx, "cluster-status", h.OnChange)
+	d.BundleDeployments.OnChange(ctx, "cluster-from-deployment", func(_ string, bd *fleet.BundleDeployment) (*fleet.BundleDeployment, error) {
+		if bd != nil {
+			if ns, name := bd.Labels[fleet.ClusterNamespaceLabel], bd.Labels[fleet.ClusterLabel]; ns != "" && name != "" {
+				d.Clusters.Enqueue(ns, name)
+			}
+		}
+		return bd, nil
+	})
+}
+
+// OnChange reconciles one Cluster.
+func (h *handler) OnChange(_ string, c *fleet.Cluster) (*fleet.Cluster, error) {
+	if c == nil {
+		return nil, nil
+	}
+	if c.DeletionTimestamp != nil {
+		return h.finalize(c)
+	}
+	if !slices.Contains(c.Finalizers, fleet.ClusterFinalizer) {
+		c = c.DeepCopy()
+		c.Finalizers = append(c.Finalizers, fleet.ClusterFinalizer)
+		return h.clusters.Update(c)
+	}
+	ns := target.ClusterNamespace(c)
+	if err := h.ensureNamespace(c, ns); err != nil {
+		return c, err
+	}
+	status, err := h.status(c, ns)
+	if err != nil {
+		return c, err
+	}
+	// Staleness is a matter of time passing: look again one interval from now.
+	h.clusters.EnqueueAfter(c.Namespace, c.Name, h.interval())
+	if equality.Semantic.DeepEqual(status, c.Status) {
+		return c, nil
+	}
+	c = c.DeepCopy()
+	c.Status = status
+	return h.clusters.UpdateStatus(c)
+}
+
+func (h *handler) ensureNamespace(c *fleet.Cluster, ns string) error {
+	if _, err := h.namespaces.Cache().Get(ns); err == nil {
+		return nil
+	}
+	_, err := h.namespaces.Create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name: ns,
+		Labels: map[string]string{
+			fleet.ManagedLabel:          "true",
+			fleet.ClusterLabel:          c.Name,
+			fleet.ClusterNamespaceLabel: c.Namespace,
+		},
+	}})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s for cluster %s/%s: %w", ns, c.Namespace, c.Name, err)
+	}
+	return nil
+}
+
+// status rolls up the BundleDeployments in the cluster's namespace.
+func (h *handler) status(c *fleet.Cluster, ns string) (fleet.ClusterStatus, error) {
+	status := *c.Status.DeepCopy()
+	status.Namespace = ns
+	bds, err := h.bdCache.List(ns, labels.Everything())
+	if err != nil {
+		return status, err
+	}
+	slices.SortFunc(bds, func(a, b *fleet.BundleDeployment) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	var s fleet.BundleSummary
+	var counts fleet.ResourceCounts
+	repoReady := map[string]bool{}
+	for _, bd := range bds {
+		name := bd.Labels[fleet.BundleNamespaceLabel] + "/" + bd.Labels[fleet.BundleLabel]
+		state := summary.Add(&s, name, bd)
+		if repo := bd.Labels[fleet.RepoLabel]; repo != "" {
+			key := bd.Labels[fleet.BundleNamespaceLabel] + "/" + repo
+			ready, seen := repoReady[key]
+			repoReady[key] = (ready || !seen) && state == fleet.Ready
+		}
+		if rc := bd.Status.ResourceCounts; rc != nil {
+			addCounts(&counts, *rc)
+		}
+	}
+	status.Summary = s
+	status.ResourceCounts = counts
+	status.DesiredReadyGitRepos = len(repoReady)
+	status.ReadyGitRepos = 0
+	for _, ok := range repoReady {
+		if ok {
+			status.ReadyGitRepos++
+		}
+	}
+	status.Display.ReadyBundles = fmt.Sprintf("%d/%d", s.Ready, s.DesiredReady)
+
+	ready, reason, message := corev1.ConditionTrue, "", ""
+	state := string(summary.WorstState(s))
+	lastSeen := c.Status.Agent.LastSeen
+	switch {
+	case lastSeen.IsZero():
+		state = StateWaitCheckIn
+		ready, reason, message = corev1.ConditionFalse, StateWaitCheckIn, "the agent has not checked in yet"
+	case h.now().Sub(lastSeen.Time) > OfflineAfter*h.interval():
+		state = StateOffline
+		ready, reason = corev1.ConditionUnknown, StateOffline
+		message = fmt.Sprintf("the agent has not checked in since %s", lastSeen.UTC().Format(time.RFC3339))
+	case state != "":
+		ready, message = corev1.ConditionFalse, summary.ReadyMessage(s)
+	}
+	status.Display.State = state
+	fleet.SetCondition(&status.Conditions, fleet.ConditionReady, ready, reason, message, h.now())
+	return status, nil
+}
+
+func addCounts(a *fleet.ResourceCounts, b fleet.ResourceCounts) {
+	a.Ready += b.Ready
+	a.DesiredReady += b.DesiredReady
+	a.WaitApplied += b.WaitApplied
+	a.Modified += b.Modified
+	a.Orphaned += b.Orphaned
+	a.Missing += b.Missing
+	a.Unknown += b.Unknown
+	a.NotReady += b.NotReady
+}
+
+// finalize deletes the cluster's namespace (and with it its BundleDeployments), then lets the
+// Cluster go.
+func (h *handler) finalize(c *fleet.Cluster) (*fleet.Cluster, error) {
+	if ns := c.Status.Namespace; ns != "" {
+		if err := h.namespaces.Delete(ns, &metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return c, err
+		}
+	}
+	if !slices.Contains(c.Finalizers, fleet.ClusterFinalizer) {
+		return c, nil
+	}
+	c = c.DeepCopy()
+	c.Finalizers = slices.DeleteFunc(c.Finalizers, func(f string) bool { return f == fleet.ClusterFinalizer })
+	return h.clusters.Update(c)
+}

@@ -1,0 +1,75 @@
+// Package content counts the BundleDeployments that use each Content and deletes a Content
+// nobody uses any more. (manager)
+package content
+
+import (
+	"context"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/controller/index"
+	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+)
+
+// GracePeriod protects a new Content: a Bundle creates its Content before the BundleDeployments
+// that refer to it.
+const GracePeriod = 30 * time.Second
+
+type handler struct {
+	contents fleetcontrollers.ContentController
+	bdCache  fleetcontrollers.BundleDeploymentCache
+	now      func() time.Time
+}
+
+// Register starts the Content garbage collector.
+func Register(ctx context.Context, contents fleetcontrollers.ContentController, bds fleetcontrollers.BundleDeploymentController) {
+	h := &handler{contents: contents, bdCache: bds.Cache(), now: time.Now}
+	contents.OnChange(ctx, "content-gc", h.OnChange)
+	enqueue := func(obj interface{}) {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		if bd, ok := obj.(*fleet.BundleDeployment); ok {
+			if c := bd.Labels[fleet.ContentNameLabel]; c != "" {
+				contents.Enqueue(c)
+			}
+		}
+	}
+	_, _ = bds.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		DeleteFunc: enqueue,
+		UpdateFunc: func(old, cur interface{}) { enqueue(old); enqueue(cur) },
+	})
+}
+
+// OnChange records the reference count and deletes unreferenced Contents past their grace period.
+func (h *handler) OnChange(name string, c *fleet.Content) (*fleet.Content, error) {
+	if c == nil || c.DeletionTimestamp != nil {
+		return c, nil
+	}
+	refs, err := h.bdCache.GetByIndex(index.ByContent, name)
+	if err != nil {
+		return c, err
+	}
+	if len(refs) == 0 {
+		if age := h.now().Sub(c.CreationTimestamp.Time); age < GracePeriod {
+			h.contents.EnqueueAfter(name, GracePeriod-age)
+		} else {
+			err := h.contents.Delete(name, &metav1.DeleteOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return c, err
+			}
+			return c, nil
+		}
+	}
+	if c.Status.ReferenceCount == len(refs) {
+		return c, nil
+	}
+	c = c.DeepCopy()
+	c.Status.ReferenceCount = len(refs)
+	return h.contents.UpdateStatus(c)
+}

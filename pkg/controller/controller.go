@@ -1,0 +1,158 @@
+// Package controller wires the manager: one lasso shared factory for the fleet and core wrangler
+// factories, the shared indexers, every controller's Register, configuration reload, leader
+// election and the health and metrics endpoints. `fleet controller` runs it.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	lassocontroller "github.com/rancher/lasso/pkg/controller"
+	"github.com/rancher/wrangler/v3/pkg/generated/controllers/core"
+	"github.com/rancher/wrangler/v3/pkg/leader"
+	"github.com/rancher/wrangler/v3/pkg/schemes"
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/fleetgo/fleet/pkg/config"
+	"github.com/fleetgo/fleet/pkg/controller/bootstrap"
+	"github.com/fleetgo/fleet/pkg/controller/bundle"
+	"github.com/fleetgo/fleet/pkg/controller/cluster"
+	"github.com/fleetgo/fleet/pkg/controller/content"
+	"github.com/fleetgo/fleet/pkg/controller/index"
+	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
+)
+
+// Options configure the manager process.
+type Options struct {
+	// SystemNamespace holds the config ConfigMap and the leader-election Lease.
+	SystemNamespace string
+	// Workers per controller.
+	Workers int
+	// LeaderElect runs the controllers only while holding the Lease.
+	LeaderElect bool
+	// HealthAddr serves /healthz and /readyz; MetricsAddr serves /metrics. Empty disables.
+	HealthAddr, MetricsAddr string
+}
+
+// Run runs the manager until ctx ends.
+func Run(ctx context.Context, cfg *rest.Config, o Options) error {
+	if o.Workers <= 0 {
+		o.Workers = 50
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	var ready atomic.Bool
+	serve(ctx, o.HealthAddr, healthMux(&ready))
+	serve(ctx, o.MetricsAddr, metricsMux())
+
+	run := func(ctx context.Context) {
+		if err := start(ctx, cfg, kube, o); err != nil {
+			logrus.WithError(err).Error("starting controllers")
+			return
+		}
+		ready.Store(true)
+		logrus.Info("fleet controllers running")
+	}
+	if o.LeaderElect {
+		go leader.RunOrDie(ctx, o.SystemNamespace, "fleet-controller-lock", kube, run)
+	} else {
+		run(ctx)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// start registers every controller and starts the caches and workers.
+func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o Options) error {
+	scf, err := lassocontroller.NewSharedControllerFactoryFromConfigWithOptions(cfg, schemes.All,
+		&lassocontroller.SharedControllerFactoryOptions{DefaultWorkers: o.Workers})
+	if err != nil {
+		return err
+	}
+	ff, err := fleetfactory.NewFactoryFromConfigWithOptions(cfg, &fleetfactory.FactoryOptions{SharedControllerFactory: scf})
+	if err != nil {
+		return err
+	}
+	cf, err := core.NewFactoryFromConfigWithOptions(cfg, &core.FactoryOptions{SharedControllerFactory: scf})
+	if err != nil {
+		return err
+	}
+	f, c := ff.Fleet().V1alpha1(), cf.Core().V1()
+
+	if err := bootstrap.Run(ctx, o.SystemNamespace, kube, f); err != nil {
+		return err
+	}
+	index.Register(f.BundleDeployment())
+	c.ConfigMap().OnChange(ctx, "config-reload", func(_ string, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
+		if cm == nil || cm.Namespace != o.SystemNamespace || cm.Name != config.ConfigMapName {
+			return cm, nil
+		}
+		parsed, err := config.Parse(cm.Data[config.Key])
+		if err != nil {
+			// A user error: keep the configuration in force and say why.
+			logrus.WithError(err).Warn("ignoring invalid configuration")
+			return cm, nil
+		}
+		config.Set(parsed)
+		logrus.Info("configuration reloaded")
+		return cm, nil
+	})
+	bundle.Register(ctx, bundle.Deps{
+		Bundles: f.Bundle(), BundleDeployments: f.BundleDeployment(), Clusters: f.Cluster(),
+		ClusterGroups: f.ClusterGroup(), Contents: f.Content(),
+	})
+	cluster.Register(ctx, cluster.Deps{
+		Clusters: f.Cluster(), BundleDeployments: f.BundleDeployment(), Namespaces: c.Namespace(),
+		CheckinInterval: func() time.Duration { return config.Get().AgentCheckinInterval.Duration },
+	})
+	content.Register(ctx, f.Content(), f.BundleDeployment())
+	return scf.Start(ctx, o.Workers)
+}
+
+func healthMux(ready *atomic.Bool) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready.Load() {
+			http.Error(w, "controllers not started", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	return mux
+}
+
+func metricsMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.Handler())
+	return mux
+}
+
+// serve runs an HTTP server until ctx ends; an empty address serves nothing.
+func serve(ctx context.Context, addr string, h http.Handler) {
+	if addr == "" {
+		return
+	}
+	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logrus.WithError(err).WithField("addr", addr).Error("http server stopped")
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+}
