@@ -16,8 +16,8 @@ import (
 )
 
 // GracePeriod protects a new Content: a Bundle creates its Content before the BundleDeployments
-// that refer to it.
-const GracePeriod = 30 * time.Second
+// that refer to it. A variable so tests can shorten it.
+var GracePeriod = 30 * time.Second
 
 type handler struct {
 	contents fleetcontrollers.ContentController

@@ -1,0 +1,284 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+)
+
+var _ = Describe("bootstrap", func() {
+	It("creates the system namespaces, the local Cluster and the default ClusterGroup", func(ctx context.Context) {
+		for _, ns := range []string{"cattle-fleet-system", "fleet-local", "fleet-default"} {
+			Eventually(func() error { _, err := kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); return err }).Should(Succeed())
+		}
+		Eventually(func() error { _, err := api.ClusterGroup().Get("fleet-local", "default", metav1.GetOptions{}); return err }).Should(Succeed())
+		Eventually(func() string {
+			c, err := api.Cluster().Get("fleet-local", "local", metav1.GetOptions{})
+			if err != nil {
+				return ""
+			}
+			return c.Status.Display.State
+		}).Should(Equal("WaitCheckIn"), "a cluster whose agent never checked in says so")
+	})
+})
+
+var _ = Describe("targeting", func() {
+	It("creates BundleDeployments for every targeting form, and only there", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		newCluster(ns, "prod-eu", map[string]string{"env": "prod", "region": "eu"})
+		newCluster(ns, "prod-us", map[string]string{"env": "prod", "region": "us"})
+		newCluster(ns, "dev", map[string]string{"env": "dev", "region": "eu"})
+		_, err := api.ClusterGroup().Create(&fleet.ClusterGroup{
+			ObjectMeta: metav1.ObjectMeta{Name: "europe", Namespace: ns, Labels: map[string]string{"geo": "eu"}},
+			Spec:       fleet.ClusterGroupSpec{Selector: sel("region", "eu")},
+		})
+		Expect(err).NotTo(HaveOccurred())
+
+		forms := map[string]fleet.BundleTarget{
+			"by-name":           {ClusterName: "dev"},
+			"by-selector":       {ClusterSelector: sel("env", "prod")},
+			"by-group":          {ClusterGroup: "europe"},
+			"by-group-selector": {ClusterGroupSelector: sel("geo", "eu")},
+			"group-and-label":   {ClusterGroup: "europe", ClusterSelector: sel("env", "prod")},
+		}
+		for name, t := range forms {
+			newBundle(ns, name, fleet.BundleSpec{Targets: []fleet.BundleTarget{t}})
+		}
+		newBundle(ns, "restricted", fleet.BundleSpec{
+			Targets:            []fleet.BundleTarget{{ClusterSelector: &metav1.LabelSelector{}}},
+			TargetRestrictions: []fleet.BundleTargetRestriction{{ClusterSelector: sel("region", "us")}},
+		})
+		Eventually(clusterNames(ns, "by-name")).Should(Equal([]string{"dev"}))
+		Eventually(clusterNames(ns, "by-selector")).Should(Equal([]string{"prod-eu", "prod-us"}))
+		Eventually(clusterNames(ns, "by-group")).Should(Equal([]string{"dev", "prod-eu"}))
+		Eventually(clusterNames(ns, "by-group-selector")).Should(Equal([]string{"dev", "prod-eu"}))
+		Eventually(clusterNames(ns, "group-and-label")).Should(Equal([]string{"prod-eu"}))
+		Eventually(clusterNames(ns, "restricted")).Should(Equal([]string{"prod-us"}))
+		Consistently(clusterNames(ns, "by-name"), "1s").Should(Equal([]string{"dev"}))
+
+		bd := deployments(ns, "by-name")["dev"]
+		c, _ := api.Cluster().Get(ns, "dev", metav1.GetOptions{})
+		Expect(bd.Namespace).To(Equal(c.Status.Namespace))
+		Expect(bd.Labels).To(HaveKeyWithValue(fleet.ClusterNamespaceLabel, ns))
+		Expect(bd.Spec.DeploymentID).To(HavePrefix("s-"))
+		Expect(bd.Spec.DeploymentID).To(Equal(bd.Spec.StagedDeploymentID))
+
+		By("retargeting: a cluster that stops matching loses its BundleDeployment")
+		Eventually(func() error {
+			c, err := api.Cluster().Get(ns, "prod-us", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			c.Labels["env"] = "staging"
+			_, err = api.Cluster().Update(c)
+			return err
+		}).Should(Succeed())
+		Eventually(clusterNames(ns, "by-selector")).Should(Equal([]string{"prod-eu"}))
+
+		By("deleting the Bundle deletes its BundleDeployments")
+		Expect(api.Bundle().Delete(ns, "by-group", &metav1.DeleteOptions{})).To(Succeed())
+		Eventually(clusterNames(ns, "by-group")).Should(BeEmpty())
+		Eventually(func() bool { _, err := api.Bundle().Get(ns, "by-group", metav1.GetOptions{}); return apierrors.IsNotFound(err) }).Should(BeTrue())
+	})
+
+	It("merges target customizations and renders values per cluster", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		newCluster(ns, "a", map[string]string{"env": "prod"})
+		newCluster(ns, "b", map[string]string{"env": "dev"})
+		newBundle(ns, "app", fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "app", Helm: &fleet.HelmOptions{
+				Values: &fleet.GenericMap{Data: map[string]interface{}{"name": "{{ .ClusterName }}-{{ .ClusterLabels.env }}", "replicas": float64(1)}},
+			}},
+			Targets: []fleet.BundleTarget{
+				{Name: "prod", ClusterSelector: sel("env", "prod"), BundleDeploymentOptions: fleet.BundleDeploymentOptions{
+					Helm: &fleet.HelmOptions{Values: &fleet.GenericMap{Data: map[string]interface{}{"replicas": float64(3)}}}}},
+				{Name: "all", ClusterSelector: &metav1.LabelSelector{}},
+			},
+		})
+		Eventually(clusterNames(ns, "app")).Should(Equal([]string{"a", "b"}))
+		bds := deployments(ns, "app")
+		Expect(bds["a"].Spec.Options.Helm.Values.Data).To(HaveKeyWithValue("name", "a-prod"))
+		Expect(bds["a"].Spec.Options.Helm.Values.Data).To(HaveKeyWithValue("replicas", float64(3)))
+		Expect(bds["b"].Spec.Options.Helm.Values.Data).To(HaveKeyWithValue("name", "b-dev"))
+		Expect(bds["b"].Spec.Options.Helm.Values.Data).To(HaveKeyWithValue("replicas", float64(1)))
+		Expect(bds["a"].Spec.DeploymentID).NotTo(Equal(bds["b"].Spec.DeploymentID))
+		Expect(bds["a"].Labels[fleet.ContentNameLabel]).To(Equal(bds["b"].Labels[fleet.ContentNameLabel]), "one manifest, one Content")
+	})
+})
+
+var _ = Describe("content", func() {
+	It("stores one Content for 100 BundleDeployments and deletes it after the last", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		for i := range 100 {
+			_, err := api.Cluster().Create(&fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("c%03d", i), Namespace: ns, Labels: map[string]string{"fleet": "many"}}})
+			Expect(err).NotTo(HaveOccurred())
+		}
+		newBundle(ns, "shared", fleet.BundleSpec{
+			Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: "kind: ConfigMap # " + ns + "\n"}},
+			Targets:   []fleet.BundleTarget{{ClusterSelector: sel("fleet", "many")}},
+		})
+		Eventually(func() int { return len(deployments(ns, "shared")) }).WithTimeout(2 * time.Minute).Should(Equal(100))
+		var contentName string
+		for _, bd := range deployments(ns, "shared") {
+			if contentName == "" {
+				contentName = bd.Labels[fleet.ContentNameLabel]
+			}
+			Expect(bd.Labels[fleet.ContentNameLabel]).To(Equal(contentName))
+		}
+		Eventually(func() int {
+			c, err := api.Content().Get(contentName, metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			return c.Status.ReferenceCount
+		}).Should(Equal(100))
+
+		Expect(api.Bundle().Delete(ns, "shared", &metav1.DeleteOptions{})).To(Succeed())
+		Eventually(func() bool { _, err := api.Content().Get(contentName, metav1.GetOptions{}); return apierrors.IsNotFound(err) }).
+			WithTimeout(time.Minute).Should(BeTrue())
+	})
+})
+
+var _ = Describe("rollout", func() {
+	It("stages without promoting while paused", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		newCluster(ns, "a", nil)
+		newBundle(ns, "app", fleet.BundleSpec{Targets: []fleet.BundleTarget{{ClusterName: "a"}}})
+		Eventually(clusterNames(ns, "app")).Should(Equal([]string{"a"}))
+		first := deployments(ns, "app")["a"]
+		agentDeploys(first, true)
+
+		updateBundle(ns, "app", func(b *fleet.Bundle) {
+			b.Spec.Paused = true
+			b.Spec.DefaultNamespace = "changed"
+		})
+		Eventually(func() string { return deployments(ns, "app")["a"].Spec.StagedOptions.DefaultNamespace }).Should(Equal("changed"))
+		bd := deployments(ns, "app")["a"]
+		Expect(bd.Spec.DeploymentID).To(Equal(first.Spec.DeploymentID), "nothing is promoted while paused")
+		Eventually(func() int { return bundleStatus(ns, "app")().Summary.OutOfSync }).Should(Equal(1))
+
+		updateBundle(ns, "app", func(b *fleet.Bundle) { b.Spec.Paused = false })
+		Eventually(func() string { return deployments(ns, "app")["a"].Spec.Options.DefaultNamespace }).Should(Equal("changed"))
+	})
+
+	It("promotes no more than maxUnavailable at a time and resumes as clusters become ready", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		for _, n := range []string{"a", "b", "c", "d"} {
+			newCluster(ns, n, map[string]string{"all": "yes"})
+		}
+		newBundle(ns, "app", fleet.BundleSpec{
+			RolloutStrategy: &fleet.RolloutStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(1))},
+			Targets:         []fleet.BundleTarget{{ClusterSelector: sel("all", "yes")}},
+		})
+		Eventually(func() int { return len(deployments(ns, "app")) }).Should(Equal(4))
+		// New deployments count as unavailable too: they arrive one by one as earlier ones are ready.
+		Eventually(func() int {
+			for _, bd := range deployments(ns, "app") {
+				if bd.Spec.DeploymentID != "" && bd.Status.AppliedDeploymentID != bd.Spec.DeploymentID {
+					agentDeploys(bd, true)
+				}
+			}
+			return bundleStatus(ns, "app")().Summary.Ready
+		}).Should(Equal(4))
+
+		updateBundle(ns, "app", func(b *fleet.Bundle) { b.Spec.DefaultNamespace = "v2" })
+		promoted := func() int {
+			n := 0
+			for _, bd := range deployments(ns, "app") {
+				if bd.Spec.Options.DefaultNamespace == "v2" {
+					n++
+				}
+			}
+			return n
+		}
+		Eventually(promoted).Should(Equal(1))
+		Consistently(promoted, "1s").Should(Equal(1), "the rollout stops at maxUnavailable")
+		for i := 2; i <= 4; i++ {
+			for _, bd := range deployments(ns, "app") {
+				if bd.Spec.Options.DefaultNamespace == "v2" && bd.Status.AppliedDeploymentID != bd.Spec.DeploymentID {
+					agentDeploys(bd, true)
+				}
+			}
+			Eventually(promoted).Should(Equal(i), "the rollout resumes as promoted clusters become ready")
+		}
+	})
+})
+
+var _ = Describe("status", func() {
+	It("rolls BundleDeployment states up into the Bundle and the Cluster", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		newCluster(ns, "a", map[string]string{"x": "1"})
+		newCluster(ns, "b", map[string]string{"x": "1"})
+		newBundle(ns, "app", fleet.BundleSpec{Targets: []fleet.BundleTarget{{ClusterSelector: sel("x", "1")}}})
+		Eventually(clusterNames(ns, "app")).Should(HaveLen(2))
+		Eventually(func() string { return bundleStatus(ns, "app")().Display.ReadyClusters }).Should(Equal("0/2"))
+
+		bds := deployments(ns, "app")
+		agentDeploys(bds["a"], true)
+		agentDeploys(bds["b"], false)
+		Eventually(func() string { return bundleStatus(ns, "app")().Display.State }).Should(Equal("NotReady"))
+		st := bundleStatus(ns, "app")()
+		Expect(st.Display.ReadyClusters).To(Equal("1/2"))
+		ready := fleet.FindCondition(st.Conditions, fleet.ConditionReady)
+		Expect(ready.Status).To(Equal(corev1.ConditionFalse))
+		Expect(ready.Message).To(ContainSubstring(ns + "/b: NotReady"))
+		Eventually(func() string {
+			c, _ := api.Cluster().Get(ns, "a", metav1.GetOptions{})
+			return c.Status.Display.ReadyBundles
+		}).Should(Equal("1/1"))
+
+		agentDeploys(bds["b"], true)
+		Eventually(func() corev1.ConditionStatus {
+			return fleet.FindCondition(bundleStatus(ns, "app")().Conditions, fleet.ConditionReady).Status
+		}).Should(Equal(corev1.ConditionTrue))
+	})
+
+	It("shows a cluster whose agent stopped checking in as Offline, not Ready", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		newCluster(ns, "quiet", nil)
+		Eventually(func() string {
+			c, _ := api.Cluster().Get(ns, "quiet", metav1.GetOptions{})
+			return c.Status.Display.State
+		}).Should(Equal("Offline"), "the check-in interval is 2s in this suite")
+		c, _ := api.Cluster().Get(ns, "quiet", metav1.GetOptions{})
+		cond := fleet.FindCondition(c.Status.Conditions, fleet.ConditionReady)
+		Expect(cond.Status).To(Equal(corev1.ConditionUnknown))
+		Expect(cond.Message).To(ContainSubstring("has not checked in since"))
+
+		checkIn(ns, "quiet")
+		Eventually(func() string {
+			c, _ := api.Cluster().Get(ns, "quiet", metav1.GetOptions{})
+			return c.Status.Display.State
+		}).Should(BeEmpty())
+	})
+})
+
+var _ = Describe("bad input", func() {
+	It("reports a templating error on the Bundle and keeps other Bundles working", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		newCluster(ns, "a", nil)
+		newBundle(ns, "broken", fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{Helm: &fleet.HelmOptions{
+				Values: &fleet.GenericMap{Data: map[string]interface{}{"x": "{{ .ClusterLabels.nope.deeper }}"}}}},
+			Targets: []fleet.BundleTarget{{ClusterName: "a"}},
+		})
+		newBundle(ns, "fine", fleet.BundleSpec{Targets: []fleet.BundleTarget{{ClusterName: "a"}}})
+		Eventually(func() string {
+			c := fleet.FindCondition(bundleStatus(ns, "broken")().Conditions, fleet.ConditionReady)
+			if c == nil {
+				return ""
+			}
+			return c.Message
+		}).Should(And(ContainSubstring("cluster a"), ContainSubstring("helm.values")))
+		Eventually(clusterNames(ns, "fine")).Should(Equal([]string{"a"}))
+		Expect(deployments(ns, "broken")).To(BeEmpty())
+	})
+})

@@ -1,0 +1,122 @@
+package controller_test
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+)
+
+func newNamespace(ctx context.Context) string {
+	ns, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ctrl-"}}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	return ns.Name
+}
+
+// newCluster creates a Cluster that has checked in, and waits for its namespace.
+func newCluster(ns, name string, lbls map[string]string) *fleet.Cluster {
+	c, err := api.Cluster().Create(&fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: lbls}})
+	Expect(err).NotTo(HaveOccurred())
+	Eventually(func() string {
+		c, err = api.Cluster().Get(ns, name, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		return c.Status.Namespace
+	}).ShouldNot(BeEmpty())
+	checkIn(ns, name)
+	return c
+}
+
+// checkIn does what an agent's heartbeat does.
+func checkIn(ns, name string) {
+	Eventually(func() error {
+		c, err := api.Cluster().Get(ns, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		c.Status.Agent.LastSeen = metav1.Now()
+		_, err = api.Cluster().UpdateStatus(c)
+		return err
+	}).Should(Succeed())
+}
+
+func sel(kv ...string) *metav1.LabelSelector {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return &metav1.LabelSelector{MatchLabels: m}
+}
+
+func newBundle(ns, name string, spec fleet.BundleSpec) {
+	if len(spec.Resources) == 0 {
+		spec.Resources = []fleet.BundleResource{{Name: "cm.yaml", Content: "kind: ConfigMap\nmetadata:\n  name: " + name + "\n"}}
+	}
+	_, err := api.Bundle().Create(&fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: spec})
+	Expect(err).NotTo(HaveOccurred())
+}
+
+func updateBundle(ns, name string, mutate func(*fleet.Bundle)) {
+	Eventually(func() error {
+		b, err := api.Bundle().Get(ns, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		mutate(b)
+		_, err = api.Bundle().Update(b)
+		return err
+	}).Should(Succeed())
+}
+
+// deployments returns the bundle's BundleDeployments by cluster name.
+func deployments(ns, bundle string) map[string]*fleet.BundleDeployment {
+	sel := labels.SelectorFromSet(labels.Set{fleet.BundleNamespaceLabel: ns, fleet.BundleLabel: bundle})
+	list, err := api.BundleDeployment().List("", metav1.ListOptions{LabelSelector: sel.String()})
+	Expect(err).NotTo(HaveOccurred())
+	out := map[string]*fleet.BundleDeployment{}
+	for i := range list.Items {
+		bd := &list.Items[i]
+		out[bd.Labels[fleet.ClusterLabel]] = bd
+	}
+	return out
+}
+
+func clusterNames(ns, bundle string) func() []string {
+	return func() []string {
+		var names []string
+		for c := range deployments(ns, bundle) {
+			names = append(names, c)
+		}
+		sort.Strings(names)
+		return names
+	}
+}
+
+// agentDeploys writes what an agent reports after deploying the current deploymentID.
+func agentDeploys(bd *fleet.BundleDeployment, ready bool) {
+	Eventually(func() error {
+		cur, err := api.BundleDeployment().Get(bd.Namespace, bd.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Status.AppliedDeploymentID = cur.Spec.DeploymentID
+		cur.Status.Ready = ready
+		cur.Status.NonModified = true
+		fleet.SetCondition(&cur.Status.Conditions, fleet.ConditionDeployed, corev1.ConditionTrue, "", "", time.Now())
+		_, err = api.BundleDeployment().UpdateStatus(cur)
+		return err
+	}).Should(Succeed())
+}
+
+func bundleStatus(ns, name string) func() fleet.BundleStatus {
+	return func() fleet.BundleStatus {
+		b, err := api.Bundle().Get(ns, name, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		return b.Status
+	}
+}

@@ -1,0 +1,73 @@
+// Package controller_test runs the manager's controllers, registered through the real factories,
+// against a real apiserver. Clusters are created directly and BundleDeployment status is written
+// by the tests in place of agents.
+package controller_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/fleetgo/fleet/pkg/chartinstall"
+	"github.com/fleetgo/fleet/pkg/config"
+	"github.com/fleetgo/fleet/pkg/controller"
+	"github.com/fleetgo/fleet/pkg/controller/content"
+	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
+	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/localcluster"
+)
+
+func TestController(t *testing.T) {
+	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(30 * time.Second)
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	RunSpecs(t, "fleet controller")
+}
+
+var (
+	cluster *localcluster.Cluster
+	api     fleetcontrollers.Interface
+	kube    kubernetes.Interface
+)
+
+var _ = BeforeSuite(func(ctx context.Context) {
+	var err error
+	cluster, err = localcluster.Start(ctx, localcluster.Options{Name: "manager"})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(cluster.Stop)
+	_, err = chartinstall.InstallOrUpgrade(ctx, chartinstall.Options{
+		Kubeconfig: cluster.Kubeconfig, Namespace: "cattle-fleet-system", ReleaseName: "fleet-crd",
+		ChartDir: filepath.Join("..", "..", "charts", "fleet-crd"), Wait: true,
+	})
+	Expect(err).NotTo(HaveOccurred())
+	f, err := fleetfactory.NewFactoryFromConfig(cluster.RESTConfig())
+	Expect(err).NotTo(HaveOccurred())
+	api = f.Fleet().V1alpha1()
+	kube, err = cluster.Clientset()
+	Expect(err).NotTo(HaveOccurred())
+	Eventually(func() error { _, err := api.Bundle().List("default", metav1.ListOptions{}); return err }).Should(Succeed())
+
+	// Short intervals so time-based behaviour shows within a test.
+	content.GracePeriod = 2 * time.Second
+	cfg, _ := config.Parse(`{"agentCheckinInterval":"2s"}`)
+	config.Set(cfg)
+
+	runCtx, cancel := context.WithCancel(context.Background())
+	DeferCleanup(cancel)
+	go func() {
+		defer GinkgoRecover()
+		Expect(controller.Run(runCtx, cluster.RESTConfig(), controller.Options{SystemNamespace: "cattle-fleet-system", Workers: 4})).To(Succeed())
+	}()
+}, NodeTimeout(5*time.Minute))
+
+var _ = ReportAfterEach(func(r SpecReport) {
+	if r.Failed() && cluster != nil {
+		cluster.WriteLogTails(GinkgoWriter, 30)
+	}
+})
