@@ -21,7 +21,10 @@ var _ = Describe("bootstrap", func() {
 		for _, ns := range []string{"cattle-fleet-system", "fleet-local", "fleet-default"} {
 			Eventually(func() error { _, err := kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); return err }).Should(Succeed())
 		}
-		Eventually(func() error { _, err := api.ClusterGroup().Get("fleet-local", "default", metav1.GetOptions{}); return err }).Should(Succeed())
+		Eventually(func() error {
+			_, err := api.ClusterGroup().Get("fleet-local", "default", metav1.GetOptions{})
+			return err
+		}).Should(Succeed())
 		Eventually(func() string {
 			c, err := api.Cluster().Get("fleet-local", "local", metav1.GetOptions{})
 			if err != nil {
@@ -88,7 +91,10 @@ var _ = Describe("targeting", func() {
 		By("deleting the Bundle deletes its BundleDeployments")
 		Expect(api.Bundle().Delete(ns, "by-group", &metav1.DeleteOptions{})).To(Succeed())
 		Eventually(clusterNames(ns, "by-group")).Should(BeEmpty())
-		Eventually(func() bool { _, err := api.Bundle().Get(ns, "by-group", metav1.GetOptions{}); return apierrors.IsNotFound(err) }).Should(BeTrue())
+		Eventually(func() bool {
+			_, err := api.Bundle().Get(ns, "by-group", metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		}).Should(BeTrue())
 	})
 
 	It("merges target customizations and renders values per cluster", func(ctx context.Context) {
@@ -142,7 +148,10 @@ var _ = Describe("content", func() {
 		}).Should(Equal(100))
 
 		Expect(api.Bundle().Delete(ns, "shared", &metav1.DeleteOptions{})).To(Succeed())
-		Eventually(func() bool { _, err := api.Content().Get(contentName, metav1.GetOptions{}); return apierrors.IsNotFound(err) }).
+		Eventually(func() bool {
+			_, err := api.Content().Get(contentName, metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		}).
 			WithTimeout(time.Minute).Should(BeTrue())
 	})
 })
