@@ -244,10 +244,22 @@ var _ = Describe("status", func() {
 			return c.Status.Display.ReadyBundles
 		}).Should(Equal("1/1"))
 
+		_, err := api.ClusterGroup().Create(&fleet.ClusterGroup{ObjectMeta: metav1.ObjectMeta{Name: "both", Namespace: ns},
+			Spec: fleet.ClusterGroupSpec{Selector: sel("x", "1")}})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() fleet.ClusterGroupDisplay {
+			g, _ := api.ClusterGroup().Get(ns, "both", metav1.GetOptions{})
+			return g.Status.Display
+		}).Should(Equal(fleet.ClusterGroupDisplay{ReadyClusters: "1/2", ReadyBundles: "1/2", State: "NotReady"}))
+
 		agentDeploys(bds["b"], true)
 		Eventually(func() corev1.ConditionStatus {
 			return fleet.FindCondition(bundleStatus(ns, "app")().Conditions, fleet.ConditionReady).Status
 		}).Should(Equal(corev1.ConditionTrue))
+		Eventually(func() fleet.ClusterGroupDisplay {
+			g, _ := api.ClusterGroup().Get(ns, "both", metav1.GetOptions{})
+			return g.Status.Display
+		}).Should(Equal(fleet.ClusterGroupDisplay{ReadyClusters: "2/2", ReadyBundles: "2/2"}))
 	})
 
 	It("shows a cluster whose agent stopped checking in as Offline, not Ready", func(ctx context.Context) {

@@ -25,6 +25,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/controller/bootstrap"
 	"github.com/fleetgo/fleet/pkg/controller/bundle"
 	"github.com/fleetgo/fleet/pkg/controller/cluster"
+	"github.com/fleetgo/fleet/pkg/controller/clustergroup"
 	"github.com/fleetgo/fleet/pkg/controller/content"
 	"github.com/fleetgo/fleet/pkg/controller/index"
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
@@ -116,6 +117,7 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 		CheckinInterval: func() time.Duration { return config.Get().AgentCheckinInterval.Duration },
 	})
 	content.Register(ctx, f.Content(), f.BundleDeployment())
+	clustergroup.Register(ctx, f.ClusterGroup(), f.Cluster())
 	return scf.Start(ctx, o.Workers)
 }
 

@@ -182,3 +182,15 @@ func firstModified(in []fleet.ModifiedStatus) []fleet.ModifiedStatus {
 	}
 	return append([]fleet.ModifiedStatus(nil), in...)
 }
+
+// AddCounts adds resource counts b to a.
+func AddCounts(a *fleet.ResourceCounts, b fleet.ResourceCounts) {
+	a.Ready += b.Ready
+	a.DesiredReady += b.DesiredReady
+	a.WaitApplied += b.WaitApplied
+	a.Modified += b.Modified
+	a.Orphaned += b.Orphaned
+	a.Missing += b.Missing
+	a.Unknown += b.Unknown
+	a.NotReady += b.NotReady
+}

@@ -144,7 +144,7 @@ func (h *handler) status(c *fleet.Cluster, ns string) (fleet.ClusterStatus, erro
 			repoReady[key] = (ready || !seen) && state == fleet.Ready
 		}
 		if rc := bd.Status.ResourceCounts; rc != nil {
-			addCounts(&counts, *rc)
+			summary.AddCounts(&counts, *rc)
 		}
 	}
 	status.Summary = s
@@ -175,17 +175,6 @@ func (h *handler) status(c *fleet.Cluster, ns string) (fleet.ClusterStatus, erro
 	status.Display.State = state
 	fleet.SetCondition(&status.Conditions, fleet.ConditionReady, ready, reason, message, h.now())
 	return status, nil
-}
-
-func addCounts(a *fleet.ResourceCounts, b fleet.ResourceCounts) {
-	a.Ready += b.Ready
-	a.DesiredReady += b.DesiredReady
-	a.WaitApplied += b.WaitApplied
-	a.Modified += b.Modified
-	a.Orphaned += b.Orphaned
-	a.Missing += b.Missing
-	a.Unknown += b.Unknown
-	a.NotReady += b.NotReady
 }
 
 // finalize deletes the cluster's namespace (and with it its BundleDeployments), then lets the

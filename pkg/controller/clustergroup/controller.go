@@ -1,0 +1,105 @@
+// Package clustergroup rolls the Clusters of each ClusterGroup up into its status: how many
+// clusters, which are not ready, and the sum of their bundle summaries. (manager)
+package clustergroup
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/labels"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/summary"
+	"github.com/fleetgo/fleet/pkg/target"
+)
+
+type handler struct {
+	groups   fleetcontrollers.ClusterGroupController
+	clusters fleetcontrollers.ClusterCache
+	now      func() time.Time
+}
+
+// Register starts reconciling ClusterGroups, again whenever a Cluster of their namespace changes.
+func Register(ctx context.Context, groups fleetcontrollers.ClusterGroupController, clusters fleetcontrollers.ClusterController) {
+	h := &handler{groups: groups, clusters: clusters.Cache(), now: time.Now}
+	groups.OnChange(ctx, "clustergroup-status", h.OnChange)
+	clusters.OnChange(ctx, "clustergroup-from-cluster", func(_ string, c *fleet.Cluster) (*fleet.Cluster, error) {
+		if c == nil {
+			return c, nil
+		}
+		gs, err := groups.Cache().List(c.Namespace, labels.Everything())
+		if err != nil {
+			return c, err
+		}
+		for _, g := range gs {
+			groups.Enqueue(g.Namespace, g.Name)
+		}
+		return c, nil
+	})
+}
+
+// OnChange reconciles one ClusterGroup.
+func (h *handler) OnChange(_ string, g *fleet.ClusterGroup) (*fleet.ClusterGroup, error) {
+	if g == nil || g.DeletionTimestamp != nil {
+		return g, nil
+	}
+	clusters, err := h.clusters.List(g.Namespace, labels.Everything())
+	if err != nil {
+		return g, err
+	}
+	slices.SortFunc(clusters, func(a, b *fleet.Cluster) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	status := *g.Status.DeepCopy()
+	status.ClusterCount, status.NonReadyClusterCount, status.NonReadyClusters = 0, 0, nil
+	var s fleet.BundleSummary
+	var counts fleet.ResourceCounts
+	ready, message := corev1.ConditionTrue, ""
+	for _, c := range clusters {
+		member, err := target.Groups(c, []*fleet.ClusterGroup{g})
+		if err != nil {
+			ready, message = corev1.ConditionFalse, err.Error()
+			break
+		}
+		if len(member) == 0 {
+			continue
+		}
+		status.ClusterCount++
+		summary.Merge(&s, c.Status.Summary)
+		summary.AddCounts(&counts, c.Status.ResourceCounts)
+		if c.Status.Display.State != "" {
+			status.NonReadyClusterCount++
+			if len(status.NonReadyClusters) < summary.MaxNonReady {
+				status.NonReadyClusters = append(status.NonReadyClusters, c.Name)
+			}
+		}
+	}
+	status.Summary = s
+	status.ResourceCounts = counts
+	status.Display = fleet.ClusterGroupDisplay{
+		ReadyClusters: fmt.Sprintf("%d/%d", status.ClusterCount-status.NonReadyClusterCount, status.ClusterCount),
+		ReadyBundles:  fmt.Sprintf("%d/%d", s.Ready, s.DesiredReady),
+		State:         string(summary.WorstState(s)),
+	}
+	if ready == corev1.ConditionTrue && status.NonReadyClusterCount > 0 {
+		ready, message = corev1.ConditionFalse, fmt.Sprintf("%d cluster(s) not ready: %v", status.NonReadyClusterCount, status.NonReadyClusters)
+	}
+	fleet.SetCondition(&status.Conditions, fleet.ConditionReady, ready, "", message, h.now())
+	if equality.Semantic.DeepEqual(status, g.Status) {
+		return g, nil
+	}
+	g = g.DeepCopy()
+	g.Status = status
+	return h.groups.UpdateStatus(g)
+}
