@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"sort"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -218,6 +219,52 @@ var _ = Describe("rollout", func() {
 			}
 			Eventually(promoted).Should(Equal(i), "the rollout resumes as promoted clusters become ready")
 		}
+	})
+})
+
+var _ = Describe("rollout partitions", func() {
+	It("rolls out the canary partition first and the rest once it is ready", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		for _, n := range []string{"a", "b", "c"} {
+			newCluster(ns, n, map[string]string{"all": "yes"})
+		}
+		newBundle(ns, "app", fleet.BundleSpec{
+			RolloutStrategy: &fleet.RolloutStrategy{Partitions: []fleet.Partition{
+				{Name: "canary", ClusterName: "a", MaxUnavailable: ptr.To(intstr.FromInt32(0))},
+			}},
+			Targets: []fleet.BundleTarget{{ClusterSelector: sel("all", "yes")}},
+		})
+		Eventually(func() int {
+			for _, bd := range deployments(ns, "app") {
+				if bd.Status.AppliedDeploymentID != bd.Spec.DeploymentID {
+					agentDeploys(bd, true)
+				}
+			}
+			return bundleStatus(ns, "app")().Summary.Ready
+		}).Should(Equal(3))
+		Eventually(func() []string {
+			var names []string
+			for _, p := range bundleStatus(ns, "app")().PartitionStatus {
+				names = append(names, fmt.Sprintf("%s:%d", p.Name, p.Count))
+			}
+			return names
+		}).Should(Equal([]string{"canary:1", "unpartitioned:2"}))
+
+		updateBundle(ns, "app", func(b *fleet.Bundle) { b.Spec.DefaultNamespace = "v2" })
+		onV2 := func() []string {
+			var names []string
+			for c, bd := range deployments(ns, "app") {
+				if bd.Spec.Options.DefaultNamespace == "v2" {
+					names = append(names, c)
+				}
+			}
+			sort.Strings(names)
+			return names
+		}
+		Eventually(onV2).Should(Equal([]string{"a"}))
+		Consistently(onV2, "1s").Should(Equal([]string{"a"}), "the rest waits for the canary")
+		agentDeploys(deployments(ns, "app")["a"], true)
+		Eventually(onV2).Should(Equal([]string{"a", "b", "c"}))
 	})
 })
 

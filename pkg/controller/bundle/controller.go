@@ -115,22 +115,23 @@ func (h *handler) OnChange(_ string, b *fleet.Bundle) (*fleet.Bundle, error) {
 	plan, planErr := h.plan(b, contentName)
 	if planErr != nil {
 		// A user error (invalid selector, template error): report it and keep what is deployed.
-		return h.updateStatus(b, nil, planErr)
+		return h.updateStatus(b, nil, nil, planErr)
 	}
-	result, requeue, err := h.sync(b, plan)
+	result, r, requeue, err := h.sync(b, plan)
 	if err != nil {
 		return b, err
 	}
 	if requeue {
 		h.bundles.EnqueueAfter(b.Namespace, b.Name, requeueNew)
 	}
-	return h.updateStatus(b, result, nil)
+	return h.updateStatus(b, result, r, nil)
 }
 
 // planned is one targeted cluster: its BundleDeployment, or none yet when the cluster has no
 // namespace.
 type planned struct {
 	cluster *fleet.Cluster
+	info    target.ClusterInfo
 	desired *fleet.BundleDeployment
 }
 
@@ -161,7 +162,7 @@ func (h *handler) plan(b *fleet.Bundle, contentName string) ([]planned, error) {
 			continue
 		}
 		if c.Status.Namespace == "" {
-			out = append(out, planned{cluster: c})
+			out = append(out, planned{cluster: c, info: ci})
 			continue
 		}
 		bd, err := target.Deployment(b, ci, m, contentName)
@@ -169,7 +170,7 @@ func (h *handler) plan(b *fleet.Bundle, contentName string) ([]planned, error) {
 			errs = append(errs, fmt.Errorf("cluster %s: %w", c.Name, err))
 			continue
 		}
-		out = append(out, planned{cluster: c, desired: bd})
+		out = append(out, planned{cluster: c, info: ci, desired: bd})
 	}
 	return out, errors.Join(errs...)
 }
@@ -181,58 +182,63 @@ type synced struct {
 }
 
 // sync creates, updates and deletes BundleDeployments to match the plan, staging options on
-// every target and promoting them within the rollout's limits.
-func (h *handler) sync(b *fleet.Bundle, plan []planned) ([]synced, bool, error) {
+// every target and promoting them, partition by partition, within the rollout's limits. The
+// result is in plan order.
+func (h *handler) sync(b *fleet.Bundle, plan []planned) ([]synced, *rollout, bool, error) {
 	existing, err := h.bdCache.GetByIndex(index.ByBundle, b.Namespace+"/"+b.Name)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
 	byNamespace := map[string]*fleet.BundleDeployment{}
 	for _, bd := range existing {
 		byNamespace[bd.Namespace] = bd
 	}
-	r := newRollout(b, plan, byNamespace)
+	r, err := newRollout(b, plan, byNamespace)
+	if err != nil {
+		return nil, nil, false, err
+	}
 	maxNew := defaultMaxNew
 	if b.Spec.RolloutStrategy != nil && b.Spec.RolloutStrategy.MaxNew != nil && *b.Spec.RolloutStrategy.MaxNew > 0 {
 		maxNew = *b.Spec.RolloutStrategy.MaxNew
 	}
-	var out []synced
+	out := make([]synced, len(plan))
 	wanted := map[string]bool{}
+	for i, p := range plan {
+		out[i] = synced{cluster: p.cluster}
+		if p.desired != nil {
+			wanted[p.desired.Namespace] = true
+		}
+	}
 	requeue := false
 	created := 0
-	for _, p := range plan {
-		if p.desired == nil {
-			out = append(out, synced{cluster: p.cluster})
-			continue
-		}
-		wanted[p.desired.Namespace] = true
-		cur := byNamespace[p.desired.Namespace]
+	order, parts := r.order()
+	for k, i := range order {
+		desired := plan[i].desired
+		cur := byNamespace[desired.Namespace]
 		if cur == nil && created >= maxNew {
 			requeue = true
-			out = append(out, synced{cluster: p.cluster})
 			continue
 		}
-		next := r.apply(p.desired, cur)
-		bd, err := h.write(cur, next)
+		bd, err := h.write(cur, r.apply(parts[k], desired, cur))
 		if err != nil {
-			return nil, false, err
+			return nil, nil, false, err
 		}
 		if cur == nil {
 			created++
 		}
-		out = append(out, synced{cluster: p.cluster, bd: bd})
+		out[i].bd = bd
 	}
 	for ns, bd := range byNamespace {
 		if wanted[ns] {
 			continue
 		}
 		if err := h.bds.Delete(bd.Namespace, bd.Name, &metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return nil, false, fmt.Errorf("deleting bundledeployment %s/%s: %w", bd.Namespace, bd.Name, err)
+			return nil, nil, false, fmt.Errorf("deleting bundledeployment %s/%s: %w", bd.Namespace, bd.Name, err)
 		}
 		logrus.WithFields(logrus.Fields{"controller": "bundle", "bundle": b.Namespace + "/" + b.Name, "namespace": ns}).
 			Info("deleted bundledeployment of a cluster no longer targeted")
 	}
-	return out, requeue || r.blocked, nil
+	return out, r, requeue, nil
 }
 
 // write creates or updates a BundleDeployment; unchanged ones are not written.
@@ -286,7 +292,7 @@ func (h *handler) finalize(b *fleet.Bundle) (*fleet.Bundle, error) {
 }
 
 // updateStatus rolls the BundleDeployments up and writes the status only when it changed.
-func (h *handler) updateStatus(b *fleet.Bundle, result []synced, planErr error) (*fleet.Bundle, error) {
+func (h *handler) updateStatus(b *fleet.Bundle, result []synced, r *rollout, planErr error) (*fleet.Bundle, error) {
 	status := *b.Status.DeepCopy()
 	status.ObservedGeneration = b.Generation
 	ready, message := corev1.ConditionTrue, ""
@@ -307,6 +313,9 @@ func (h *handler) updateStatus(b *fleet.Bundle, result []synced, planErr error) 
 		}
 		status.Summary = s
 		status.Unavailable = countUnavailable(result)
+		status.PartitionStatus, status.UnavailablePartitions = r.status(result)
+		status.MaxUnavailable = r.maxUnavailable
+		status.MaxUnavailablePartitions = r.maxUnavailablePartitions
 		status.Display = fleet.BundleDisplay{
 			ReadyClusters: fmt.Sprintf("%d/%d", s.Ready, s.DesiredReady),
 			State:         string(summary.WorstState(s)),
@@ -356,4 +365,9 @@ func compare(a, b string) int {
 		return 1
 	}
 	return 0
+}
+
+// addState counts a BundleDeployment's state in a partition summary.
+func addState(s *fleet.BundleSummary, bd *fleet.BundleDeployment) {
+	summary.Increment(s, summary.State(bd))
 }

@@ -1,65 +1,162 @@
 package bundle
 
 import (
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/target"
 )
 
-// rollout decides, BundleDeployment by BundleDeployment, whether staged options may be promoted:
-// never while the Bundle is paused, and only while the number of unavailable targets stays
-// within maxUnavailable (default: all of them).
-type rollout struct {
-	paused         bool
+// Rollout defaults, as Fleet documents them.
+const (
+	defaultAutoPartitionThreshold = 200
+	defaultAutoPartitionSize      = "25%"
+)
+
+// partition is a group of targets promoted together.
+type partition struct {
+	name           string
 	maxUnavailable int
+	members        []int // indexes into the plan
 	unavailable    int
-	// blocked is true when some target kept older options because of the limit.
-	blocked bool
+	// outdated counts members left on older options in this pass.
+	outdated int
 }
 
-func newRollout(b *fleet.Bundle, plan []planned, existing map[string]*fleet.BundleDeployment) *rollout {
-	targets := 0
-	for _, p := range plan {
+// rollout decides, target by target, whether staged options may be promoted: never while the
+// Bundle is paused; otherwise partition by partition, while the unavailable targets stay within
+// the partition's and the Bundle's maxUnavailable, and stopping at the first partitions that are
+// too unavailable once more than maxUnavailablePartitions are.
+type rollout struct {
+	paused                   bool
+	maxUnavailable           int
+	unavailable              int
+	maxUnavailablePartitions int
+	unavailablePartitions    int
+	partitions               []*partition
+}
+
+func scaled(v *intstr.IntOrString, total int, def intstr.IntOrString) int {
+	if v == nil {
+		v = &def
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(v, total, false)
+	if err != nil {
+		return total
+	}
+	return n
+}
+
+// newRollout splits the planned targets into partitions and counts what is unavailable now.
+func newRollout(b *fleet.Bundle, plan []planned, existing map[string]*fleet.BundleDeployment) (*rollout, error) {
+	var targets []int
+	for i, p := range plan {
 		if p.desired != nil {
-			targets++
+			targets = append(targets, i)
 		}
 	}
-	r := &rollout{paused: b.Spec.Paused, maxUnavailable: targets}
-	if rs := b.Spec.RolloutStrategy; rs != nil && rs.MaxUnavailable != nil {
-		n, err := intstr.GetScaledValueFromIntOrPercent(rs.MaxUnavailable, targets, false)
-		if err == nil {
-			r.maxUnavailable = max(n, 1)
+	rs := b.Spec.RolloutStrategy
+	if rs == nil {
+		rs = &fleet.RolloutStrategy{}
+	}
+	r := &rollout{paused: b.Spec.Paused}
+	r.maxUnavailable = max(scaled(rs.MaxUnavailable, len(targets), intstr.FromString("100%")), 1)
+	r.maxUnavailablePartitions = scaled(rs.MaxUnavailablePartitions, 0, intstr.FromInt32(0))
+
+	switch {
+	case len(rs.Partitions) > 0:
+		rest := &partition{name: "unpartitioned", maxUnavailable: r.maxUnavailable}
+		for _, p := range rs.Partitions {
+			r.partitions = append(r.partitions, &partition{name: p.Name})
+		}
+		for _, i := range targets {
+			idx, err := target.PartitionIndex(rs.Partitions, plan[i].info)
+			if err != nil {
+				return nil, err
+			}
+			if idx < 0 {
+				rest.members = append(rest.members, i)
+				continue
+			}
+			r.partitions[idx].members = append(r.partitions[idx].members, i)
+		}
+		for k, p := range rs.Partitions {
+			part := r.partitions[k]
+			part.maxUnavailable = scaled(p.MaxUnavailable, len(part.members), intstr.FromInt32(int32(r.maxUnavailable)))
+			if p.MaxUnavailable == nil {
+				part.maxUnavailable = r.maxUnavailable
+			}
+		}
+		if len(rest.members) > 0 {
+			r.partitions = append(r.partitions, rest)
+		}
+	default:
+		threshold := defaultAutoPartitionThreshold
+		if rs.AutoPartitionThreshold != nil {
+			threshold = *rs.AutoPartitionThreshold
+		}
+		size := len(targets)
+		if len(targets) >= threshold {
+			size = max(scaled(rs.AutoPartitionSize, len(targets), intstr.FromString(defaultAutoPartitionSize)), 1)
+		}
+		for start := 0; start < len(targets); start += max(size, 1) {
+			end := min(start+max(size, 1), len(targets))
+			name := "All"
+			if size < len(targets) {
+				name = fmt.Sprintf("Partition %d", start/size)
+			}
+			r.partitions = append(r.partitions, &partition{name: name, maxUnavailable: r.maxUnavailable, members: targets[start:end]})
 		}
 	}
-	for _, bd := range existing {
-		if unavailable(bd) {
-			r.unavailable++
+	for _, part := range r.partitions {
+		for _, i := range part.members {
+			if cur := existing[plan[i].desired.Namespace]; cur == nil || unavailable(cur) {
+				part.unavailable++
+				r.unavailable++
+			}
 		}
 	}
-	return r
+	return r, nil
 }
 
-// apply returns the BundleDeployment to write: the desired options always staged, promoted when
-// the rollout allows.
-func (r *rollout) apply(desired, cur *fleet.BundleDeployment) *fleet.BundleDeployment {
+// order returns the plan indexes in partition order, with each one's partition.
+func (r *rollout) order() ([]int, []*partition) {
+	var idx []int
+	var parts []*partition
+	for _, p := range r.partitions {
+		for _, i := range p.members {
+			idx = append(idx, i)
+			parts = append(parts, p)
+		}
+	}
+	return idx, parts
+}
+
+// apply returns the BundleDeployment to write for a target of partition p: the desired options
+// always staged, promoted when the rollout allows.
+func (r *rollout) apply(p *partition, desired, cur *fleet.BundleDeployment) *fleet.BundleDeployment {
 	next := desired.DeepCopy()
-	changed := cur == nil || cur.Spec.DeploymentID != desired.Spec.DeploymentID
-	if !changed {
+	if cur != nil && cur.Spec.DeploymentID == desired.Spec.DeploymentID {
 		return next
 	}
-	promote := !r.paused
-	// Promoting an available target makes it unavailable until the agent has deployed.
+	promote := !r.paused && r.partitionOpen(p)
 	wasAvailable := cur != nil && !unavailable(cur)
-	if promote && (cur == nil || wasAvailable) && r.unavailable >= r.maxUnavailable {
+	// Promoting an available target makes it unavailable until the agent has deployed it; a
+	// target that is unavailable anyway costs nothing more.
+	// A partition may always take one target, so a limit of 0 still lets a canary through.
+	if promote && wasAvailable && (r.unavailable >= r.maxUnavailable || p.unavailable >= max(p.maxUnavailable, 1)) {
 		promote = false
-		r.blocked = true
 	}
 	if promote {
-		if cur == nil || wasAvailable {
+		if wasAvailable {
 			r.unavailable++
+			p.unavailable++
 		}
 		return next
 	}
+	p.outdated++
 	if cur != nil {
 		next.Spec.Options = *cur.Spec.Options.DeepCopy()
 		next.Spec.DeploymentID = cur.Spec.DeploymentID
@@ -72,4 +169,44 @@ func (r *rollout) apply(desired, cur *fleet.BundleDeployment) *fleet.BundleDeplo
 		next.Spec.DeploymentID = ""
 	}
 	return next
+}
+
+// partitionOpen reports whether targets of p may be promoted: no more partitions before it are
+// over their limit than maxUnavailablePartitions allows. A partition is over its limit while
+// its unavailable targets and those still on older options exceed its maxUnavailable, so the
+// next partition waits until this one has deployed and become ready.
+func (r *rollout) partitionOpen(p *partition) bool {
+	over := 0
+	for _, q := range r.partitions {
+		if q == p {
+			return over <= r.maxUnavailablePartitions
+		}
+		if q.unavailable+q.outdated > q.maxUnavailable {
+			over++
+		}
+	}
+	return true
+}
+
+// status reports the partitions for the Bundle's status.
+func (r *rollout) status(result []synced) ([]fleet.PartitionStatus, int) {
+	var out []fleet.PartitionStatus
+	over := 0
+	for _, p := range r.partitions {
+		ps := fleet.PartitionStatus{Name: p.name, Count: len(p.members), MaxUnavailable: p.maxUnavailable}
+		for _, i := range p.members {
+			s := result[i]
+			if s.bd == nil || unavailable(s.bd) {
+				ps.Unavailable++
+			}
+			if s.bd != nil {
+				addState(&ps.Summary, s.bd)
+			}
+		}
+		if ps.Unavailable > ps.MaxUnavailable {
+			over++
+		}
+		out = append(out, ps)
+	}
+	return out, over
 }
