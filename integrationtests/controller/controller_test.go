@@ -123,6 +123,35 @@ var _ = Describe("targeting", func() {
 	})
 })
 
+var _ = Describe("BundleNamespaceMapping", func() {
+	It("lets Bundles target Clusters of the namespaces it maps", func(ctx context.Context) {
+		bundles, other := newNamespace(ctx), newNamespace(ctx)
+		nsObj, err := kube.CoreV1().Namespaces().Get(ctx, other, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		nsObj.Labels["team"] = "b-" + other
+		_, err = kube.CoreV1().Namespaces().Update(ctx, nsObj, metav1.UpdateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		newCluster(other, "remote", map[string]string{"env": "prod"})
+		_, err = api.Bundle().Create(&fleet.Bundle{
+			ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: bundles, Labels: map[string]string{"app": "x"}},
+			Spec: fleet.BundleSpec{
+				Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: "kind: ConfigMap\n"}},
+				Targets:   []fleet.BundleTarget{{ClusterSelector: sel("env", "prod")}},
+			},
+		})
+		Expect(err).NotTo(HaveOccurred())
+		Consistently(clusterNames(bundles, "app"), "1s").Should(BeEmpty(), "without a mapping only the bundle's namespace counts")
+
+		_, err = api.BundleNamespaceMapping().Create(&fleet.BundleNamespaceMapping{
+			ObjectMeta:        metav1.ObjectMeta{Name: "to-b", Namespace: bundles},
+			BundleSelector:    sel("app", "x"),
+			NamespaceSelector: sel("team", "b-"+other),
+		})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(clusterNames(bundles, "app")).Should(Equal([]string{"remote"}))
+	})
+})
+
 var _ = Describe("content", func() {
 	It("stores one Content for 100 BundleDeployments and deletes it after the last", func(ctx context.Context) {
 		ns := newNamespace(ctx)
@@ -348,5 +377,17 @@ var _ = Describe("bad input", func() {
 		}).Should(And(ContainSubstring("cluster a"), ContainSubstring("helm.values")))
 		Eventually(clusterNames(ns, "fine")).Should(Equal([]string{"a"}))
 		Expect(deployments(ns, "broken")).To(BeEmpty())
+
+		// An invalid selector written past validation (for example by an older client) is
+		// reported the same way.
+		newBundle(ns, "bad-selector", fleet.BundleSpec{Targets: []fleet.BundleTarget{{ClusterSelector: &metav1.LabelSelector{
+			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: metav1.LabelSelectorOpIn}}}}}})
+		Eventually(func() string {
+			c := fleet.FindCondition(bundleStatus(ns, "bad-selector")().Conditions, fleet.ConditionReady)
+			if c == nil {
+				return ""
+			}
+			return c.Message
+		}).Should(ContainSubstring("targets[0].clusterSelector"))
 	})
 })

@@ -111,6 +111,7 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 	bundle.Register(ctx, bundle.Deps{
 		Bundles: f.Bundle(), BundleDeployments: f.BundleDeployment(), Clusters: f.Cluster(),
 		ClusterGroups: f.ClusterGroup(), Contents: f.Content(),
+		Mappings: f.BundleNamespaceMapping(), Namespaces: c.Namespace().Cache(),
 	})
 	cluster.Register(ctx, cluster.Deps{
 		Clusters: f.Cluster(), BundleDeployments: f.BundleDeployment(), Namespaces: c.Namespace(),

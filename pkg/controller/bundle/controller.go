@@ -14,6 +14,7 @@ import (
 	"slices"
 	"time"
 
+	corecontrollers "github.com/rancher/wrangler/v3/pkg/generated/controllers/core/v1"
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -43,6 +44,8 @@ type Deps struct {
 	Clusters          fleetcontrollers.ClusterController
 	ClusterGroups     fleetcontrollers.ClusterGroupController
 	Contents          fleetcontrollers.ContentController
+	Mappings          fleetcontrollers.BundleNamespaceMappingController
+	Namespaces        corecontrollers.NamespaceCache
 }
 
 type handler struct {
@@ -52,6 +55,8 @@ type handler struct {
 	clusters fleetcontrollers.ClusterCache
 	groups   fleetcontrollers.ClusterGroupCache
 	contents fleetcontrollers.ContentController
+	mappings fleetcontrollers.BundleNamespaceMappingCache
+	nsCache  corecontrollers.NamespaceCache
 	now      func() time.Time
 }
 
@@ -60,7 +65,8 @@ type handler struct {
 func Register(ctx context.Context, d Deps) {
 	h := &handler{
 		bundles: d.Bundles, bds: d.BundleDeployments, bdCache: d.BundleDeployments.Cache(),
-		clusters: d.Clusters.Cache(), groups: d.ClusterGroups.Cache(), contents: d.Contents, now: time.Now,
+		clusters: d.Clusters.Cache(), groups: d.ClusterGroups.Cache(), contents: d.Contents,
+		mappings: d.Mappings.Cache(), nsCache: d.Namespaces, now: time.Now,
 	}
 	d.Bundles.OnChange(ctx, "bundle-deploy", h.OnChange)
 	d.BundleDeployments.OnChange(ctx, "bundle-from-deployment", func(_ string, bd *fleet.BundleDeployment) (*fleet.BundleDeployment, error) {
@@ -72,12 +78,23 @@ func Register(ctx context.Context, d Deps) {
 		return bd, nil
 	})
 	enqueueNamespace := func(ns string) {
-		bundles, err := d.Bundles.Cache().List(ns, labels.Everything())
-		if err != nil {
-			return
+		namespaces := []string{ns}
+		// Bundles of namespaces with a BundleNamespaceMapping may target clusters anywhere.
+		if mappings, err := d.Mappings.Cache().List("", labels.Everything()); err == nil {
+			for _, m := range mappings {
+				if m.Namespace != ns {
+					namespaces = append(namespaces, m.Namespace)
+				}
+			}
 		}
-		for _, b := range bundles {
-			d.Bundles.Enqueue(b.Namespace, b.Name)
+		for _, n := range namespaces {
+			bundles, err := d.Bundles.Cache().List(n, labels.Everything())
+			if err != nil {
+				continue
+			}
+			for _, b := range bundles {
+				d.Bundles.Enqueue(b.Namespace, b.Name)
+			}
 		}
 	}
 	d.Clusters.OnChange(ctx, "bundle-from-cluster", func(_ string, c *fleet.Cluster) (*fleet.Cluster, error) {
@@ -91,6 +108,12 @@ func Register(ctx context.Context, d Deps) {
 			enqueueNamespace(g.Namespace)
 		}
 		return g, nil
+	})
+	d.Mappings.OnChange(ctx, "bundle-from-mapping", func(_ string, m *fleet.BundleNamespaceMapping) (*fleet.BundleNamespaceMapping, error) {
+		if m != nil {
+			enqueueNamespace(m.Namespace)
+		}
+		return m, nil
 	})
 }
 
@@ -137,15 +160,26 @@ type planned struct {
 
 // plan matches every Cluster of the Bundle's namespace and renders the BundleDeployments.
 func (h *handler) plan(b *fleet.Bundle, contentName string) ([]planned, error) {
-	clusters, err := h.clusters.List(b.Namespace, labels.Everything())
+	namespaces, err := h.clusterNamespaces(b)
 	if err != nil {
 		return nil, err
 	}
-	groups, err := h.groups.List(b.Namespace, labels.Everything())
-	if err != nil {
-		return nil, err
+	var clusters []*fleet.Cluster
+	var groups []*fleet.ClusterGroup
+	for _, ns := range namespaces {
+		cs, err := h.clusters.List(ns, labels.Everything())
+		if err != nil {
+			return nil, err
+		}
+		gs, err := h.groups.List(ns, labels.Everything())
+		if err != nil {
+			return nil, err
+		}
+		clusters, groups = append(clusters, cs...), append(groups, gs...)
 	}
-	slices.SortFunc(clusters, func(a, b *fleet.Cluster) int { return compare(a.Name, b.Name) })
+	slices.SortFunc(clusters, func(a, b *fleet.Cluster) int {
+		return compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
 	var out []planned
 	var errs []error
 	for _, c := range clusters {
@@ -173,6 +207,44 @@ func (h *handler) plan(b *fleet.Bundle, contentName string) ([]planned, error) {
 		out = append(out, planned{cluster: c, info: ci, desired: bd})
 	}
 	return out, errors.Join(errs...)
+}
+
+// clusterNamespaces are the namespaces whose Clusters the Bundle may target: its own, and those
+// its namespace's BundleNamespaceMappings open to it.
+func (h *handler) clusterNamespaces(b *fleet.Bundle) ([]string, error) {
+	out := []string{b.Namespace}
+	mappings, err := h.mappings.List(b.Namespace, labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{b.Namespace: true}
+	for _, m := range mappings {
+		if m.BundleSelector == nil || m.NamespaceSelector == nil {
+			continue
+		}
+		bsel, err := metav1.LabelSelectorAsSelector(m.BundleSelector)
+		if err != nil {
+			return nil, fmt.Errorf("bundlenamespacemapping %s: bundleSelector: %w", m.Name, err)
+		}
+		if !bsel.Matches(labels.Set(b.Labels)) {
+			continue
+		}
+		nsel, err := metav1.LabelSelectorAsSelector(m.NamespaceSelector)
+		if err != nil {
+			return nil, fmt.Errorf("bundlenamespacemapping %s: namespaceSelector: %w", m.Name, err)
+		}
+		nss, err := h.nsCache.List(nsel)
+		if err != nil {
+			return nil, err
+		}
+		for _, ns := range nss {
+			if !seen[ns.Name] {
+				seen[ns.Name] = true
+				out = append(out, ns.Name)
+			}
+		}
+	}
+	return out, nil
 }
 
 // synced is a targeted cluster with its BundleDeployment as it now stands.
