@@ -341,6 +341,10 @@ var _ = Describe("status", func() {
 	It("shows a cluster whose agent stopped checking in as Offline, not Ready", func(ctx context.Context) {
 		ns := newNamespace(ctx)
 		newCluster(ns, "quiet", nil)
+		newBundle(ns, "app", fleet.BundleSpec{Targets: []fleet.BundleTarget{{ClusterName: "quiet"}}})
+		Eventually(clusterNames(ns, "app")).Should(Equal([]string{"quiet"}))
+		agentDeploys(deployments(ns, "app")["quiet"], true)
+		Eventually(func() string { return bundleStatus(ns, "app")().Display.ReadyClusters }).Should(Equal("1/1"))
 		Eventually(func() string {
 			c, _ := api.Cluster().Get(ns, "quiet", metav1.GetOptions{})
 			return c.Status.Display.State
@@ -350,11 +354,18 @@ var _ = Describe("status", func() {
 		Expect(cond.Status).To(Equal(corev1.ConditionUnknown))
 		Expect(cond.Message).To(ContainSubstring("has not checked in since"))
 
+		By("its BundleDeployments no longer count as Ready in the Bundle")
+		Eventually(func() string { return bundleStatus(ns, "app")().Display.State }).Should(Equal("Offline"))
+		st := bundleStatus(ns, "app")()
+		Expect(st.Display.ReadyClusters).To(Equal("0/1"))
+		Expect(fleet.FindCondition(st.Conditions, fleet.ConditionReady).Status).To(Equal(corev1.ConditionUnknown))
+
 		checkIn(ns, "quiet")
 		Eventually(func() string {
 			c, _ := api.Cluster().Get(ns, "quiet", metav1.GetOptions{})
 			return c.Status.Display.State
 		}).Should(BeEmpty())
+		Eventually(func() string { return bundleStatus(ns, "app")().Display.ReadyClusters }).Should(Equal("1/1"))
 	})
 })
 

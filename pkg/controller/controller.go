@@ -112,6 +112,7 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 		Bundles: f.Bundle(), BundleDeployments: f.BundleDeployment(), Clusters: f.Cluster(),
 		ClusterGroups: f.ClusterGroup(), Contents: f.Content(),
 		Mappings: f.BundleNamespaceMapping(), Namespaces: c.Namespace().Cache(),
+		CheckinInterval: func() time.Duration { return config.Get().AgentCheckinInterval.Duration },
 	})
 	cluster.Register(ctx, cluster.Deps{
 		Clusters: f.Cluster(), BundleDeployments: f.BundleDeployment(), Namespaces: c.Namespace(),

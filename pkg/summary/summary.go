@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -193,4 +194,14 @@ func AddCounts(a *fleet.ResourceCounts, b fleet.ResourceCounts) {
 	a.Missing += b.Missing
 	a.Unknown += b.Unknown
 	a.NotReady += b.NotReady
+}
+
+// OfflineAfter is how many missed check-in intervals make a cluster Offline.
+const OfflineAfter = 3
+
+// Offline reports whether a cluster's agent has checked in before but not for more than
+// OfflineAfter check-in intervals: what it last reported may no longer be true.
+func Offline(c *fleet.Cluster, interval time.Duration, now time.Time) bool {
+	seen := c.Status.Agent.LastSeen
+	return !seen.IsZero() && now.Sub(seen.Time) > OfflineAfter*interval
 }

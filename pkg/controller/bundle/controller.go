@@ -46,6 +46,8 @@ type Deps struct {
 	Contents          fleetcontrollers.ContentController
 	Mappings          fleetcontrollers.BundleNamespaceMappingController
 	Namespaces        corecontrollers.NamespaceCache
+	// CheckinInterval is the agents' check-in interval, to tell offline clusters.
+	CheckinInterval func() time.Duration
 }
 
 type handler struct {
@@ -57,6 +59,7 @@ type handler struct {
 	contents fleetcontrollers.ContentController
 	mappings fleetcontrollers.BundleNamespaceMappingCache
 	nsCache  corecontrollers.NamespaceCache
+	checkin  func() time.Duration
 	now      func() time.Time
 }
 
@@ -66,7 +69,7 @@ func Register(ctx context.Context, d Deps) {
 	h := &handler{
 		bundles: d.Bundles, bds: d.BundleDeployments, bdCache: d.BundleDeployments.Cache(),
 		clusters: d.Clusters.Cache(), groups: d.ClusterGroups.Cache(), contents: d.Contents,
-		mappings: d.Mappings.Cache(), nsCache: d.Namespaces, now: time.Now,
+		mappings: d.Mappings.Cache(), nsCache: d.Namespaces, checkin: d.CheckinInterval, now: time.Now,
 	}
 	d.Bundles.OnChange(ctx, "bundle-deploy", h.OnChange)
 	d.BundleDeployments.OnChange(ctx, "bundle-from-deployment", func(_ string, bd *fleet.BundleDeployment) (*fleet.BundleDeployment, error) {
@@ -372,8 +375,16 @@ func (h *handler) updateStatus(b *fleet.Bundle, result []synced, r *rollout, pla
 		ready, message = corev1.ConditionFalse, planErr.Error()
 	} else {
 		var s fleet.BundleSummary
+		var offline []string
 		for _, r := range result {
 			name := r.cluster.Namespace + "/" + r.cluster.Name
+			if r.bd != nil && summary.Offline(r.cluster, h.checkin(), h.now()) {
+				// What an offline agent last reported may be stale: count the target as desired
+				// but in no state, rather than as Ready.
+				s.DesiredReady++
+				offline = append(offline, name)
+				continue
+			}
 			if r.bd == nil {
 				summary.Increment(&s, fleet.Pending)
 				if len(s.NonReadyResources) < summary.MaxNonReady {
@@ -392,8 +403,20 @@ func (h *handler) updateStatus(b *fleet.Bundle, result []synced, r *rollout, pla
 			ReadyClusters: fmt.Sprintf("%d/%d", s.Ready, s.DesiredReady),
 			State:         string(summary.WorstState(s)),
 		}
-		if summary.WorstState(s) != "" {
+		switch {
+		case summary.WorstState(s) != "":
 			ready, message = corev1.ConditionFalse, summary.ReadyMessage(s)
+		case len(offline) > 0:
+			status.Display.State = "Offline"
+			ready = corev1.ConditionUnknown
+		}
+		if len(offline) > 0 {
+			note := fmt.Sprintf("Offline(%d) %v", len(offline), firstN(offline, summary.MaxNonReady))
+			if message != "" {
+				message = note + "; " + message
+			} else {
+				message = note
+			}
 		}
 	}
 	fleet.SetCondition(&status.Conditions, fleet.ConditionReady, ready, "", message, h.now())
@@ -442,4 +465,11 @@ func compare(a, b string) int {
 // addState counts a BundleDeployment's state in a partition summary.
 func addState(s *fleet.BundleSummary, bd *fleet.BundleDeployment) {
 	summary.Increment(s, summary.State(bd))
+}
+
+func firstN(s []string, n int) []string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
 }

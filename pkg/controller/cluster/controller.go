@@ -26,10 +26,8 @@ import (
 const (
 	// StateWaitCheckIn: the agent has never checked in.
 	StateWaitCheckIn = "WaitCheckIn"
-	// StateOffline: the agent has not checked in for more than OfflineAfter check-in intervals.
+	// StateOffline: the agent has not checked in for more than summary.OfflineAfter intervals.
 	StateOffline = "Offline"
-	// OfflineAfter is how many missed check-in intervals make a cluster Offline.
-	OfflineAfter = 3
 )
 
 // Deps are what the controller reads and writes.
@@ -165,7 +163,7 @@ func (h *handler) status(c *fleet.Cluster, ns string) (fleet.ClusterStatus, erro
 	case lastSeen.IsZero():
 		state = StateWaitCheckIn
 		ready, reason, message = corev1.ConditionFalse, StateWaitCheckIn, "the agent has not checked in yet"
-	case h.now().Sub(lastSeen.Time) > OfflineAfter*h.interval():
+	case summary.Offline(c, h.interval(), h.now()):
 		state = StateOffline
 		ready, reason = corev1.ConditionUnknown, StateOffline
 		message = fmt.Sprintf("the agent has not checked in since %s", lastSeen.UTC().Format(time.RFC3339))
