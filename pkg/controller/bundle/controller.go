@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	corecontrollers "github.com/rancher/wrangler/v3/pkg/generated/controllers/core/v1"
@@ -100,14 +101,25 @@ func Register(ctx context.Context, d Deps) {
 			}
 		}
 	}
-	d.Clusters.OnChange(ctx, "bundle-from-cluster", func(_ string, c *fleet.Cluster) (*fleet.Cluster, error) {
-		if c != nil {
+	// Clusters and groups change status all the time; only what targeting reads re-plans bundles.
+	seen := &fingerprints{m: map[string]string{}}
+	d.Clusters.OnChange(ctx, "bundle-from-cluster", func(key string, c *fleet.Cluster) (*fleet.Cluster, error) {
+		if c == nil {
+			seen.forget("cluster/" + key)
+			return c, nil
+		}
+		offline := summary.Offline(c, h.checkin(), h.now())
+		if seen.changed("cluster/"+key, fmt.Sprint(c.Labels, c.Status.Namespace, offline, c.Spec.Paused, c.Spec.TemplateValues, c.Annotations)) {
 			enqueueNamespace(c.Namespace)
 		}
 		return c, nil
 	})
-	d.ClusterGroups.OnChange(ctx, "bundle-from-clustergroup", func(_ string, g *fleet.ClusterGroup) (*fleet.ClusterGroup, error) {
-		if g != nil {
+	d.ClusterGroups.OnChange(ctx, "bundle-from-clustergroup", func(key string, g *fleet.ClusterGroup) (*fleet.ClusterGroup, error) {
+		if g == nil {
+			seen.forget("group/" + key)
+			return g, nil
+		}
+		if seen.changed("group/"+key, fmt.Sprint(g.Labels, g.Spec.Selector)) {
 			enqueueNamespace(g.Namespace)
 		}
 		return g, nil
@@ -472,4 +484,26 @@ func firstN(s []string, n int) []string {
 		return s[:n]
 	}
 	return s
+}
+
+// fingerprints remembers what targeting last saw of each cluster and group.
+type fingerprints struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (f *fingerprints) changed(key, fp string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.m[key] == fp {
+		return false
+	}
+	f.m[key] = fp
+	return true
+}
+
+func (f *fingerprints) forget(key string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.m, key)
 }

@@ -1,0 +1,349 @@
+// Command controller measures how fast `fleet controller` turns Bundles into BundleDeployments
+// for many clusters, against the physical limit of the same machine: the rate at which a plain
+// parallel client creates objects of the same shape on the same apiserver. It starts a local
+// apiserver, registers CLUSTERS clusters, measures the raw create rate, then runs the controller
+// as its own process, creates BUNDLES Bundles targeting every cluster, and waits until all
+// BundleDeployments exist, reading the controller's peak RSS and CPU time from /proc.
+// Results go to benchmarks/results/controller-<bundles>x<clusters>.json and .png.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/tools/cache"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/chartinstall"
+	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
+	"github.com/fleetgo/fleet/pkg/localcluster"
+	"github.com/fleetgo/fleet/pkg/names"
+	"github.com/fleetgo/fleet/pkg/target"
+)
+
+// Result is what the benchmark writes.
+type Result struct {
+	Date              string  `json:"date"`
+	Bundles           int     `json:"bundles"`
+	Clusters          int     `json:"clusters"`
+	Deployments       int     `json:"bundleDeployments"`
+	RawSeconds        float64 `json:"rawSeconds"`
+	RawPerSecond      float64 `json:"rawCreatesPerSecond"`
+	FleetSeconds      float64 `json:"controllerSeconds"`
+	FleetPerSecond    float64 `json:"controllerCreatesPerSecond"`
+	Ratio             float64 `json:"ratioToRaw"`
+	ControllerPeakMiB float64 `json:"controllerPeakRSSMiB"`
+	ControllerCPU     float64 `json:"controllerCPUSeconds"`
+}
+
+const ns = "fleet-default"
+
+func main() {
+	bundles := flag.Int("bundles", 5, "bundles")
+	clusters := flag.Int("clusters", 1000, "clusters")
+	fleetBin := flag.String("fleet", "bin/fleet", "fleet binary")
+	out := flag.String("out", "benchmarks/results", "results folder")
+	workers := flag.Int("workers", 50, "controller workers")
+	flag.Parse()
+	if err := run(*bundles, *clusters, *fleetBin, *out, *workers); err != nil {
+		fmt.Fprintln(os.Stderr, "bench controller:", err)
+		os.Exit(1)
+	}
+}
+
+func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
+	ctx := context.Background()
+	mgr, err := localcluster.Start(ctx, localcluster.Options{Name: "bench"})
+	if err != nil {
+		return err
+	}
+	defer mgr.Stop()
+	if _, err := chartinstall.InstallOrUpgrade(ctx, chartinstall.Options{Kubeconfig: mgr.Kubeconfig, Namespace: "cattle-fleet-system",
+		ReleaseName: "fleet-crd", ChartDir: "charts/fleet-crd", Wait: true}); err != nil {
+		return err
+	}
+	cfg := mgr.RESTConfig()
+	cfg.QPS, cfg.Burst = 2000, 4000
+	ff, err := fleetfactory.NewFactoryFromConfig(cfg)
+	if err != nil {
+		return err
+	}
+	api := ff.Fleet().V1alpha1()
+	kube, err := mgr.Clientset()
+	if err != nil {
+		return err
+	}
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(time.Minute); ; {
+		if _, err := api.Cluster().List(ns, metav1.ListOptions{Limit: 1}); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	fmt.Printf("creating %d clusters and their namespaces\n", nClusters)
+	var clusterNamespaces []string
+	err = parallel(nClusters, 32, func(i int) error {
+		name := fmt.Sprintf("c-%05d", i)
+		nsName := names.ClusterNamespace(ns, name)
+		if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nsName}}, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		c, err := api.Cluster().Create(&fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"env": "bench"}}})
+		if err != nil {
+			return err
+		}
+		c.Status.Namespace = nsName
+		c.Status.Agent.LastSeen = metav1.Now()
+		_, err = api.Cluster().UpdateStatus(c)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for i := range nClusters {
+		clusterNamespaces = append(clusterNamespaces, names.ClusterNamespace(ns, fmt.Sprintf("c-%05d", i)))
+	}
+
+	// The physical limit: the same objects, created by a plain client with many workers.
+	bundleSpecs := make([]*fleet.Bundle, nBundles)
+	for i := range bundleSpecs {
+		bundleSpecs[i] = benchBundle(i)
+	}
+	total := nBundles * nClusters
+	fmt.Printf("raw: creating %d BundleDeployments with a plain parallel client\n", total)
+	start := time.Now()
+	err = parallel(total, 64, func(i int) error {
+		b, c := bundleSpecs[i/nClusters], i%nClusters
+		bd := rawDeployment(b, fmt.Sprintf("c-%05d", c), clusterNamespaces[c])
+		_, err := api.BundleDeployment().Create(bd)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	raw := time.Since(start)
+	fmt.Printf("raw: %d in %s (%.0f/s)\n", total, raw.Round(time.Millisecond), float64(total)/raw.Seconds())
+	if err := parallel(nClusters, 32, func(c int) error {
+		return api.BundleDeployment().DeleteCollection(clusterNamespaces[c], metav1.DeleteOptions{}, metav1.ListOptions{})
+	}); err != nil {
+		return err
+	}
+	if err := waitCount(ctx, mgr, 0, 5*time.Minute); err != nil {
+		return err
+	}
+
+	logPath := filepath.Join(mgr.LogDir, "fleet-controller.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(fleetBin, "controller", "--kubeconfig", mgr.Kubeconfig, "--leader-elect=false",
+		"--health-addr=", "--metrics-addr=", "--workers", strconv.Itoa(workers))
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() }()
+	time.Sleep(3 * time.Second) // let the caches sync before the clock starts
+
+	fmt.Printf("fleet: creating %d bundles targeting %d clusters\n", nBundles, nClusters)
+	counter, stop, err := countDeployments(ctx, mgr)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	start = time.Now()
+	for _, b := range bundleSpecs {
+		if _, err := api.Bundle().Create(b); err != nil {
+			return err
+		}
+	}
+	var peak float64
+	for counter.Load() < int64(total) {
+		if rss := peakRSS(cmd.Process.Pid); rss > peak {
+			peak = rss
+		}
+		if time.Since(start) > 30*time.Minute {
+			return fmt.Errorf("only %d of %d BundleDeployments after 30 minutes (log %s)", counter.Load(), total, logPath)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	took := time.Since(start)
+	if rss := peakRSS(cmd.Process.Pid); rss > peak {
+		peak = rss
+	}
+	res := Result{
+		Date: time.Now().UTC().Format(time.RFC3339), Bundles: nBundles, Clusters: nClusters, Deployments: total,
+		RawSeconds: raw.Seconds(), RawPerSecond: float64(total) / raw.Seconds(),
+		FleetSeconds: took.Seconds(), FleetPerSecond: float64(total) / took.Seconds(),
+		ControllerPeakMiB: peak, ControllerCPU: cpuSeconds(cmd.Process.Pid),
+	}
+	res.Ratio = res.FleetPerSecond / res.RawPerSecond
+	fmt.Printf("fleet: %d in %s (%.0f/s), ratio to raw %.2f, controller peak RSS %.0f MiB, CPU %.1f s\n",
+		total, took.Round(time.Millisecond), res.FleetPerSecond, res.Ratio, res.ControllerPeakMiB, res.ControllerCPU)
+	return write(out, res)
+}
+
+func benchBundle(i int) *fleet.Bundle {
+	return &fleet.Bundle{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-%03d", i), Namespace: ns, Labels: map[string]string{fleet.RepoLabel: "bench"}},
+		Spec: fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "bench", Helm: &fleet.HelmOptions{
+				Values: &fleet.GenericMap{Data: map[string]interface{}{"cluster": "{{ .ClusterName }}", "replicas": float64(2)}},
+			}},
+			Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bench-%d\n", i)}},
+			Targets:   []fleet.BundleTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "bench"}}}},
+		},
+	}
+}
+
+// rawDeployment is the BundleDeployment the controller would write, built the same way.
+func rawDeployment(b *fleet.Bundle, cluster, clusterNS string) *fleet.BundleDeployment {
+	c := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: cluster, Namespace: ns}}
+	c.Status.Namespace = clusterNS
+	manifest, _ := target.Manifest(b.Spec.Resources)
+	ci := target.ClusterInfo{Cluster: c}
+	m, _ := target.MatchCluster(b, ci)
+	if m == nil {
+		m = &target.Match{Options: b.Spec.BundleDeploymentOptions}
+	}
+	bd, _ := target.Deployment(b, ci, m, target.ContentName(manifest))
+	bd.Name = "raw-" + bd.Name
+	return bd
+}
+
+// countDeployments counts BundleDeployments as they appear, with a metadata-only informer.
+func countDeployments(ctx context.Context, mgr *localcluster.Cluster) (*atomic.Int64, func(), error) {
+	mc, err := metadata.NewForConfig(mgr.RESTConfig())
+	if err != nil {
+		return nil, nil, err
+	}
+	f := metadatainformer.NewSharedInformerFactory(mc, 0)
+	inf := f.ForResource(schema.GroupVersionResource{Group: "fleet.cattle.io", Version: "v1alpha1", Resource: "bundledeployments"}).Informer()
+	var n atomic.Int64
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(interface{}) { n.Add(1) },
+		DeleteFunc: func(interface{}) { n.Add(-1) },
+	})
+	ctx, cancel := context.WithCancel(ctx)
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
+	return &n, cancel, nil
+}
+
+func waitCount(ctx context.Context, mgr *localcluster.Cluster, want int64, timeout time.Duration) error {
+	n, stop, err := countDeployments(ctx, mgr)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	for deadline := time.Now().Add(timeout); n.Load() != want; {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d BundleDeployments left, want %d", n.Load(), want)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return nil
+}
+
+func parallel(n, workers int, f func(int) error) error {
+	var wg sync.WaitGroup
+	var first atomic.Value
+	next := atomic.Int64{}
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || first.Load() != nil {
+					return
+				}
+				if err := f(i); err != nil {
+					first.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err, ok := first.Load().(error); ok {
+		return err
+	}
+	return nil
+}
+
+// peakRSS reads VmHWM, the process's peak resident memory, in MiB.
+func peakRSS(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			f := strings.Fields(line)
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+// cpuSeconds reads the process's user and system CPU time.
+func cpuSeconds(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(data)
+	fields := strings.Fields(s[strings.LastIndex(s, ")")+2:])
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	return (utime + stime) / 100 // clock ticks, 100 per second on Linux
+}
+
+func write(out string, res Result) error {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	base := filepath.Join(out, fmt.Sprintf("controller-%dx%d", res.Bundles, res.Clusters))
+	data, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(base+".json", append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("%d BundleDeployments (%d bundles x %d clusters)", res.Deployments, res.Bundles, res.Clusters)
+	p.Y.Label.Text = "objects created per second"
+	bars, err := plotter.NewBarChart(plotter.Values{res.RawPerSecond, res.FleetPerSecond}, vg.Points(60))
+	if err != nil {
+		return err
+	}
+	p.Add(bars)
+	p.NominalX("raw parallel client", "fleet controller")
+	return p.Save(5*vg.Inch, 4*vg.Inch, base+".png")
+}
