@@ -41,12 +41,30 @@ type Options struct {
 	LeaderElect bool
 	// HealthAddr serves /healthz and /readyz; MetricsAddr serves /metrics. Empty disables.
 	HealthAddr, MetricsAddr string
+	// QPS and Burst limit the controllers' requests to the apiserver; zero means the defaults.
+	QPS   float32
+	Burst int
 }
+
+// Client rate defaults: generous enough that a pass over thousands of clusters is not held back
+// by client-side throttling, while the apiserver's own priority and fairness protects it.
+const (
+	DefaultQPS   = 500
+	DefaultBurst = 1000
+)
 
 // Run runs the manager until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if o.Workers <= 0 {
 		o.Workers = 50
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = o.QPS, o.Burst
+	if cfg.QPS <= 0 {
+		cfg.QPS = DefaultQPS
+	}
+	if cfg.Burst <= 0 {
+		cfg.Burst = DefaultBurst
 	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

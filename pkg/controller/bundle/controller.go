@@ -36,6 +36,8 @@ const (
 	defaultMaxNew = 50
 	// requeueNew is how soon a Bundle capped by maxNew is processed again.
 	requeueNew = time.Second
+	// rollupDelay coalesces the roll-ups that BundleDeployment changes trigger.
+	rollupDelay = 500 * time.Millisecond
 )
 
 // Deps are what the controller reads and writes.
@@ -76,7 +78,8 @@ func Register(ctx context.Context, d Deps) {
 	d.BundleDeployments.OnChange(ctx, "bundle-from-deployment", func(_ string, bd *fleet.BundleDeployment) (*fleet.BundleDeployment, error) {
 		if bd != nil {
 			if ns, name := bd.Labels[fleet.BundleNamespaceLabel], bd.Labels[fleet.BundleLabel]; ns != "" && name != "" {
-				d.Bundles.Enqueue(ns, name)
+				// Delayed, so a burst of deployment changes makes one roll-up.
+				d.Bundles.EnqueueAfter(ns, name, rollupDelay)
 			}
 		}
 		return bd, nil

@@ -28,6 +28,8 @@ const (
 	StateWaitCheckIn = "WaitCheckIn"
 	// StateOffline: the agent has not checked in for more than summary.OfflineAfter intervals.
 	StateOffline = "Offline"
+	// rollupDelay coalesces the roll-ups that BundleDeployment changes trigger.
+	rollupDelay = 500 * time.Millisecond
 )
 
 // Deps are what the controller reads and writes.
@@ -57,7 +59,8 @@ func Register(ctx context.Context, d Deps) {
 	d.BundleDeployments.OnChange(ctx, "cluster-from-deployment", func(_ string, bd *fleet.BundleDeployment) (*fleet.BundleDeployment, error) {
 		if bd != nil {
 			if ns, name := bd.Labels[fleet.ClusterNamespaceLabel], bd.Labels[fleet.ClusterLabel]; ns != "" && name != "" {
-				d.Clusters.Enqueue(ns, name)
+				// Delayed, so a burst of deployment changes makes one roll-up.
+				d.Clusters.EnqueueAfter(ns, name, rollupDelay)
 			}
 		}
 		return bd, nil

@@ -19,6 +19,9 @@ import (
 // that refer to it. A variable so tests can shorten it.
 var GracePeriod = 30 * time.Second
 
+// countDelay coalesces the reference counts that BundleDeployment changes trigger.
+const countDelay = time.Second
+
 type handler struct {
 	contents fleetcontrollers.ContentController
 	bdCache  fleetcontrollers.BundleDeploymentCache
@@ -35,7 +38,8 @@ func Register(ctx context.Context, contents fleetcontrollers.ContentController, 
 		}
 		if bd, ok := obj.(*fleet.BundleDeployment); ok {
 			if c := bd.Labels[fleet.ContentNameLabel]; c != "" {
-				contents.Enqueue(c)
+				// Delayed, so a burst of deployment changes makes one count.
+				contents.EnqueueAfter(c, countDelay)
 			}
 		}
 	}
