@@ -64,6 +64,7 @@ type handler struct {
 	nsCache  corecontrollers.NamespaceCache
 	checkin  func() time.Duration
 	now      func() time.Time
+	memo     *renderMemo
 }
 
 // Register starts reconciling Bundles, and re-reconciles them when their BundleDeployments,
@@ -73,6 +74,7 @@ func Register(ctx context.Context, d Deps) {
 		bundles: d.Bundles, bds: d.BundleDeployments, bdCache: d.BundleDeployments.Cache(),
 		clusters: d.Clusters.Cache(), groups: d.ClusterGroups.Cache(), contents: d.Contents,
 		mappings: d.Mappings.Cache(), nsCache: d.Namespaces, checkin: d.CheckinInterval, now: time.Now,
+		memo: newRenderMemo(),
 	}
 	d.Bundles.OnChange(ctx, "bundle-deploy", h.OnChange)
 	d.BundleDeployments.OnChange(ctx, "bundle-from-deployment", func(_ string, bd *fleet.BundleDeployment) (*fleet.BundleDeployment, error) {
@@ -141,6 +143,7 @@ func (h *handler) OnChange(_ string, b *fleet.Bundle) (*fleet.Bundle, error) {
 		return nil, nil
 	}
 	if b.DeletionTimestamp != nil {
+		h.memo.forget(b)
 		return h.finalize(b)
 	}
 	if !slices.Contains(b.Finalizers, fleet.BundleFinalizer) {
@@ -217,7 +220,7 @@ func (h *handler) plan(b *fleet.Bundle, contentName string) ([]planned, error) {
 			out = append(out, planned{cluster: c, info: ci})
 			continue
 		}
-		bd, err := target.Deployment(b, ci, m, contentName)
+		bd, err := h.memo.deployment(b, ci, m, contentName)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("cluster %s: %w", c.Name, err))
 			continue
