@@ -17,6 +17,7 @@ import (
 
 	corecontrollers "github.com/rancher/wrangler/v3/pkg/generated/controllers/core/v1"
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -34,8 +35,11 @@ const (
 	// defaultMaxNew caps the BundleDeployments created per pass, so one Bundle targeting
 	// thousands of clusters does not monopolise the apiserver; the rest follow on requeue.
 	defaultMaxNew = 50
-	// requeueNew is how soon a Bundle capped by maxNew is processed again.
-	requeueNew = time.Second
+	// requeueNew is how soon a Bundle capped by maxNew is processed again; other Bundles'
+	// work interleaves meanwhile.
+	requeueNew = 50 * time.Millisecond
+	// parallelWrites bounds the BundleDeployment writes one pass has in flight.
+	parallelWrites = 16
 	// rollupDelay coalesces the roll-ups that BundleDeployment changes trigger.
 	rollupDelay = 500 * time.Millisecond
 )
@@ -304,7 +308,11 @@ func (h *handler) sync(b *fleet.Bundle, plan []planned) ([]synced, *rollout, boo
 	}
 	requeue := false
 	created := 0
+	// Decide in partition order (the rollout's budget depends on it), then write in parallel:
+	// a pass that creates or updates many deployments is bound by round trips, not CPU.
 	order, parts := r.order()
+	var g errgroup.Group
+	g.SetLimit(parallelWrites)
 	for k, i := range order {
 		desired := plan[i].desired
 		cur := byNamespace[desired.Namespace]
@@ -312,14 +320,18 @@ func (h *handler) sync(b *fleet.Bundle, plan []planned) ([]synced, *rollout, boo
 			requeue = true
 			continue
 		}
-		bd, err := h.write(cur, r.apply(parts[k], desired, cur))
-		if err != nil {
-			return nil, nil, false, err
-		}
 		if cur == nil {
 			created++
 		}
-		out[i].bd = bd
+		next := r.apply(parts[k], desired, cur)
+		g.Go(func() error {
+			bd, err := h.write(cur, next)
+			out[i].bd = bd
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, nil, false, err
 	}
 	for ns, bd := range byNamespace {
 		if wanted[ns] {
