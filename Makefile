@@ -59,8 +59,13 @@ verify-fast: ## gofmt, go vet and the API contract
 verify: verify-fast generate ## verify-fast, and generated code is up to date
 	@git diff --exit-code --stat || { echo "generated files differ: run make generate and commit"; exit 1; }
 
-bench: build ## benchmarks: JSON and plots in benchmarks/results (not part of test)
+# Controller scale: BUNDLES x CLUSTERS BundleDeployments (the issue's full run is 50 x 1000).
+BENCH_BUNDLES ?= 5
+BENCH_CLUSTERS ?= 1000
+
+bench: build controlplane ## benchmarks: JSON and plots in benchmarks/results (not part of test)
 	$(GO) run ./benchmarks/apply -fleet bin/fleet -out benchmarks/results
+	$(GO) run ./benchmarks/controller -fleet bin/fleet -out benchmarks/results -bundles $(BENCH_BUNDLES) -clusters $(BENCH_CLUSTERS)
 
 quickstart: build ## start a management and two downstream clusters in the background
 	dev/up
