@@ -5,6 +5,7 @@ package controller_test
 
 import (
 	"context"
+	"net"
 	"path/filepath"
 	"testing"
 	"time"
@@ -31,7 +32,8 @@ func TestController(t *testing.T) {
 }
 
 var (
-	cluster *localcluster.Cluster
+	healthAddr, metricsAddr string
+	cluster                 *localcluster.Cluster
 	api     fleetcontrollers.Interface
 	kube    kubernetes.Interface
 )
@@ -58,11 +60,13 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	cfg, _ := config.Parse(`{"agentCheckinInterval":"2s"}`)
 	config.Set(cfg)
 
+	healthAddr, metricsAddr = freeAddr(), freeAddr()
 	runCtx, cancel := context.WithCancel(context.Background())
 	DeferCleanup(cancel)
 	go func() {
 		defer GinkgoRecover()
-		Expect(controller.Run(runCtx, cluster.RESTConfig(), controller.Options{SystemNamespace: "cattle-fleet-system", Workers: 4})).To(Succeed())
+		Expect(controller.Run(runCtx, cluster.RESTConfig(), controller.Options{SystemNamespace: "cattle-fleet-system", Workers: 4,
+			HealthAddr: healthAddr, MetricsAddr: metricsAddr})).To(Succeed())
 	}()
 }, NodeTimeout(5*time.Minute))
 
@@ -71,3 +75,10 @@ var _ = ReportAfterEach(func(r SpecReport) {
 		cluster.WriteLogTails(GinkgoWriter, 30)
 	}
 })
+
+func freeAddr() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	defer l.Close()
+	return l.Addr().String()
+}
