@@ -34,8 +34,8 @@ func TestController(t *testing.T) {
 var (
 	healthAddr, metricsAddr string
 	cluster                 *localcluster.Cluster
-	api     fleetcontrollers.Interface
-	kube    kubernetes.Interface
+	api                     fleetcontrollers.Interface
+	kube                    kubernetes.Interface
 )
 
 var _ = BeforeSuite(func(ctx context.Context) {
