@@ -18,8 +18,6 @@ import (
 	"github.com/fleetgo/fleet/pkg/cli/apply"
 )
 
-func metav1ListOptions() metav1.ListOptions { return metav1.ListOptions{} }
-
 func newNamespace(ctx context.Context) string {
 	cs, err := cluster.Clientset()
 	Expect(err).NotTo(HaveOccurred())

@@ -6,20 +6,17 @@ package controller_test
 import (
 	"context"
 	"net"
-	"path/filepath"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/fleetgo/fleet/pkg/chartinstall"
+	"github.com/fleetgo/fleet/integrationtests/testenv"
 	"github.com/fleetgo/fleet/pkg/config"
 	"github.com/fleetgo/fleet/pkg/controller"
 	"github.com/fleetgo/fleet/pkg/controller/content"
-	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/localcluster"
 )
@@ -40,20 +37,11 @@ var (
 
 var _ = BeforeSuite(func(ctx context.Context) {
 	var err error
-	cluster, err = localcluster.Start(ctx, localcluster.Options{Name: "manager"})
+	cluster, api, err = testenv.StartWithCRDs(ctx, "manager")
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(cluster.Stop)
-	_, err = chartinstall.InstallOrUpgrade(ctx, chartinstall.Options{
-		Kubeconfig: cluster.Kubeconfig, Namespace: "cattle-fleet-system", ReleaseName: "fleet-crd",
-		ChartDir: filepath.Join("..", "..", "charts", "fleet-crd"), Wait: true,
-	})
-	Expect(err).NotTo(HaveOccurred())
-	f, err := fleetfactory.NewFactoryFromConfig(cluster.RESTConfig())
-	Expect(err).NotTo(HaveOccurred())
-	api = f.Fleet().V1alpha1()
 	kube, err = cluster.Clientset()
 	Expect(err).NotTo(HaveOccurred())
-	Eventually(func() error { _, err := api.Bundle().List("default", metav1.ListOptions{}); return err }).Should(Succeed())
 
 	// Short intervals so time-based behaviour shows within a test.
 	content.GracePeriod = 2 * time.Second

@@ -126,17 +126,21 @@ func Merge(a *fleet.BundleSummary, b fleet.BundleSummary) {
 
 // WorstState is the highest-ranked state with a non-zero count; empty when all are ready.
 func WorstState(s fleet.BundleSummary) fleet.BundleState {
-	counts := map[fleet.BundleState]int{
-		fleet.NotReady: s.NotReady, fleet.WaitApplied: s.WaitApplied, fleet.ErrApplied: s.ErrApplied,
-		fleet.OutOfSync: s.OutOfSync, fleet.Modified: s.Modified, fleet.Pending: s.Pending,
-	}
 	var worst fleet.BundleState
-	for st, n := range counts {
+	for st, n := range nonReadyCounts(s) {
 		if n > 0 && fleet.StateRank[st] > fleet.StateRank[worst] {
 			worst = st
 		}
 	}
 	return worst
+}
+
+// nonReadyCounts is a summary's count for each state but Ready.
+func nonReadyCounts(s fleet.BundleSummary) map[fleet.BundleState]int {
+	return map[fleet.BundleState]int{
+		fleet.NotReady: s.NotReady, fleet.WaitApplied: s.WaitApplied, fleet.ErrApplied: s.ErrApplied,
+		fleet.OutOfSync: s.OutOfSync, fleet.Modified: s.Modified, fleet.Pending: s.Pending,
+	}
 }
 
 // ReadyMessage is the message of a roll-up's Ready condition: empty when ready, otherwise the
@@ -146,10 +150,7 @@ func ReadyMessage(s fleet.BundleSummary) string {
 		return ""
 	}
 	var states []string
-	for st, n := range map[fleet.BundleState]int{
-		fleet.NotReady: s.NotReady, fleet.WaitApplied: s.WaitApplied, fleet.ErrApplied: s.ErrApplied,
-		fleet.OutOfSync: s.OutOfSync, fleet.Modified: s.Modified, fleet.Pending: s.Pending,
-	} {
+	for st, n := range nonReadyCounts(s) {
 		if n > 0 {
 			states = append(states, fmt.Sprintf("%s(%d)", st, n))
 		}

@@ -1,0 +1,75 @@
+// Package testenv holds the setup integration suites share: a real apiserver with the fleet
+// CRDs installed from charts/fleet-crd, and the generated clients.
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/fleetgo/fleet/pkg/chartinstall"
+	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
+	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/localcluster"
+)
+
+// RepoRoot is the folder of the module's go.mod, found from the working directory.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "charts", "fleet-crd", "Chart.yaml")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no charts/fleet-crd above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// StartWithCRDs starts an apiserver-tier cluster, installs the fleet-crd chart with the Helm
+// SDK and waits until the fleet API is served. The caller stops the cluster.
+func StartWithCRDs(ctx context.Context, name string) (*localcluster.Cluster, fleetcontrollers.Interface, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := localcluster.Start(ctx, localcluster.Options{Name: name})
+	if err != nil {
+		return nil, nil, err
+	}
+	fail := func(err error) (*localcluster.Cluster, fleetcontrollers.Interface, error) {
+		c.Stop()
+		return nil, nil, err
+	}
+	if _, err := chartinstall.InstallOrUpgrade(ctx, chartinstall.Options{
+		Kubeconfig: c.Kubeconfig, Namespace: "cattle-fleet-system", ReleaseName: "fleet-crd",
+		ChartDir: filepath.Join(root, "charts", "fleet-crd"), Wait: true,
+	}); err != nil {
+		return fail(err)
+	}
+	f, err := fleetfactory.NewFactoryFromConfig(c.RESTConfig())
+	if err != nil {
+		return fail(err)
+	}
+	api := f.Fleet().V1alpha1()
+	// CRDs are served a moment after they are established.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		_, err := api.Bundle().List("default", metav1.ListOptions{Limit: 1})
+		if err == nil {
+			return c, api, nil
+		}
+		if time.Now().After(deadline) {
+			return fail(fmt.Errorf("fleet API not served: %w", err))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
