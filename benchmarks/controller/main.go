@@ -12,9 +12,12 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +30,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
@@ -52,9 +56,14 @@ type Result struct {
 	Ratio             float64 `json:"ratioToRaw"`
 	ControllerPeakMiB float64 `json:"controllerPeakRSSMiB"`
 	ControllerCPU     float64 `json:"controllerCPUSeconds"`
+	// ControllerWrites counts the apiserver's mutating requests while the controller ran, by
+	// verb and resource (from apiserver_request_total), to show what else it wrote.
+	ControllerWrites map[string]int `json:"controllerWrites"`
 }
 
 const ns = "fleet-default"
+
+var profileDir string
 
 func main() {
 	bundles := flag.Int("bundles", 5, "bundles")
@@ -62,6 +71,7 @@ func main() {
 	fleetBin := flag.String("fleet", "bin/fleet", "fleet binary")
 	out := flag.String("out", "benchmarks/results", "results folder")
 	workers := flag.Int("workers", 50, "controller workers")
+	flag.StringVar(&profileDir, "profile", "", "save the controller's heap profile here when done")
 	flag.Parse()
 	if err := run(*bundles, *clusters, *fleetBin, *out, *workers); err != nil {
 		fmt.Fprintln(os.Stderr, "bench controller:", err)
@@ -163,12 +173,36 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 	defer logFile.Close()
 	cmd := exec.Command(fleetBin, "controller", "--kubeconfig", mgr.Kubeconfig, "--leader-elect=false",
 		"--health-addr=", "--metrics-addr=", "--workers", strconv.Itoa(workers))
+	if profileDir != "" {
+		cmd.Args = append(cmd.Args, "--profile-addr=127.0.0.1:6061")
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		return err
 	}
 	defer func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() }()
-	time.Sleep(3 * time.Second) // let the caches sync before the clock starts
+	// Start the clock once the controller has taken on every cluster (finalizer and first
+	// status written), so the run measures Bundles being rolled out, not start-up.
+	for deadline := time.Now().Add(3 * time.Minute); ; {
+		list, err := api.Cluster().List(ns, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		settled := 0
+		for _, c := range list.Items {
+			if slices.Contains(c.Finalizers, fleet.ClusterFinalizer) && c.Status.Display.ReadyBundles != "" {
+				settled++
+			}
+		}
+		if settled == nClusters {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("controller took on %d of %d clusters in 3 minutes (log %s)", settled, nClusters, logPath)
+		}
+		time.Sleep(time.Second)
+	}
+	time.Sleep(2 * time.Second) // and the roll-ups it queued meanwhile
 
 	fmt.Printf("fleet: creating %d bundles targeting %d clusters\n", nBundles, nClusters)
 	counter, stop, err := countDeployments(ctx, mgr)
@@ -176,6 +210,13 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 		return err
 	}
 	defer stop()
+	before, err := writeCounts(ctx, kube)
+	if err != nil {
+		return err
+	}
+	if profileDir != "" {
+		go func() { _ = saveCPUProfile(profileDir) }()
+	}
 	start = time.Now()
 	for _, b := range bundleSpecs {
 		if _, err := api.Bundle().Create(b); err != nil {
@@ -196,16 +237,71 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 	if rss := peakRSS(cmd.Process.Pid); rss > peak {
 		peak = rss
 	}
+	after, err := writeCounts(ctx, kube)
+	if err != nil {
+		return err
+	}
+	writes := map[string]int{}
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			writes[k] = d
+		}
+	}
+	if profileDir != "" {
+		if err := saveProfile(profileDir, "heap?gc=1", "heap.pprof"); err != nil {
+			return err
+		}
+	}
 	res := Result{
 		Date: time.Now().UTC().Format(time.RFC3339), Bundles: nBundles, Clusters: nClusters, Deployments: total,
 		RawSeconds: raw.Seconds(), RawPerSecond: float64(total) / raw.Seconds(),
 		FleetSeconds: took.Seconds(), FleetPerSecond: float64(total) / took.Seconds(),
-		ControllerPeakMiB: peak, ControllerCPU: cpuSeconds(cmd.Process.Pid),
+		ControllerPeakMiB: peak, ControllerCPU: cpuSeconds(cmd.Process.Pid), ControllerWrites: writes,
 	}
 	res.Ratio = res.FleetPerSecond / res.RawPerSecond
 	fmt.Printf("fleet: %d in %s (%.0f/s), ratio to raw %.2f, controller peak RSS %.0f MiB, CPU %.1f s\n",
 		total, took.Round(time.Millisecond), res.FleetPerSecond, res.Ratio, res.ControllerPeakMiB, res.ControllerCPU)
+	fmt.Printf("apiserver writes while the controller ran: %v\n", writes)
 	return write(out, res)
+}
+
+// writeCounts reads the apiserver's count of mutating requests by verb and resource.
+func writeCounts(ctx context.Context, kube *kubernetes.Clientset) (map[string]int, error) {
+	data, err := kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		labels := line[strings.Index(line, "{")+1 : strings.LastIndex(line, "}")]
+		get := func(k string) string {
+			for _, kv := range strings.Split(labels, ",") {
+				if v, ok := strings.CutPrefix(kv, k+"=\""); ok {
+					return strings.TrimSuffix(v, "\"")
+				}
+			}
+			return ""
+		}
+		verb := get("verb")
+		if verb != "POST" && verb != "PUT" && verb != "PATCH" && verb != "DELETE" {
+			continue
+		}
+		key := verb + " " + get("resource")
+		if sub := get("subresource"); sub != "" {
+			key += "/" + sub
+		}
+		n, _ := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
+		out[key] += int(n)
+	}
+	return out, nil
+}
+
+// saveCPUProfile records 30 seconds of the controller's CPU profile from the start of the run.
+func saveCPUProfile(dir string) error {
+	return saveProfile(dir, "profile?seconds=30", "cpu.pprof")
 }
 
 func benchBundle(i int) *fleet.Bundle {
@@ -346,4 +442,23 @@ func write(out string, res Result) error {
 	p.Add(bars)
 	p.NominalX("raw parallel client", "fleet controller")
 	return p.Save(5*vg.Inch, 4*vg.Inch, base+".png")
+}
+
+// saveProfile stores one of the controller's profiles for `go tool pprof`.
+func saveProfile(dir, query, file string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	resp, err := http.Get("http://127.0.0.1:6061/debug/pprof/" + query)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(filepath.Join(dir, file))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(f, resp.Body)
+	return err
 }

@@ -40,6 +40,7 @@ func newController() *cobra.Command {
 	fl.BoolVar(&o.LeaderElect, "leader-elect", true, "run only while holding the leader lease")
 	fl.StringVar(&o.HealthAddr, "health-addr", ":8081", "address of /healthz and /readyz (empty disables)")
 	fl.StringVar(&o.MetricsAddr, "metrics-addr", ":8080", "address of /metrics (empty disables)")
+	fl.StringVar(&o.ProfileAddr, "profile-addr", "", "address of Go's /debug/pprof/ profiles (empty disables)")
 	fl.Float32Var(&o.QPS, "kube-api-qps", controller.DefaultQPS, "requests per second to the apiserver")
 	fl.IntVar(&o.Burst, "kube-api-burst", controller.DefaultBurst, "burst of requests to the apiserver")
 	fl.BoolVar(&logJSON, "log-json", false, "log as JSON")

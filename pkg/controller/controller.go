@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/pprof"
 	"sync/atomic"
 	"time"
 
@@ -41,6 +42,8 @@ type Options struct {
 	LeaderElect bool
 	// HealthAddr serves /healthz and /readyz; MetricsAddr serves /metrics. Empty disables.
 	HealthAddr, MetricsAddr string
+	// ProfileAddr serves Go's runtime profiles under /debug/pprof/. Empty (the default) disables.
+	ProfileAddr string
 	// QPS and Burst limit the controllers' requests to the apiserver; zero means the defaults.
 	QPS   float32
 	Burst int
@@ -73,6 +76,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	var ready atomic.Bool
 	serve(ctx, o.HealthAddr, healthMux(&ready))
 	serve(ctx, o.MetricsAddr, metricsMux())
+	serve(ctx, o.ProfileAddr, profileMux())
 
 	run := func(ctx context.Context) {
 		if err := start(ctx, cfg, kube, o); err != nil {
@@ -157,6 +161,13 @@ func healthMux(ready *atomic.Bool) *http.ServeMux {
 func metricsMux() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.Handler())
+	return mux
+}
+
+func profileMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	return mux
 }
 

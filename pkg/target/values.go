@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+	"sync"
 	"text/template"
 
 	"github.com/Masterminds/sprig/v3"
@@ -104,11 +105,41 @@ func RenderValues(opts *fleet.BundleDeploymentOptions, c *fleet.Cluster) error {
 	return nil
 }
 
+// parsed keeps parsed templates by their text: the same values are rendered for every cluster,
+// and building sprig's function map and parsing cost far more than executing. Bounded: it is
+// emptied when full.
+var parsed = struct {
+	sync.Mutex
+	m map[string]*template.Template
+}{m: map[string]*template.Template{}}
+
+const maxParsed = 4096
+
+func parse(text string) (*template.Template, error) {
+	parsed.Lock()
+	t, ok := parsed.m[text]
+	parsed.Unlock()
+	if ok {
+		return t, nil
+	}
+	t, err := template.New("value").Funcs(funcMap()).Option("missingkey=error").Parse(text)
+	if err != nil {
+		return nil, err
+	}
+	parsed.Lock()
+	if len(parsed.m) >= maxParsed {
+		clear(parsed.m)
+	}
+	parsed.m[text] = t
+	parsed.Unlock()
+	return t, nil
+}
+
 func render(name, text string, ctx map[string]interface{}) (string, error) {
 	if !strings.Contains(text, "{{") {
 		return text, nil
 	}
-	t, err := template.New(name).Funcs(funcMap()).Option("missingkey=error").Parse(text)
+	t, err := parse(text)
 	if err != nil {
 		return "", fmt.Errorf("%s: invalid template: %w", name, err)
 	}

@@ -17,12 +17,18 @@ import (
 // ensureContent stores the Bundle's manifest once, as a Content named after its hash, and
 // returns the name. Bundles with the same manifest share the Content.
 func (h *handler) ensureContent(b *fleet.Bundle) (string, error) {
+	if name, ok := h.memo.contentName(b); ok {
+		if _, err := h.contents.Cache().Get(name); err == nil {
+			return name, nil
+		}
+	}
 	manifest, err := target.Manifest(b.Spec.Resources)
 	if err != nil {
 		return "", err
 	}
 	name := target.ContentName(manifest)
 	if _, err := h.contents.Cache().Get(name); err == nil {
+		h.memo.setContentName(b, name)
 		return name, nil
 	}
 	var buf bytes.Buffer
@@ -42,5 +48,6 @@ func (h *handler) ensureContent(b *fleet.Bundle) (string, error) {
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return "", fmt.Errorf("creating content %s for bundle %s/%s: %w", name, b.Namespace, b.Name, err)
 	}
+	h.memo.setContentName(b, name)
 	return name, nil
 }

@@ -9,6 +9,7 @@ package bundle
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -69,6 +70,7 @@ type handler struct {
 	checkin  func() time.Duration
 	now      func() time.Time
 	memo     *renderMemo
+	created  *recentlyCreated
 }
 
 // Register starts reconciling Bundles, and re-reconciles them when their BundleDeployments,
@@ -78,7 +80,7 @@ func Register(ctx context.Context, d Deps) {
 		bundles: d.Bundles, bds: d.BundleDeployments, bdCache: d.BundleDeployments.Cache(),
 		clusters: d.Clusters.Cache(), groups: d.ClusterGroups.Cache(), contents: d.Contents,
 		mappings: d.Mappings.Cache(), nsCache: d.Namespaces, checkin: d.CheckinInterval, now: time.Now,
-		memo: newRenderMemo(),
+		memo: newRenderMemo(), created: &recentlyCreated{m: map[string]createdEntry{}},
 	}
 	d.Bundles.OnChange(ctx, "bundle-deploy", h.OnChange)
 	d.BundleDeployments.OnChange(ctx, "bundle-from-deployment", func(_ string, bd *fleet.BundleDeployment) (*fleet.BundleDeployment, error) {
@@ -165,7 +167,7 @@ func (h *handler) OnChange(_ string, b *fleet.Bundle) (*fleet.Bundle, error) {
 		// A user error (invalid selector, template error): report it and keep what is deployed.
 		return h.updateStatus(b, nil, nil, planErr)
 	}
-	result, r, requeue, err := h.sync(b, plan)
+	result, r, requeue, err := h.sync(b, plan, contentName)
 	if err != nil {
 		return b, err
 	}
@@ -175,15 +177,18 @@ func (h *handler) OnChange(_ string, b *fleet.Bundle) (*fleet.Bundle, error) {
 	return h.updateStatus(b, result, r, nil)
 }
 
-// planned is one targeted cluster: its BundleDeployment, or none yet when the cluster has no
-// namespace.
+// planned is one targeted cluster: where its BundleDeployment goes (none yet when the cluster
+// has no namespace) and what renders it.
 type planned struct {
-	cluster *fleet.Cluster
-	info    target.ClusterInfo
-	desired *fleet.BundleDeployment
+	cluster     *fleet.Cluster
+	info        target.ClusterInfo
+	match       *target.Match
+	fingerprint [sha256.Size]byte
+	namespace   string
 }
 
-// plan matches every Cluster of the Bundle's namespace and renders the BundleDeployments.
+// plan matches every Cluster the Bundle may target and checks that each BundleDeployment
+// renders; the rendering itself happens when a deployment is written.
 func (h *handler) plan(b *fleet.Bundle, contentName string) ([]planned, error) {
 	namespaces, err := h.clusterNamespaces(b)
 	if err != nil {
@@ -224,12 +229,12 @@ func (h *handler) plan(b *fleet.Bundle, contentName string) ([]planned, error) {
 			out = append(out, planned{cluster: c, info: ci})
 			continue
 		}
-		bd, err := h.memo.deployment(b, ci, m, contentName)
-		if err != nil {
+		fp := clusterFingerprint(ci, m)
+		if err := h.memo.check(b, ci, m, contentName, fp); err != nil {
 			errs = append(errs, fmt.Errorf("cluster %s: %w", c.Name, err))
 			continue
 		}
-		out = append(out, planned{cluster: c, info: ci, desired: bd})
+		out = append(out, planned{cluster: c, info: ci, match: m, fingerprint: fp, namespace: c.Status.Namespace})
 	}
 	return out, errors.Join(errs...)
 }
@@ -281,7 +286,7 @@ type synced struct {
 // sync creates, updates and deletes BundleDeployments to match the plan, staging options on
 // every target and promoting them, partition by partition, within the rollout's limits. The
 // result is in plan order.
-func (h *handler) sync(b *fleet.Bundle, plan []planned) ([]synced, *rollout, bool, error) {
+func (h *handler) sync(b *fleet.Bundle, plan []planned, contentName string) ([]synced, *rollout, bool, error) {
 	existing, err := h.bdCache.GetByIndex(index.ByBundle, b.Namespace+"/"+b.Name)
 	if err != nil {
 		return nil, nil, false, err
@@ -289,6 +294,19 @@ func (h *handler) sync(b *fleet.Bundle, plan []planned) ([]synced, *rollout, boo
 	byNamespace := map[string]*fleet.BundleDeployment{}
 	for _, bd := range existing {
 		byNamespace[bd.Namespace] = bd
+	}
+	// Deployments this controller created that the cache has not shown yet: without them the
+	// next pass would create them again (and fail) while the cache catches up.
+	for _, p := range plan {
+		if p.namespace == "" {
+			continue
+		}
+		key := p.namespace + "/" + b.Name
+		if byNamespace[p.namespace] != nil {
+			h.created.drop(key)
+		} else if bd := h.created.get(key, h.now()); bd != nil {
+			byNamespace[p.namespace] = bd
+		}
 	}
 	r, err := newRollout(b, plan, byNamespace)
 	if err != nil {
@@ -302,8 +320,8 @@ func (h *handler) sync(b *fleet.Bundle, plan []planned) ([]synced, *rollout, boo
 	wanted := map[string]bool{}
 	for i, p := range plan {
 		out[i] = synced{cluster: p.cluster}
-		if p.desired != nil {
-			wanted[p.desired.Namespace] = true
+		if p.namespace != "" {
+			wanted[p.namespace] = true
 		}
 	}
 	requeue := false
@@ -314,11 +332,21 @@ func (h *handler) sync(b *fleet.Bundle, plan []planned) ([]synced, *rollout, boo
 	var g errgroup.Group
 	g.SetLimit(parallelWrites)
 	for k, i := range order {
-		desired := plan[i].desired
-		cur := byNamespace[desired.Namespace]
+		p := plan[i]
+		cur := byNamespace[p.namespace]
 		if cur == nil && created >= maxNew {
 			requeue = true
 			continue
+		}
+		if cur != nil && cur.Spec.DeploymentID == cur.Spec.StagedDeploymentID &&
+			h.memo.current(b, p.cluster.UID, contentName, p.fingerprint, cur) {
+			// Written for these inputs, promoted and untouched since: nothing to do.
+			out[i].bd = cur
+			continue
+		}
+		desired, err := target.Deployment(b, p.info, p.match, contentName)
+		if err != nil {
+			return nil, nil, false, fmt.Errorf("cluster %s: %w", p.cluster.Name, err)
 		}
 		if cur == nil {
 			created++
@@ -327,6 +355,12 @@ func (h *handler) sync(b *fleet.Bundle, plan []planned) ([]synced, *rollout, boo
 		g.Go(func() error {
 			bd, err := h.write(cur, next)
 			out[i].bd = bd
+			if err == nil && bd.UID != "" {
+				h.memo.written(b, p.cluster.UID, contentName, p.fingerprint, bd)
+				if cur == nil {
+					h.created.add(bd, h.now())
+				}
+			}
 			return err
 		})
 	}
@@ -418,7 +452,11 @@ func (h *handler) updateStatus(b *fleet.Bundle, result []synced, r *rollout, pla
 			if r.bd == nil {
 				summary.Increment(&s, fleet.Pending)
 				if len(s.NonReadyResources) < summary.MaxNonReady {
-					s.NonReadyResources = append(s.NonReadyResources, fleet.NonReadyResource{Name: name, State: fleet.Pending, Message: "waiting for the cluster's namespace"})
+					msg := "waiting for the cluster's namespace"
+					if r.cluster.Status.Namespace != "" {
+						msg = "waiting to be created"
+					}
+					s.NonReadyResources = append(s.NonReadyResources, fleet.NonReadyResource{Name: name, State: fleet.Pending, Message: msg})
 				}
 				continue
 			}
@@ -502,6 +540,57 @@ func firstN(s []string, n int) []string {
 		return s[:n]
 	}
 	return s
+}
+
+// createdTTL bounds how long a created BundleDeployment stands in for the cache's copy: long
+// enough for any watch to catch up, short enough that one deleted meanwhile is soon recreated.
+const createdTTL = 30 * time.Second
+
+// recentlyCreated holds BundleDeployments just created, until the cache shows them.
+type recentlyCreated struct {
+	mu sync.Mutex
+	m  map[string]createdEntry
+	// sweepAt is the size at which expired entries (of targets no longer planned) are dropped.
+	sweepAt int
+}
+
+type createdEntry struct {
+	bd *fleet.BundleDeployment
+	at time.Time
+}
+
+func (r *recentlyCreated) add(bd *fleet.BundleDeployment, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.m[bd.Namespace+"/"+bd.Name] = createdEntry{bd: bd, at: now}
+	if len(r.m) >= max(r.sweepAt, 1024) {
+		for k, e := range r.m {
+			if now.Sub(e.at) > createdTTL {
+				delete(r.m, k)
+			}
+		}
+		r.sweepAt = 2 * len(r.m)
+	}
+}
+
+func (r *recentlyCreated) get(key string, now time.Time) *fleet.BundleDeployment {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.m[key]
+	if !ok {
+		return nil
+	}
+	if now.Sub(e.at) > createdTTL {
+		delete(r.m, key)
+		return nil
+	}
+	return e.bd
+}
+
+func (r *recentlyCreated) drop(key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.m, key)
 }
 
 // fingerprints remembers what targeting last saw of each cluster and group.

@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"sync"
 
@@ -10,12 +11,21 @@ import (
 	"github.com/fleetgo/fleet/pkg/target"
 )
 
-// renderMemo remembers each Bundle's rendered BundleDeployment per cluster. A pass over many
-// clusters (and a Bundle is reconciled many times while its deployments are created and report
-// status) then renders values and hashes options only for clusters whose inputs changed.
+// renderMemo remembers, per Bundle and cluster, what rendering the cluster's BundleDeployment
+// last showed: whether it rendered, and which BundleDeployment (UID and generation) was written
+// or found equal for those inputs. A Bundle is reconciled many times while its deployments are
+// created and report status; with the memo a pass renders only for clusters whose inputs or
+// deployment changed. It holds no objects, so its size is a few words per target.
 type renderMemo struct {
 	mu      sync.Mutex
 	bundles map[types.UID]*bundleMemo
+	// contents names each Bundle generation's Content, so the manifest is hashed once.
+	contents map[types.UID]contentMemo
+}
+
+type contentMemo struct {
+	generation int64
+	name       string
 }
 
 type bundleMemo struct {
@@ -26,53 +36,91 @@ type bundleMemo struct {
 }
 
 type memoEntry struct {
-	fingerprint string
-	bd          *fleet.BundleDeployment
+	fingerprint [sha256.Size]byte
+	// err is the rendering error for these inputs; nil when they render.
+	err error
+	// bdUID and bdGeneration identify the BundleDeployment as last written (or found equal)
+	// for these inputs; zero until then.
+	bdUID        types.UID
+	bdGeneration int64
 }
 
-func newRenderMemo() *renderMemo { return &renderMemo{bundles: map[types.UID]*bundleMemo{}} }
+func newRenderMemo() *renderMemo {
+	return &renderMemo{bundles: map[types.UID]*bundleMemo{}, contents: map[types.UID]contentMemo{}}
+}
 
-// clusterFingerprint is everything of a cluster that rendering reads.
-func clusterFingerprint(ci target.ClusterInfo, m *target.Match) string {
+// contentName is the Content name recorded for b's generation.
+func (r *renderMemo) contentName(b *fleet.Bundle) (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.contents[b.UID]
+	return c.name, ok && c.generation == b.Generation
+}
+
+func (r *renderMemo) setContentName(b *fleet.Bundle, name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.contents[b.UID] = contentMemo{generation: b.Generation, name: name}
+}
+
+// clusterFingerprint hashes everything of a cluster that rendering reads.
+func clusterFingerprint(ci target.ClusterInfo, m *target.Match) [sha256.Size]byte {
 	c := ci.Cluster
 	groups := make([]string, 0, len(ci.Groups))
 	for _, g := range ci.Groups {
 		groups = append(groups, g.Name)
 	}
-	return fmt.Sprint(c.Name, c.Namespace, c.Labels, c.Annotations, c.Spec.TemplateValues, c.Spec.Paused,
-		c.Status.Namespace, groups, m.Targets)
+	return sha256.Sum256(fmt.Append(nil, c.Name, c.Namespace, c.Labels, c.Annotations, c.Spec.TemplateValues,
+		c.Spec.Paused, c.Status.Namespace, groups, m.Targets))
 }
 
-// deployment returns the rendered BundleDeployment, from the memo when nothing it depends on
-// changed. Callers must not modify the result.
-func (r *renderMemo) deployment(b *fleet.Bundle, ci target.ClusterInfo, m *target.Match, content string) (*fleet.BundleDeployment, error) {
-	fp := clusterFingerprint(ci, m)
-	// Labels are not part of the generation, but deployments copy some of them.
+// bundle returns the memo of b for content, starting afresh when the Bundle's generation,
+// content or labels (deployments copy some of them) changed. Callers hold r.mu.
+func (r *renderMemo) bundle(b *fleet.Bundle, content string) *bundleMemo {
 	labels := fmt.Sprint(b.Labels)
-	r.mu.Lock()
 	bm := r.bundles[b.UID]
 	if bm == nil || bm.generation != b.Generation || bm.content != content || bm.labels != labels {
 		bm = &bundleMemo{generation: b.Generation, content: content, labels: labels, byCluster: map[types.UID]memoEntry{}}
 		r.bundles[b.UID] = bm
 	}
-	if e, ok := bm.byCluster[ci.Cluster.UID]; ok && e.fingerprint == fp {
-		r.mu.Unlock()
-		return e.bd, nil
-	}
-	r.mu.Unlock()
+	return bm
+}
 
-	bd, err := target.Deployment(b, ci, m, content)
-	if err != nil {
-		return nil, err
-	}
+// check reports whether the cluster's BundleDeployment renders, rendering it only when these
+// inputs have not been seen.
+func (r *renderMemo) check(b *fleet.Bundle, ci target.ClusterInfo, m *target.Match, content string, fp [sha256.Size]byte) error {
 	r.mu.Lock()
-	bm.byCluster[ci.Cluster.UID] = memoEntry{fingerprint: fp, bd: bd}
+	e, ok := r.bundle(b, content).byCluster[ci.Cluster.UID]
 	r.mu.Unlock()
-	return bd, nil
+	if ok && e.fingerprint == fp {
+		return e.err
+	}
+	_, err := target.Deployment(b, ci, m, content)
+	r.mu.Lock()
+	r.bundle(b, content).byCluster[ci.Cluster.UID] = memoEntry{fingerprint: fp, err: err}
+	r.mu.Unlock()
+	return err
+}
+
+// current reports whether bd is the BundleDeployment written (or found equal) for these
+// inputs, unchanged since: then it needs neither rendering nor writing.
+func (r *renderMemo) current(b *fleet.Bundle, cluster types.UID, content string, fp [sha256.Size]byte, bd *fleet.BundleDeployment) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.bundle(b, content).byCluster[cluster]
+	return ok && e.fingerprint == fp && e.err == nil && e.bdUID == bd.UID && e.bdGeneration == bd.Generation
+}
+
+// written records bd as the BundleDeployment for these inputs.
+func (r *renderMemo) written(b *fleet.Bundle, cluster types.UID, content string, fp [sha256.Size]byte, bd *fleet.BundleDeployment) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.bundle(b, content).byCluster[cluster] = memoEntry{fingerprint: fp, bdUID: bd.UID, bdGeneration: bd.Generation}
 }
 
 func (r *renderMemo) forget(b *fleet.Bundle) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.bundles, b.UID)
+	delete(r.contents, b.UID)
 }

@@ -16,38 +16,76 @@ func TestRenderMemo(t *testing.T) {
 	ci := target.ClusterInfo{Cluster: c}
 	m := &target.Match{Targets: []int{0}}
 	memo := newRenderMemo()
-	render := func() *fleet.BundleDeployment {
-		bd, err := memo.deployment(b, ci, m, "s-content")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return bd
+	bd := &fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{UID: "bd1", Generation: 1}}
+	fp := func() [32]byte { return clusterFingerprint(ci, m) }
+
+	if memo.current(b, c.UID, "s-content", fp(), bd) {
+		t.Fatal("nothing written yet")
 	}
-	first := render()
-	if render() != first {
-		t.Fatal("unchanged inputs must reuse the rendering")
+	if err := memo.check(b, ci, m, "s-content", fp()); err != nil {
+		t.Fatal(err)
+	}
+	if memo.current(b, c.UID, "s-content", fp(), bd) {
+		t.Fatal("checked is not written")
+	}
+	memo.written(b, c.UID, "s-content", fp(), bd)
+	if !memo.current(b, c.UID, "s-content", fp(), bd) {
+		t.Fatal("written for unchanged inputs is current")
 	}
 	c.Status.Summary.Ready = 7 // status churn is not an input
-	if render() != first {
+	if !memo.current(b, c.UID, "s-content", fp(), bd) {
 		t.Fatal("cluster status is not an input")
 	}
-	c.Labels["env"] = "b"
-	second := render()
-	if second == first {
-		t.Fatal("a label change re-renders")
+	bd.Generation = 2 // someone else changed the spec
+	if memo.current(b, c.UID, "s-content", fp(), bd) {
+		t.Fatal("a changed deployment is not current")
 	}
+	memo.written(b, c.UID, "s-content", fp(), bd)
+	c.Labels["env"] = "b"
+	if memo.current(b, c.UID, "s-content", fp(), bd) {
+		t.Fatal("a cluster label change needs rendering")
+	}
+	memo.written(b, c.UID, "s-content", fp(), bd)
+	if memo.current(b, c.UID, "s-other", fp(), bd) {
+		t.Fatal("new content needs rendering")
+	}
+	memo.written(b, c.UID, "s-content", fp(), bd)
 	b.Labels[fleet.CommitLabel] = "c2"
-	if bd := render(); bd == second || bd.Labels[fleet.CommitLabel] != "c2" {
+	if memo.current(b, c.UID, "s-content", fp(), bd) {
 		t.Fatal("bundle labels reach the deployment")
 	}
+	memo.written(b, c.UID, "s-content", fp(), bd)
 	b.Generation = 2
-	third := render()
-	b.Generation = 2
-	if render() != third {
-		t.Fatal("same generation reuses")
+	if memo.current(b, c.UID, "s-content", fp(), bd) {
+		t.Fatal("a new bundle generation needs rendering")
 	}
+
+	// Rendering errors are remembered for the same inputs, and forgotten when they change.
+	m.Options.Helm = &fleet.HelmOptions{Values: &fleet.GenericMap{Data: map[string]interface{}{"x": "{{ .Nope.Nope }}"}}}
+	b.Generation = 3
+	if err := memo.check(b, ci, m, "s-content", fp()); err == nil {
+		t.Fatal("a templating error is reported")
+	}
+	m.Options.Helm = nil // as if the cache had changed under the same generation
+	if err := memo.check(b, ci, m, "s-content", fp()); err == nil {
+		t.Fatal("the error is remembered for the same inputs")
+	}
+	b.Generation = 4
+	if err := memo.check(b, ci, m, "s-content", fp()); err != nil {
+		t.Fatalf("a new generation renders again: %v", err)
+	}
+
+	memo.setContentName(b, "s-content")
+	if name, ok := memo.contentName(b); !ok || name != "s-content" {
+		t.Fatal("content name is remembered per generation")
+	}
+	b.Generation = 5
+	if _, ok := memo.contentName(b); ok {
+		t.Fatal("a new generation hashes the manifest again")
+	}
+	memo.written(b, c.UID, "s-content", fp(), bd)
 	memo.forget(b)
-	if render() == third {
-		t.Fatal("forget drops the bundle's renderings")
+	if memo.current(b, c.UID, "s-content", fp(), bd) {
+		t.Fatal("forget drops the bundle's memo")
 	}
 }

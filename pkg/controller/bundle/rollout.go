@@ -53,7 +53,7 @@ func scaled(v *intstr.IntOrString, total int, def intstr.IntOrString) int {
 func newRollout(b *fleet.Bundle, plan []planned, existing map[string]*fleet.BundleDeployment) (*rollout, error) {
 	var targets []int
 	for i, p := range plan {
-		if p.desired != nil {
+		if p.namespace != "" {
 			targets = append(targets, i)
 		}
 	}
@@ -112,7 +112,7 @@ func newRollout(b *fleet.Bundle, plan []planned, existing map[string]*fleet.Bund
 	}
 	for _, part := range r.partitions {
 		for _, i := range part.members {
-			if cur := existing[plan[i].desired.Namespace]; cur == nil || unavailable(cur) {
+			if cur := existing[plan[i].namespace]; cur == nil || unavailable(cur) {
 				part.unavailable++
 				r.unavailable++
 			}

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
@@ -28,8 +29,13 @@ const (
 	StateWaitCheckIn = "WaitCheckIn"
 	// StateOffline: the agent has not checked in for more than summary.OfflineAfter intervals.
 	StateOffline = "Offline"
-	// rollupDelay coalesces the roll-ups that BundleDeployment changes trigger.
-	rollupDelay = 500 * time.Millisecond
+	// statusDelay coalesces the roll-ups that agents' reports (status changes) trigger.
+	statusDelay = 500 * time.Millisecond
+	// specDelay coalesces the roll-ups that new or re-specified BundleDeployments trigger: they
+	// only add targets waiting to be applied, and while Bundles roll out to thousands of
+	// clusters a longer window saves one status write per cluster and Bundle. An agent's report
+	// within the window brings the roll-up forward.
+	specDelay = 5 * time.Second
 )
 
 // Deps are what the controller reads and writes.
@@ -56,14 +62,28 @@ func Register(ctx context.Context, d Deps) {
 	h := &handler{clusters: d.Clusters, bdCache: d.BundleDeployments.Cache(), namespaces: d.Namespaces,
 		interval: d.CheckinInterval, now: time.Now}
 	d.Clusters.OnChange(ctx, "cluster-status", h.OnChange)
-	d.BundleDeployments.OnChange(ctx, "cluster-from-deployment", func(_ string, bd *fleet.BundleDeployment) (*fleet.BundleDeployment, error) {
-		if bd != nil {
+	enqueue := func(obj interface{}, delay time.Duration) {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		if bd, ok := obj.(*fleet.BundleDeployment); ok {
 			if ns, name := bd.Labels[fleet.ClusterNamespaceLabel], bd.Labels[fleet.ClusterLabel]; ns != "" && name != "" {
-				// Delayed, so a burst of deployment changes makes one roll-up.
-				d.Clusters.EnqueueAfter(ns, name, rollupDelay)
+				d.Clusters.EnqueueAfter(ns, name, delay)
 			}
 		}
-		return bd, nil
+	}
+	_, _ = d.BundleDeployments.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj interface{}) { enqueue(obj, specDelay) },
+		DeleteFunc: func(obj interface{}) { enqueue(obj, statusDelay) },
+		UpdateFunc: func(old, cur interface{}) {
+			o, ok1 := old.(*fleet.BundleDeployment)
+			c, ok2 := cur.(*fleet.BundleDeployment)
+			if ok1 && ok2 && o.Generation != c.Generation {
+				enqueue(cur, specDelay)
+				return
+			}
+			enqueue(cur, statusDelay)
+		},
 	})
 }
 

@@ -20,7 +20,9 @@ import (
 var GracePeriod = 30 * time.Second
 
 // countDelay coalesces the reference counts that BundleDeployment changes trigger.
-const countDelay = time.Second
+// The count is informational (collection reads the index), so a wide window keeps a rollout
+// to thousands of clusters from rewriting it every second.
+const countDelay = 5 * time.Second
 
 type handler struct {
 	contents fleetcontrollers.ContentController
