@@ -21,7 +21,7 @@ help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
 build: ## build bin/fleet
-	$(GO) build -ldflags "$(LDFLAGS)" -o bin/fleet .
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o bin/fleet .
 
 controlplane: ## build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok into dev/bin (skips what is current)
 	cd dev/controlplane && $(GO) run . -out $(FLEET_CONTROLPLANE_BIN)

@@ -251,6 +251,12 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 		if err := saveProfile(profileDir, "heap?gc=1", "heap.pprof"); err != nil {
 			return err
 		}
+		if err := saveProfile(profileDir, "heap?debug=1", "memstats.txt"); err != nil {
+			return err
+		}
+		if status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)); err == nil {
+			_ = os.WriteFile(filepath.Join(profileDir, "proc-status.txt"), status, 0o644)
+		}
 	}
 	res := Result{
 		Date: time.Now().UTC().Format(time.RFC3339), Bundles: nBundles, Clusters: nClusters, Deployments: total,

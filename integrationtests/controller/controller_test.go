@@ -176,6 +176,12 @@ var _ = Describe("content", func() {
 			Expect(err).NotTo(HaveOccurred())
 			return c.Status.ReferenceCount
 		}).Should(Equal(100))
+		// The manager's cache keeps Contents without their manifest; counting must not write
+		// that absence back.
+		c, err := api.Content().Get(contentName, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c.Content).NotTo(BeEmpty())
+		Expect(c.SHA256Sum).NotTo(BeEmpty())
 
 		Expect(api.Bundle().Delete(ns, "shared", &metav1.DeleteOptions{})).To(Succeed())
 		Eventually(func() bool {

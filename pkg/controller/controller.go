@@ -13,14 +13,17 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	lassocache "github.com/rancher/lasso/pkg/cache"
 	lassocontroller "github.com/rancher/lasso/pkg/controller"
 	"github.com/rancher/wrangler/v3/pkg/generated/controllers/core"
 	"github.com/rancher/wrangler/v3/pkg/leader"
 	"github.com/rancher/wrangler/v3/pkg/schemes"
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/fleetgo/fleet/pkg/config"
 	"github.com/fleetgo/fleet/pkg/controller/bootstrap"
@@ -98,7 +101,10 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 // start registers every controller and starts the caches and workers.
 func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o Options) error {
 	scf, err := lassocontroller.NewSharedControllerFactoryFromConfigWithOptions(cfg, schemes.All,
-		&lassocontroller.SharedControllerFactoryOptions{DefaultWorkers: o.Workers})
+		&lassocontroller.SharedControllerFactoryOptions{DefaultWorkers: o.Workers, CacheOptions: &lassocache.SharedCacheFactoryOptions{
+			// The only ConfigMap the manager reads is its configuration.
+			KindNamespace: map[schema.GroupVersionKind]string{corev1.SchemeGroupVersion.WithKind("ConfigMap"): o.SystemNamespace},
+		}})
 	if err != nil {
 		return err
 	}
@@ -112,6 +118,21 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 	}
 	f, c := ff.Fleet().V1alpha1(), cf.Core().V1()
 
+	for _, t := range []struct {
+		informer  cache.SharedIndexInformer
+		transform cache.TransformFunc
+	}{
+		{f.BundleDeployment().Informer(), slimDeployment},
+		{f.Content().Informer(), slimContent},
+		{f.Bundle().Informer(), stripManagedFields},
+		{f.Cluster().Informer(), stripManagedFields},
+		{f.ClusterGroup().Informer(), stripManagedFields},
+		{c.Namespace().Informer(), stripManagedFields},
+	} {
+		if err := t.informer.SetTransform(t.transform); err != nil {
+			return err
+		}
+	}
 	if err := bootstrap.Run(ctx, o.SystemNamespace, kube, f); err != nil {
 		return err
 	}

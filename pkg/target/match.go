@@ -122,6 +122,17 @@ type Match struct {
 // returns nil when the bundle does not go there: no target matches, a matched target says
 // doNotDeploy, or the cluster is outside the target restrictions.
 func MatchCluster(b *fleet.Bundle, ci ClusterInfo) (*Match, error) {
+	m, err := MatchTargets(b, ci)
+	if m == nil || err != nil {
+		return m, err
+	}
+	m.Options = MergedOptions(b, m.Targets)
+	return m, nil
+}
+
+// MatchTargets is MatchCluster without merging the options: the matched targets only, for
+// callers that match many clusters and render few of them.
+func MatchTargets(b *fleet.Bundle, ci ClusterInfo) (*Match, error) {
 	if len(b.Spec.TargetRestrictions) > 0 {
 		allowed := false
 		for i := range b.Spec.TargetRestrictions {
@@ -147,6 +158,9 @@ func MatchCluster(b *fleet.Bundle, ci ClusterInfo) (*Match, error) {
 		if !ok {
 			continue
 		}
+		if b.Spec.Targets[i].DoNotDeploy {
+			return nil, nil
+		}
 		m.Targets = append(m.Targets, i)
 		if b.Spec.TargetCustomizationMode != "AllMatches" {
 			break
@@ -155,16 +169,17 @@ func MatchCluster(b *fleet.Bundle, ci ClusterInfo) (*Match, error) {
 	if len(m.Targets) == 0 {
 		return nil, nil
 	}
-	opts := *b.Spec.BundleDeploymentOptions.DeepCopy()
-	for _, i := range m.Targets {
-		t := &b.Spec.Targets[i]
-		if t.DoNotDeploy {
-			return nil, nil
-		}
-		opts = Merge(opts, t.BundleDeploymentOptions)
-	}
-	m.Options = opts
 	return m, nil
+}
+
+// MergedOptions are the bundle's options with the customizations of the given targets merged
+// in, in order.
+func MergedOptions(b *fleet.Bundle, targets []int) fleet.BundleDeploymentOptions {
+	opts := *b.Spec.BundleDeploymentOptions.DeepCopy()
+	for _, i := range targets {
+		opts = Merge(opts, b.Spec.Targets[i].BundleDeploymentOptions)
+	}
+	return opts
 }
 
 // PartitionIndex returns the index of the first partition whose criteria match the cluster, or

@@ -39,8 +39,11 @@ const (
 	// requeueNew is how soon a Bundle capped by maxNew is processed again; other Bundles'
 	// work interleaves meanwhile.
 	requeueNew = 50 * time.Millisecond
-	// parallelWrites bounds the BundleDeployment writes one pass has in flight.
-	parallelWrites = 16
+	// parallelWrites bounds the BundleDeployment writes one pass has in flight, and
+	// maxWritesInFlight those of all passes together: about what saturates an apiserver, and
+	// with many Bundles rolling out at once it keeps goroutines and buffers bounded.
+	parallelWrites    = 16
+	maxWritesInFlight = 64
 	// rollupDelay coalesces the roll-ups that BundleDeployment changes trigger.
 	rollupDelay = 500 * time.Millisecond
 )
@@ -71,6 +74,8 @@ type handler struct {
 	now      func() time.Time
 	memo     *renderMemo
 	created  *recentlyCreated
+	// writeSlots holds one token per BundleDeployment write in flight.
+	writeSlots chan struct{}
 }
 
 // Register starts reconciling Bundles, and re-reconciles them when their BundleDeployments,
@@ -81,6 +86,7 @@ func Register(ctx context.Context, d Deps) {
 		clusters: d.Clusters.Cache(), groups: d.ClusterGroups.Cache(), contents: d.Contents,
 		mappings: d.Mappings.Cache(), nsCache: d.Namespaces, checkin: d.CheckinInterval, now: time.Now,
 		memo: newRenderMemo(), created: &recentlyCreated{m: map[string]createdEntry{}},
+		writeSlots: make(chan struct{}, maxWritesInFlight),
 	}
 	d.Bundles.OnChange(ctx, "bundle-deploy", h.OnChange)
 	d.BundleDeployments.OnChange(ctx, "bundle-from-deployment", func(_ string, bd *fleet.BundleDeployment) (*fleet.BundleDeployment, error) {
@@ -218,7 +224,8 @@ func (h *handler) plan(b *fleet.Bundle, contentName string) ([]planned, error) {
 			return nil, err
 		}
 		ci := target.ClusterInfo{Cluster: c, Groups: cg}
-		m, err := target.MatchCluster(b, ci)
+		// Options are merged only when a deployment is rendered: most passes render none.
+		m, err := target.MatchTargets(b, ci)
 		if err != nil {
 			return nil, fmt.Errorf("targeting: %w", err)
 		}
@@ -344,7 +351,7 @@ func (h *handler) sync(b *fleet.Bundle, plan []planned, contentName string) ([]s
 			out[i].bd = cur
 			continue
 		}
-		desired, err := target.Deployment(b, p.info, p.match, contentName)
+		desired, err := render(b, p.info, p.match, contentName)
 		if err != nil {
 			return nil, nil, false, fmt.Errorf("cluster %s: %w", p.cluster.Name, err)
 		}
@@ -353,6 +360,8 @@ func (h *handler) sync(b *fleet.Bundle, plan []planned, contentName string) ([]s
 		}
 		next := r.apply(parts[k], desired, cur)
 		g.Go(func() error {
+			h.writeSlots <- struct{}{}
+			defer func() { <-h.writeSlots }()
 			bd, err := h.write(cur, next)
 			out[i].bd = bd
 			if err == nil && bd.UID != "" {
@@ -591,6 +600,11 @@ func (r *recentlyCreated) drop(key string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.m, key)
+}
+
+// render renders the BundleDeployment for a cluster matched by MatchTargets.
+func render(b *fleet.Bundle, ci target.ClusterInfo, m *target.Match, contentName string) (*fleet.BundleDeployment, error) {
+	return target.Deployment(b, ci, &target.Match{Targets: m.Targets, Options: target.MergedOptions(b, m.Targets)}, contentName)
 }
 
 // fingerprints remembers what targeting last saw of each cluster and group.

@@ -95,7 +95,7 @@ func (r *renderMemo) check(b *fleet.Bundle, ci target.ClusterInfo, m *target.Mat
 	if ok && e.fingerprint == fp {
 		return e.err
 	}
-	_, err := target.Deployment(b, ci, m, content)
+	_, err := render(b, ci, m, content)
 	r.mu.Lock()
 	r.bundle(b, content).byCluster[ci.Cluster.UID] = memoEntry{fingerprint: fp, err: err}
 	r.mu.Unlock()

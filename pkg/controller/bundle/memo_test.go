@@ -61,12 +61,12 @@ func TestRenderMemo(t *testing.T) {
 	}
 
 	// Rendering errors are remembered for the same inputs, and forgotten when they change.
-	m.Options.Helm = &fleet.HelmOptions{Values: &fleet.GenericMap{Data: map[string]interface{}{"x": "{{ .Nope.Nope }}"}}}
+	b.Spec.Helm = &fleet.HelmOptions{Values: &fleet.GenericMap{Data: map[string]interface{}{"x": "{{ .Nope.Nope }}"}}}
 	b.Generation = 3
 	if err := memo.check(b, ci, m, "s-content", fp()); err == nil {
 		t.Fatal("a templating error is reported")
 	}
-	m.Options.Helm = nil // as if the cache had changed under the same generation
+	b.Spec.Helm = nil // as if the cache had changed under the same generation
 	if err := memo.check(b, ci, m, "s-content", fp()); err == nil {
 		t.Fatal("the error is remembered for the same inputs")
 	}

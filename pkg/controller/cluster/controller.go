@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	corecontrollers "github.com/rancher/wrangler/v3/pkg/generated/controllers/core/v1"
@@ -36,6 +37,10 @@ const (
 	// clusters a longer window saves one status write per cluster and Bundle. An agent's report
 	// within the window brings the roll-up forward.
 	specDelay = 5 * time.Second
+	// busyDelay replaces specDelay for a cluster whose status was written within the last
+	// busyDelay: under a rollout of many Bundles a cluster's roll-up then follows its new
+	// deployments at most every busyDelay, rather than once per Bundle.
+	busyDelay = 30 * time.Second
 )
 
 // Deps are what the controller reads and writes.
@@ -54,6 +59,8 @@ type handler struct {
 	namespaces corecontrollers.NamespaceController
 	interval   func() time.Duration
 	now        func() time.Time
+	// written is when each cluster's status was last written, by namespace/name.
+	written sync.Map
 }
 
 // Register starts reconciling Clusters, again whenever a BundleDeployment in a cluster's
@@ -61,6 +68,12 @@ type handler struct {
 func Register(ctx context.Context, d Deps) {
 	h := &handler{clusters: d.Clusters, bdCache: d.BundleDeployments.Cache(), namespaces: d.Namespaces,
 		interval: d.CheckinInterval, now: time.Now}
+	specDelayFor := func(ns, name string) time.Duration {
+		if at, ok := h.written.Load(ns + "/" + name); ok && h.now().Sub(at.(time.Time)) < busyDelay {
+			return busyDelay
+		}
+		return specDelay
+	}
 	d.Clusters.OnChange(ctx, "cluster-status", h.OnChange)
 	enqueue := func(obj interface{}, delay time.Duration) {
 		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -68,6 +81,9 @@ func Register(ctx context.Context, d Deps) {
 		}
 		if bd, ok := obj.(*fleet.BundleDeployment); ok {
 			if ns, name := bd.Labels[fleet.ClusterNamespaceLabel], bd.Labels[fleet.ClusterLabel]; ns != "" && name != "" {
+				if delay == specDelay {
+					delay = specDelayFor(ns, name)
+				}
 				d.Clusters.EnqueueAfter(ns, name, delay)
 			}
 		}
@@ -88,8 +104,9 @@ func Register(ctx context.Context, d Deps) {
 }
 
 // OnChange reconciles one Cluster.
-func (h *handler) OnChange(_ string, c *fleet.Cluster) (*fleet.Cluster, error) {
+func (h *handler) OnChange(key string, c *fleet.Cluster) (*fleet.Cluster, error) {
 	if c == nil {
+		h.written.Delete(key)
 		return nil, nil
 	}
 	if c.DeletionTimestamp != nil {
@@ -115,6 +132,7 @@ func (h *handler) OnChange(_ string, c *fleet.Cluster) (*fleet.Cluster, error) {
 	}
 	c = c.DeepCopy()
 	c.Status = status
+	h.written.Store(key, h.now())
 	return h.clusters.UpdateStatus(c)
 }
 
