@@ -59,11 +59,13 @@ type Result struct {
 	// ControllerWrites counts the apiserver's mutating requests while the controller ran, by
 	// verb and resource (from apiserver_request_total), to show what else it wrote.
 	ControllerWrites map[string]int `json:"controllerWrites"`
+	// GOMEMLIMIT the controller ran with; empty for Go's default.
+	GoMemLimit string `json:"goMemLimit,omitempty"`
 }
 
 const ns = "fleet-default"
 
-var profileDir string
+var profileDir, memLimit string
 
 func main() {
 	bundles := flag.Int("bundles", 5, "bundles")
@@ -71,7 +73,8 @@ func main() {
 	fleetBin := flag.String("fleet", "bin/fleet", "fleet binary")
 	out := flag.String("out", "benchmarks/results", "results folder")
 	workers := flag.Int("workers", 50, "controller workers")
-	flag.StringVar(&profileDir, "profile", "", "save the controller's heap profile here when done")
+	flag.StringVar(&profileDir, "profile", "", "save the controller's profiles, memory statistics and log here")
+	flag.StringVar(&memLimit, "gomemlimit", "", "run the controller with this GOMEMLIMIT (for example 80MiB)")
 	flag.Parse()
 	if err := run(*bundles, *clusters, *fleetBin, *out, *workers); err != nil {
 		fmt.Fprintln(os.Stderr, "bench controller:", err)
@@ -177,6 +180,9 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 		cmd.Args = append(cmd.Args, "--profile-addr=127.0.0.1:6061")
 	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if memLimit != "" {
+		cmd.Env = append(os.Environ(), "GOMEMLIMIT="+memLimit)
+	}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -254,6 +260,9 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 		if err := saveProfile(profileDir, "heap?debug=1", "memstats.txt"); err != nil {
 			return err
 		}
+		if log, err := os.ReadFile(logPath); err == nil {
+			_ = os.WriteFile(filepath.Join(profileDir, "fleet-controller.log"), log, 0o644)
+		}
 		if status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)); err == nil {
 			_ = os.WriteFile(filepath.Join(profileDir, "proc-status.txt"), status, 0o644)
 		}
@@ -263,6 +272,7 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 		RawSeconds: raw.Seconds(), RawPerSecond: float64(total) / raw.Seconds(),
 		FleetSeconds: took.Seconds(), FleetPerSecond: float64(total) / took.Seconds(),
 		ControllerPeakMiB: peak, ControllerCPU: cpuSeconds(cmd.Process.Pid), ControllerWrites: writes,
+		GoMemLimit: memLimit,
 	}
 	res.Ratio = res.FleetPerSecond / res.RawPerSecond
 	fmt.Printf("fleet: %d in %s (%.0f/s), ratio to raw %.2f, controller peak RSS %.0f MiB, CPU %.1f s\n",
@@ -298,6 +308,9 @@ func writeCounts(ctx context.Context, kube *kubernetes.Clientset) (map[string]in
 		key := verb + " " + get("resource")
 		if sub := get("subresource"); sub != "" {
 			key += "/" + sub
+		}
+		if code := get("code"); !strings.HasPrefix(code, "2") {
+			key += " " + code
 		}
 		n, _ := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
 		out[key] += int(n)
@@ -431,6 +444,9 @@ func write(out string, res Result) error {
 		return err
 	}
 	base := filepath.Join(out, fmt.Sprintf("controller-%dx%d", res.Bundles, res.Clusters))
+	if res.GoMemLimit != "" {
+		base += "-gomemlimit-" + res.GoMemLimit
+	}
 	data, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package target
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -63,11 +64,11 @@ func RenderValues(opts *fleet.BundleDeploymentOptions, c *fleet.Cluster) error {
 		values = h.Values.DeepCopy().Data
 	}
 	if !h.DisablePreProcess && len(values) > 0 {
-		data, err := yaml.Marshal(values)
+		data, err := valuesYAML(values)
 		if err != nil {
 			return err
 		}
-		rendered, err := render("helm.values", string(data), ctx)
+		rendered, err := render("helm.values", data, ctx)
 		if err != nil {
 			return err
 		}
@@ -105,33 +106,68 @@ func RenderValues(opts *fleet.BundleDeploymentOptions, c *fleet.Cluster) error {
 	return nil
 }
 
-// parsed keeps parsed templates by their text: the same values are rendered for every cluster,
-// and building sprig's function map and parsing cost far more than executing. Bounded: it is
-// emptied when full.
-var parsed = struct {
-	sync.Mutex
-	m map[string]*template.Template
-}{m: map[string]*template.Template{}}
+// memo is a small cache bounded by the bytes of its keys and values: emptied when full.
+type memo[V any] struct {
+	mu    sync.Mutex
+	m     map[string]V
+	bytes int
+}
 
-const maxParsed = 4096
+// memoBudget bounds each cache: enough for the values of many Bundles, small next to the
+// manager's object caches.
+const memoBudget = 4 << 20
+
+func (c *memo[V]) get(key string) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[key]
+	return v, ok
+}
+
+func (c *memo[V]) put(key string, v V, size int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || c.bytes+size > memoBudget {
+		c.m, c.bytes = map[string]V{}, 0
+	}
+	c.m[key] = v
+	c.bytes += size
+}
+
+// yamlOf caches the YAML form of values by their JSON form: a Bundle renders the same values
+// for every cluster, and JSON is several times cheaper to produce than YAML.
+var yamlOf memo[string]
+
+func valuesYAML(values map[string]interface{}) (string, error) {
+	key, err := json.Marshal(values)
+	if err != nil {
+		return "", err
+	}
+	if y, ok := yamlOf.get(string(key)); ok {
+		return y, nil
+	}
+	data, err := yaml.JSONToYAML(key)
+	if err != nil {
+		return "", err
+	}
+	yamlOf.put(string(key), string(data), len(key)+len(data))
+	return string(data), nil
+}
+
+// parsed keeps parsed templates by their text: the same values are rendered for every cluster,
+// and building sprig's function map and parsing cost far more than executing.
+var parsed memo[*template.Template]
 
 func parse(text string) (*template.Template, error) {
-	parsed.Lock()
-	t, ok := parsed.m[text]
-	parsed.Unlock()
-	if ok {
+	if t, ok := parsed.get(text); ok {
 		return t, nil
 	}
 	t, err := template.New("value").Funcs(funcMap()).Option("missingkey=error").Parse(text)
 	if err != nil {
 		return nil, err
 	}
-	parsed.Lock()
-	if len(parsed.m) >= maxParsed {
-		clear(parsed.m)
-	}
-	parsed.m[text] = t
-	parsed.Unlock()
+	// A parsed template takes a few times its text.
+	parsed.put(text, t, 4*len(text))
 	return t, nil
 }
 

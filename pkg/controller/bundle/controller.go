@@ -12,6 +12,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -24,6 +25,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/controller/index"
@@ -76,6 +78,8 @@ type handler struct {
 	created  *recentlyCreated
 	// writeSlots holds one token per BundleDeployment write in flight.
 	writeSlots chan struct{}
+	// cpu holds one token per pass planning or rendering.
+	cpu chan struct{}
 }
 
 // Register starts reconciling Bundles, and re-reconciles them when their BundleDeployments,
@@ -87,8 +91,20 @@ func Register(ctx context.Context, d Deps) {
 		mappings: d.Mappings.Cache(), nsCache: d.Namespaces, checkin: d.CheckinInterval, now: time.Now,
 		memo: newRenderMemo(), created: &recentlyCreated{m: map[string]createdEntry{}},
 		writeSlots: make(chan struct{}, maxWritesInFlight),
+		cpu:        make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1)),
 	}
 	d.Bundles.OnChange(ctx, "bundle-deploy", h.OnChange)
+	// Once the cache has a created deployment, the copy kept meanwhile is not needed.
+	_, _ = d.BundleDeployments.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) {
+			if bd, ok := obj.(*fleet.BundleDeployment); ok {
+				if age, ok := h.created.take(bd.Namespace+"/"+bd.Name, h.now()); ok && age > slowCache {
+					logrus.WithFields(logrus.Fields{"controller": "bundle", "bundledeployment": bd.Namespace + "/" + bd.Name, "lag": age.Round(time.Millisecond).String()}).
+						Warn("the cache showed a created bundledeployment late")
+				}
+			}
+		},
+	})
 	d.BundleDeployments.OnChange(ctx, "bundle-from-deployment", func(_ string, bd *fleet.BundleDeployment) (*fleet.BundleDeployment, error) {
 		if bd != nil {
 			if ns, name := bd.Labels[fleet.BundleNamespaceLabel], bd.Labels[fleet.BundleLabel]; ns != "" && name != "" {
@@ -164,6 +180,13 @@ func (h *handler) OnChange(_ string, b *fleet.Bundle) (*fleet.Bundle, error) {
 		return h.bundles.Update(b)
 	}
 
+	// Planning and rendering are CPU work: run few passes at once, so the informers (which
+	// Go schedules no differently from these) keep up with the watch.
+	h.cpu <- struct{}{}
+	var once sync.Once
+	release := func() { once.Do(func() { <-h.cpu }) }
+	defer release()
+
 	contentName, err := h.ensureContent(b)
 	if err != nil {
 		return b, err
@@ -173,7 +196,7 @@ func (h *handler) OnChange(_ string, b *fleet.Bundle) (*fleet.Bundle, error) {
 		// A user error (invalid selector, template error): report it and keep what is deployed.
 		return h.updateStatus(b, nil, nil, planErr)
 	}
-	result, r, requeue, err := h.sync(b, plan, contentName)
+	result, r, requeue, err := h.sync(b, plan, contentName, release)
 	if err != nil {
 		return b, err
 	}
@@ -293,7 +316,8 @@ type synced struct {
 // sync creates, updates and deletes BundleDeployments to match the plan, staging options on
 // every target and promoting them, partition by partition, within the rollout's limits. The
 // result is in plan order.
-func (h *handler) sync(b *fleet.Bundle, plan []planned, contentName string) ([]synced, *rollout, bool, error) {
+// release is called once the decisions are made, before waiting for the writes.
+func (h *handler) sync(b *fleet.Bundle, plan []planned, contentName string, release func()) ([]synced, *rollout, bool, error) {
 	existing, err := h.bdCache.GetByIndex(index.ByBundle, b.Namespace+"/"+b.Name)
 	if err != nil {
 		return nil, nil, false, err
@@ -336,6 +360,7 @@ func (h *handler) sync(b *fleet.Bundle, plan []planned, contentName string) ([]s
 	// Decide in partition order (the rollout's budget depends on it), then write in parallel:
 	// a pass that creates or updates many deployments is bound by round trips, not CPU.
 	order, parts := r.order()
+	var renderErr error
 	var g errgroup.Group
 	g.SetLimit(parallelWrites)
 	for k, i := range order {
@@ -353,7 +378,10 @@ func (h *handler) sync(b *fleet.Bundle, plan []planned, contentName string) ([]s
 		}
 		desired, err := render(b, p.info, p.match, contentName)
 		if err != nil {
-			return nil, nil, false, fmt.Errorf("cluster %s: %w", p.cluster.Name, err)
+			// Checked while planning, so only a change between the two gets here; the writes
+			// already started finish first.
+			renderErr = fmt.Errorf("cluster %s: %w", p.cluster.Name, err)
+			break
 		}
 		if cur == nil {
 			created++
@@ -373,8 +401,12 @@ func (h *handler) sync(b *fleet.Bundle, plan []planned, contentName string) ([]s
 			return err
 		})
 	}
+	release()
 	if err := g.Wait(); err != nil {
 		return nil, nil, false, err
+	}
+	if renderErr != nil {
+		return nil, nil, false, renderErr
 	}
 	for ns, bd := range byNamespace {
 		if wanted[ns] {
@@ -551,9 +583,13 @@ func firstN(s []string, n int) []string {
 	return s
 }
 
-// createdTTL bounds how long a created BundleDeployment stands in for the cache's copy: long
-// enough for any watch to catch up, short enough that one deleted meanwhile is soon recreated.
-const createdTTL = 30 * time.Second
+// createdTTL bounds how long a created BundleDeployment stands in for the cache's copy (it is
+// dropped as soon as the cache shows it): long enough for a watch far behind to catch up, short
+// enough that one deleted before the cache ever saw it is recreated in reasonable time.
+const createdTTL = 5 * time.Minute
+
+// slowCache is a lag between creating a deployment and the cache showing it worth a warning.
+const slowCache = 5 * time.Second
 
 // recentlyCreated holds BundleDeployments just created, until the cache shows them.
 type recentlyCreated struct {
@@ -594,6 +630,18 @@ func (r *recentlyCreated) get(key string, now time.Time) *fleet.BundleDeployment
 		return nil
 	}
 	return e.bd
+}
+
+// take drops key and reports how long ago it was added.
+func (r *recentlyCreated) take(key string, now time.Time) (time.Duration, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.m[key]
+	if !ok {
+		return 0, false
+	}
+	delete(r.m, key)
+	return now.Sub(e.at), true
 }
 
 func (r *recentlyCreated) drop(key string) {
