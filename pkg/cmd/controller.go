@@ -1,6 +1,9 @@
 package cmd
 
 import (
+	"os"
+	runtimedebug "runtime/debug"
+
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
@@ -10,10 +13,11 @@ import (
 
 func newController() *cobra.Command {
 	var (
-		kube    kubeFlags
-		o       controller.Options
-		logJSON bool
-		debug   bool
+		kube      kubeFlags
+		o         controller.Options
+		logJSON   bool
+		debug     bool
+		gcPercent int
 	)
 	c := &cobra.Command{
 		Use:   "controller",
@@ -25,6 +29,12 @@ func newController() *cobra.Command {
 			}
 			if debug {
 				logrus.SetLevel(logrus.DebugLevel)
+			}
+			// The manager's memory is mostly long-lived caches: collecting when the heap grows
+			// by half rather than doubles costs little CPU and saves a quarter of the peak.
+			// GOGC, when set, wins.
+			if _, set := os.LookupEnv("GOGC"); !set && gcPercent > 0 {
+				runtimedebug.SetGCPercent(gcPercent)
 			}
 			cfg, err := kube.restConfig()
 			if err != nil {
@@ -45,5 +55,6 @@ func newController() *cobra.Command {
 	fl.IntVar(&o.Burst, "kube-api-burst", controller.DefaultBurst, "burst of requests to the apiserver")
 	fl.BoolVar(&logJSON, "log-json", false, "log as JSON")
 	fl.BoolVar(&debug, "debug", false, "log at debug level")
+	fl.IntVar(&gcPercent, "gc-percent", 50, "heap growth (percent) that triggers a garbage collection, unless GOGC is set")
 	return c
 }
