@@ -65,7 +65,10 @@ type Result struct {
 
 const ns = "fleet-default"
 
-var profileDir, memLimit string
+var (
+	profileDir, memLimit string
+	profileSeconds       = 30
+)
 
 func main() {
 	bundles := flag.Int("bundles", 5, "bundles")
@@ -74,6 +77,7 @@ func main() {
 	out := flag.String("out", "benchmarks/results", "results folder")
 	workers := flag.Int("workers", 50, "controller workers")
 	flag.StringVar(&profileDir, "profile", "", "save the controller's profiles, memory statistics and log here")
+	flag.IntVar(&profileSeconds, "cpu-seconds", 30, "with -profile: seconds of CPU profile from the start of the run")
 	flag.StringVar(&memLimit, "gomemlimit", "", "run the controller with this GOMEMLIMIT (for example 80MiB)")
 	flag.Parse()
 	if err := run(*bundles, *clusters, *fleetBin, *out, *workers); err != nil {
@@ -220,8 +224,11 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 	if err != nil {
 		return err
 	}
+	cpuDone := make(chan struct{})
 	if profileDir != "" {
-		go func() { _ = saveCPUProfile(profileDir) }()
+		go func() { _ = saveCPUProfile(profileDir); close(cpuDone) }()
+	} else {
+		close(cpuDone)
 	}
 	start = time.Now()
 	for _, b := range bundleSpecs {
@@ -254,6 +261,7 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 		}
 	}
 	if profileDir != "" {
+		<-cpuDone
 		if err := saveProfile(profileDir, "heap?gc=1", "heap.pprof"); err != nil {
 			return err
 		}
@@ -318,9 +326,9 @@ func writeCounts(ctx context.Context, kube *kubernetes.Clientset) (map[string]in
 	return out, nil
 }
 
-// saveCPUProfile records 30 seconds of the controller's CPU profile from the start of the run.
+// saveCPUProfile records the controller's CPU profile from the start of the run.
 func saveCPUProfile(dir string) error {
-	return saveProfile(dir, "profile?seconds=30", "cpu.pprof")
+	return saveProfile(dir, fmt.Sprintf("profile?seconds=%d", profileSeconds), "cpu.pprof")
 }
 
 func benchBundle(i int) *fleet.Bundle {
