@@ -22,20 +22,45 @@ type ClusterInfo struct {
 // Groups returns the groups among all whose selector matches the cluster's labels; groups are
 // matched within the cluster's namespace.
 func Groups(c *fleet.Cluster, all []*fleet.ClusterGroup) ([]*fleet.ClusterGroup, error) {
-	var out []*fleet.ClusterGroup
+	gm, err := NewGroupMatcher(all)
+	if err != nil {
+		return nil, err
+	}
+	return gm.Groups(c), nil
+}
+
+// GroupMatcher finds a cluster's groups among a fixed set, with their selectors parsed once.
+type GroupMatcher struct {
+	groups    []*fleet.ClusterGroup
+	selectors []labels.Selector
+}
+
+// NewGroupMatcher parses the selectors of all; groups without a selector match no cluster.
+func NewGroupMatcher(all []*fleet.ClusterGroup) (*GroupMatcher, error) {
+	gm := &GroupMatcher{}
 	for _, g := range all {
-		if g.Namespace != c.Namespace || g.Spec.Selector == nil {
+		if g.Spec.Selector == nil {
 			continue
 		}
 		sel, err := metav1.LabelSelectorAsSelector(g.Spec.Selector)
 		if err != nil {
 			return nil, fmt.Errorf("clustergroup %s/%s: invalid selector: %w", g.Namespace, g.Name, err)
 		}
-		if sel.Matches(labels.Set(c.Labels)) {
+		gm.groups = append(gm.groups, g)
+		gm.selectors = append(gm.selectors, sel)
+	}
+	return gm, nil
+}
+
+// Groups returns the groups of the cluster's namespace whose selector matches its labels.
+func (gm *GroupMatcher) Groups(c *fleet.Cluster) []*fleet.ClusterGroup {
+	var out []*fleet.ClusterGroup
+	for i, g := range gm.groups {
+		if g.Namespace == c.Namespace && gm.selectors[i].Matches(labels.Set(c.Labels)) {
 			out = append(out, g)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // criteria is what BundleTarget, BundleTargetRestriction and Partition have in common.
@@ -59,24 +84,49 @@ func fromPartition(p *fleet.Partition) criteria {
 	return criteria{p.ClusterName, p.ClusterSelector, p.ClusterGroup, p.ClusterGroupSelector}
 }
 
+// compiled is criteria with its selectors parsed.
+type compiled struct {
+	criteria
+	clusterSel, groupSel labels.Selector
+}
+
+func (cr criteria) compile() (compiled, error) {
+	c := compiled{criteria: cr}
+	var err error
+	if cr.clusterSelector != nil {
+		if c.clusterSel, err = metav1.LabelSelectorAsSelector(cr.clusterSelector); err != nil {
+			return c, fmt.Errorf("clusterSelector: %w", err)
+		}
+	}
+	if cr.clusterGroupSelector != nil {
+		if c.groupSel, err = metav1.LabelSelectorAsSelector(cr.clusterGroupSelector); err != nil {
+			return c, fmt.Errorf("clusterGroupSelector: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// matches reports whether the cluster meets every criterion that is set.
+func (cr criteria) matches(ci ClusterInfo) (bool, error) {
+	c, err := cr.compile()
+	if err != nil {
+		return false, err
+	}
+	return c.matches(ci), nil
+}
+
 // matches reports whether the cluster meets every criterion that is set. Criteria with nothing
 // set match no cluster: a target must say where it goes.
-func (cr criteria) matches(ci ClusterInfo) (bool, error) {
+func (cr compiled) matches(ci ClusterInfo) bool {
 	if cr.clusterName == "" && cr.clusterSelector == nil && cr.clusterGroup == "" && cr.clusterGroupSelector == nil {
-		return false, nil
+		return false
 	}
 	c := ci.Cluster
 	if cr.clusterName != "" && cr.clusterName != c.Name {
-		return false, nil
+		return false
 	}
-	if cr.clusterSelector != nil {
-		sel, err := metav1.LabelSelectorAsSelector(cr.clusterSelector)
-		if err != nil {
-			return false, fmt.Errorf("clusterSelector: %w", err)
-		}
-		if !sel.Matches(labels.Set(c.Labels)) {
-			return false, nil
-		}
+	if cr.clusterSel != nil && !cr.clusterSel.Matches(labels.Set(c.Labels)) {
+		return false
 	}
 	if cr.clusterGroup != "" {
 		found := false
@@ -87,26 +137,22 @@ func (cr criteria) matches(ci ClusterInfo) (bool, error) {
 			}
 		}
 		if !found {
-			return false, nil
+			return false
 		}
 	}
-	if cr.clusterGroupSelector != nil {
-		sel, err := metav1.LabelSelectorAsSelector(cr.clusterGroupSelector)
-		if err != nil {
-			return false, fmt.Errorf("clusterGroupSelector: %w", err)
-		}
+	if cr.groupSel != nil {
 		found := false
 		for _, g := range ci.Groups {
-			if sel.Matches(labels.Set(g.Labels)) {
+			if cr.groupSel.Matches(labels.Set(g.Labels)) {
 				found = true
 				break
 			}
 		}
 		if !found {
-			return false, nil
+			return false
 		}
 	}
-	return true, nil
+	return true
 }
 
 // Match is the outcome for one cluster.
@@ -130,36 +176,67 @@ func MatchCluster(b *fleet.Bundle, ci ClusterInfo) (*Match, error) {
 	return m, nil
 }
 
-// MatchTargets is MatchCluster without merging the options: the matched targets only, for
-// callers that match many clusters and render few of them.
+// MatchTargets is MatchCluster without merging the options: the matched targets only.
 func MatchTargets(b *fleet.Bundle, ci ClusterInfo) (*Match, error) {
-	if len(b.Spec.TargetRestrictions) > 0 {
+	m, err := NewMatcher(b)
+	if err != nil {
+		return nil, err
+	}
+	return m.Match(ci), nil
+}
+
+// Matcher matches one Bundle's targets and target restrictions against many clusters, with
+// their selectors parsed once.
+type Matcher struct {
+	b            *fleet.Bundle
+	restrictions []compiled
+	targets      []compiled
+}
+
+// NewMatcher parses the Bundle's selectors; an invalid one is an error naming it, whether or
+// not any cluster would reach it.
+func NewMatcher(b *fleet.Bundle) (*Matcher, error) {
+	m := &Matcher{b: b}
+	for i := range b.Spec.TargetRestrictions {
+		c, err := fromRestriction(&b.Spec.TargetRestrictions[i]).compile()
+		if err != nil {
+			return nil, fmt.Errorf("targetRestrictions[%d].%w", i, err)
+		}
+		m.restrictions = append(m.restrictions, c)
+	}
+	for i := range b.Spec.Targets {
+		c, err := fromTarget(&b.Spec.Targets[i]).compile()
+		if err != nil {
+			return nil, fmt.Errorf("targets[%d].%w", i, err)
+		}
+		m.targets = append(m.targets, c)
+	}
+	return m, nil
+}
+
+// Match returns the matched targets for the cluster, without options; nil when the Bundle does
+// not go there.
+func (mt *Matcher) Match(ci ClusterInfo) *Match {
+	b := mt.b
+	if len(mt.restrictions) > 0 {
 		allowed := false
-		for i := range b.Spec.TargetRestrictions {
-			ok, err := fromRestriction(&b.Spec.TargetRestrictions[i]).matches(ci)
-			if err != nil {
-				return nil, fmt.Errorf("targetRestrictions[%d].%w", i, err)
-			}
-			if ok {
+		for _, r := range mt.restrictions {
+			if r.matches(ci) {
 				allowed = true
 				break
 			}
 		}
 		if !allowed {
-			return nil, nil
+			return nil
 		}
 	}
 	m := &Match{}
-	for i := range b.Spec.Targets {
-		ok, err := fromTarget(&b.Spec.Targets[i]).matches(ci)
-		if err != nil {
-			return nil, fmt.Errorf("targets[%d].%w", i, err)
-		}
-		if !ok {
+	for i, t := range mt.targets {
+		if !t.matches(ci) {
 			continue
 		}
 		if b.Spec.Targets[i].DoNotDeploy {
-			return nil, nil
+			return nil
 		}
 		m.Targets = append(m.Targets, i)
 		if b.Spec.TargetCustomizationMode != "AllMatches" {
@@ -167,9 +244,9 @@ func MatchTargets(b *fleet.Bundle, ci ClusterInfo) (*Match, error) {
 		}
 	}
 	if len(m.Targets) == 0 {
-		return nil, nil
+		return nil
 	}
-	return m, nil
+	return m
 }
 
 // MergedOptions are the bundle's options with the customizations of the given targets merged

@@ -239,19 +239,21 @@ func (h *handler) plan(b *fleet.Bundle, contentName string) ([]planned, error) {
 	slices.SortFunc(clusters, func(a, b *fleet.Cluster) int {
 		return compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
+	// Selectors are parsed once per pass, not once per cluster.
+	gm, err := target.NewGroupMatcher(groups)
+	if err != nil {
+		return nil, err
+	}
+	matcher, err := target.NewMatcher(b)
+	if err != nil {
+		return nil, fmt.Errorf("targeting: %w", err)
+	}
 	var out []planned
 	var errs []error
 	for _, c := range clusters {
-		cg, err := target.Groups(c, groups)
-		if err != nil {
-			return nil, err
-		}
-		ci := target.ClusterInfo{Cluster: c, Groups: cg}
+		ci := target.ClusterInfo{Cluster: c, Groups: gm.Groups(c)}
 		// Options are merged only when a deployment is rendered: most passes render none.
-		m, err := target.MatchTargets(b, ci)
-		if err != nil {
-			return nil, fmt.Errorf("targeting: %w", err)
-		}
+		m := matcher.Match(ci)
 		if m == nil {
 			continue
 		}
