@@ -247,6 +247,7 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 		time.Sleep(200 * time.Millisecond)
 	}
 	took := time.Since(start)
+	cpu := cpuSeconds(cmd.Process.Pid)
 	if rss := peakRSS(cmd.Process.Pid); rss > peak {
 		peak = rss
 	}
@@ -279,7 +280,7 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 		Date: time.Now().UTC().Format(time.RFC3339), Bundles: nBundles, Clusters: nClusters, Deployments: total,
 		RawSeconds: raw.Seconds(), RawPerSecond: float64(total) / raw.Seconds(),
 		FleetSeconds: took.Seconds(), FleetPerSecond: float64(total) / took.Seconds(),
-		ControllerPeakMiB: peak, ControllerCPU: cpuSeconds(cmd.Process.Pid), ControllerWrites: writes,
+		ControllerPeakMiB: peak, ControllerCPU: cpu, ControllerWrites: writes,
 		GoMemLimit: memLimit,
 	}
 	res.Ratio = res.FleetPerSecond / res.RawPerSecond

@@ -334,10 +334,10 @@ func (h *handler) sync(b *fleet.Bundle, plan []planned, contentName string, rele
 		if p.namespace == "" {
 			continue
 		}
-		key := p.namespace + "/" + b.Name
 		if byNamespace[p.namespace] != nil {
-			h.created.drop(key)
-		} else if bd := h.created.get(key, h.now()); bd != nil {
+			continue
+		}
+		if bd := h.created.get(p.namespace+"/"+b.Name, h.now()); bd != nil {
 			byNamespace[p.namespace] = bd
 		}
 	}
@@ -644,12 +644,6 @@ func (r *recentlyCreated) take(key string, now time.Time) (time.Duration, bool) 
 	}
 	delete(r.m, key)
 	return now.Sub(e.at), true
-}
-
-func (r *recentlyCreated) drop(key string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.m, key)
 }
 
 // render renders the BundleDeployment for a cluster matched by MatchTargets.

@@ -66,13 +66,13 @@ func (h *handler) OnChange(_ string, g *fleet.ClusterGroup) (*fleet.ClusterGroup
 	var s fleet.BundleSummary
 	var counts fleet.ResourceCounts
 	ready, message := corev1.ConditionTrue, ""
+	gm, err := target.NewGroupMatcher([]*fleet.ClusterGroup{g})
+	if err != nil {
+		ready, message = corev1.ConditionFalse, err.Error()
+		clusters = nil
+	}
 	for _, c := range clusters {
-		member, err := target.Groups(c, []*fleet.ClusterGroup{g})
-		if err != nil {
-			ready, message = corev1.ConditionFalse, err.Error()
-			break
-		}
-		if len(member) == 0 {
+		if len(gm.Groups(c)) == 0 {
 			continue
 		}
 		status.ClusterCount++
