@@ -5,14 +5,9 @@ package controller
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"net/http"
-	"net/http/pprof"
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	lassocache "github.com/rancher/lasso/pkg/cache"
 	lassocontroller "github.com/rancher/lasso/pkg/controller"
 	"github.com/rancher/wrangler/v3/pkg/generated/controllers/core"
@@ -32,6 +27,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/controller/clustergroup"
 	"github.com/fleetgo/fleet/pkg/controller/content"
 	"github.com/fleetgo/fleet/pkg/controller/index"
+	"github.com/fleetgo/fleet/pkg/serve"
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
 )
 
@@ -77,9 +73,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 	var ready atomic.Bool
-	serve(ctx, o.HealthAddr, healthMux(&ready))
-	serve(ctx, o.MetricsAddr, metricsMux())
-	serve(ctx, o.ProfileAddr, profileMux())
+	serve.Run(ctx, o.HealthAddr, serve.Health(&ready))
+	serve.Run(ctx, o.MetricsAddr, serve.Metrics())
+	serve.Run(ctx, o.ProfileAddr, serve.Profiles())
 
 	run := func(ctx context.Context) {
 		if err := start(ctx, cfg, kube, o); err != nil {
@@ -164,49 +160,4 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 	content.Register(ctx, f.Content(), f.BundleDeployment())
 	clustergroup.Register(ctx, f.ClusterGroup(), f.Cluster())
 	return scf.Start(ctx, o.Workers)
-}
-
-func healthMux(ready *atomic.Bool) *http.ServeMux {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !ready.Load() {
-			http.Error(w, "controllers not started", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	})
-	return mux
-}
-
-func metricsMux() *http.ServeMux {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.Handler())
-	return mux
-}
-
-func profileMux() *http.ServeMux {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	return mux
-}
-
-// serve runs an HTTP server until ctx ends; an empty address serves nothing.
-func serve(ctx context.Context, addr string, h http.Handler) {
-	if addr == "" {
-		return
-	}
-	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logrus.WithError(err).WithField("addr", addr).Error("http server stopped")
-		}
-	}()
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdown)
-	}()
 }

@@ -35,8 +35,9 @@ func Deployment(b *fleet.Bundle, ci ClusterInfo, m *Match, contentName string) (
 		fleet.ClusterNamespaceLabel: ci.Cluster.Namespace,
 		fleet.ContentNameLabel:      contentName,
 	}
-	for _, k := range []string{fleet.RepoLabel, fleet.CommitLabel} {
-		if v, ok := b.Labels[k]; ok {
+	// The Bundle's labels come along, as in Fleet: dependsOn selectors on the agent match them.
+	for k, v := range b.Labels {
+		if _, set := labels[k]; !set {
 			labels[k] = v
 		}
 	}

@@ -194,4 +194,8 @@ type AgentStatus struct {
 	LastSeen metav1.Time `json:"lastSeen"`
 	// Namespace is the downstream namespace the agent runs in.
 	Namespace string `json:"namespace"`
+	// ReadyNodes counts the downstream cluster's Ready nodes at the last check-in.
+	ReadyNodes int `json:"readyNodes,omitempty"`
+	// NonReadyNodes counts its nodes that were not Ready.
+	NonReadyNodes int `json:"nonReadyNodes,omitempty"`
 }

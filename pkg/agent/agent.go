@@ -1,0 +1,146 @@
+// Package agent wires the agent that runs in every downstream cluster: a namespace-restricted
+// factory on the manager for its BundleDeployments, the deployer and monitor, the heartbeat,
+// release garbage collection, leader election in its own cluster and its health and metrics
+// endpoints. `fleet agent` runs it.
+package agent
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	lassocache "github.com/rancher/lasso/pkg/cache"
+	lassocontroller "github.com/rancher/lasso/pkg/controller"
+	"github.com/rancher/wrangler/v3/pkg/leader"
+	"github.com/rancher/wrangler/v3/pkg/schemes"
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/fleetgo/fleet/pkg/agent/clusterstatus"
+	"github.com/fleetgo/fleet/pkg/agent/deployer"
+	"github.com/fleetgo/fleet/pkg/agent/monitor"
+	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
+	"github.com/fleetgo/fleet/pkg/helmdeployer"
+	"github.com/fleetgo/fleet/pkg/serve"
+)
+
+// Options configure the agent process.
+type Options struct {
+	// Namespace is the downstream namespace the agent runs in (leader Lease, impersonated
+	// ServiceAccounts).
+	Namespace string
+	// ClusterNamespace is the namespace on the manager holding this cluster's
+	// BundleDeployments.
+	ClusterNamespace string
+	// ClusterName and ClusterObjectNamespace name this cluster's Cluster object on the manager
+	// (for the heartbeat); empty ClusterName disables the heartbeat.
+	ClusterName, ClusterObjectNamespace string
+	// CheckinInterval, MonitorInterval and GCInterval; zero means their defaults.
+	CheckinInterval, MonitorInterval, GCInterval time.Duration
+	// Workers deploying BundleDeployments in parallel.
+	Workers int
+	// LeaderElect runs the agent only while holding a Lease in its own cluster.
+	LeaderElect bool
+	// HealthAddr serves /healthz and /readyz; MetricsAddr serves /metrics. Empty disables.
+	HealthAddr, MetricsAddr string
+}
+
+// Local client rates: Helm builds and applies many objects per release, and the agent's own
+// cluster is not shared with thousands of other clients, so client-side throttling would only
+// slow deploys down.
+const (
+	localQPS   = 200
+	localBurst = 400
+)
+
+// Run runs the agent until ctx ends. upstream reaches the manager, local the agent's cluster.
+func Run(ctx context.Context, upstream, local *rest.Config, o Options) error {
+	if o.ClusterNamespace == "" {
+		return fmt.Errorf("the cluster namespace on the manager is required")
+	}
+	if o.Workers <= 0 {
+		o.Workers = 50
+	}
+	local = rest.CopyConfig(local)
+	local.QPS, local.Burst = localQPS, localBurst
+	kube, err := kubernetes.NewForConfig(local)
+	if err != nil {
+		return err
+	}
+	var ready atomic.Bool
+	serve.Run(ctx, o.HealthAddr, serve.Health(&ready))
+	serve.Run(ctx, o.MetricsAddr, serve.Metrics())
+
+	if err := ensureNamespace(ctx, kube, o.Namespace); err != nil {
+		return err
+	}
+	run := func(ctx context.Context) {
+		if err := start(ctx, upstream, local, kube, o); err != nil {
+			logrus.WithError(err).Error("starting agent")
+			return
+		}
+		ready.Store(true)
+		logrus.WithField("namespace", o.ClusterNamespace).Info("fleet agent running")
+	}
+	if o.LeaderElect {
+		go leader.RunOrDie(ctx, o.Namespace, "fleet-agent-lock", kube, run)
+	} else {
+		run(ctx)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func start(ctx context.Context, upstream, local *rest.Config, kube kubernetes.Interface, o Options) error {
+	scf, err := lassocontroller.NewSharedControllerFactoryFromConfigWithOptions(upstream, schemes.All,
+		&lassocontroller.SharedControllerFactoryOptions{DefaultWorkers: o.Workers,
+			// The agent may only read its own cluster namespace on the manager.
+			CacheOptions: &lassocache.SharedCacheFactoryOptions{DefaultNamespace: o.ClusterNamespace}})
+	if err != nil {
+		return err
+	}
+	ff, err := fleetfactory.NewFactoryFromConfigWithOptions(upstream, &fleetfactory.FactoryOptions{
+		Namespace: o.ClusterNamespace, SharedControllerFactory: scf})
+	if err != nil {
+		return err
+	}
+	f := ff.Fleet().V1alpha1()
+	dep, err := helmdeployer.New(local, o.Namespace)
+	if err != nil {
+		return err
+	}
+	disc, mapper, err := dep.Discovery()
+	if err != nil {
+		return err
+	}
+	bds := f.BundleDeployment()
+	mon, err := monitor.New(ctx, local, disc, mapper, deployer.Changed(bds, o.ClusterNamespace))
+	if err != nil {
+		return err
+	}
+	deployer.Register(ctx, deployer.Deps{BundleDeployments: bds, Contents: f.Content(), Deployer: dep, Monitor: mon,
+		Namespace: o.ClusterNamespace, MonitorInterval: o.MonitorInterval})
+	if err := scf.Start(ctx, o.Workers); err != nil {
+		return err
+	}
+	go deployer.RunGC(ctx, o.GCInterval, bds, o.ClusterNamespace, dep)
+	if o.ClusterName != "" {
+		hb := &clusterstatus.Heartbeat{Clusters: f.Cluster(), ClusterNamespace: o.ClusterObjectNamespace,
+			ClusterName: o.ClusterName, AgentNamespace: o.Namespace, Local: kube, Interval: o.CheckinInterval}
+		go hb.Run(ctx)
+	}
+	return nil
+}
+
+func ensureNamespace(ctx context.Context, kube kubernetes.Interface, name string) error {
+	_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating agent namespace %s: %w", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,82 @@
+package deployer
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/render"
+)
+
+// contentCacheSize bounds how many decoded Contents the agent keeps. Contents are immutable
+// (named by their hash), so a cached one never goes stale.
+const contentCacheSize = 32
+
+// contentCache fetches Contents by name (the agent may only get them, never list or watch)
+// and keeps the most recently used few decoded.
+type contentCache struct {
+	client fleetcontrollers.ContentClient
+
+	mu    sync.Mutex
+	files map[string]render.Files
+	order []string
+}
+
+func newContentCache(c fleetcontrollers.ContentClient) *contentCache {
+	return &contentCache{client: c, files: map[string]render.Files{}}
+}
+
+// Files returns the bundle files stored in the named Content.
+func (c *contentCache) Files(name string) (render.Files, error) {
+	c.mu.Lock()
+	f, ok := c.files[name]
+	c.mu.Unlock()
+	if ok {
+		return f, nil
+	}
+	content, err := c.client.Get(name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("fetching content %s: %w", name, err)
+	}
+	f, err = decodeContent(content)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.files[name]; !ok {
+		c.files[name] = f
+		c.order = append(c.order, name)
+		if len(c.order) > contentCacheSize {
+			delete(c.files, c.order[0])
+			c.order = c.order[1:]
+		}
+	}
+	return f, nil
+}
+
+// decodeContent reads a Content: gzip of {"resources": [...]}.
+func decodeContent(content *fleet.Content) (render.Files, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(content.Content))
+	if err != nil {
+		return nil, fmt.Errorf("content %s: %w", content.Name, err)
+	}
+	data, err := io.ReadAll(zr)
+	if err != nil {
+		return nil, fmt.Errorf("content %s: %w", content.Name, err)
+	}
+	var manifest struct {
+		Resources []fleet.BundleResource `json:"resources"`
+	}
+	if err := json.Unmarshal(data, &manifest); err != nil {
+		return nil, fmt.Errorf("content %s: %w", content.Name, err)
+	}
+	return render.FromResources(manifest.Resources)
+}

@@ -1,0 +1,282 @@
+// Package deployer is the agent's BundleDeployment controller: it deploys each
+// BundleDeployment of its cluster namespace on the manager as a Helm release in its own
+// cluster, checks readiness and drift, corrects drift when asked, uninstalls releases whose
+// BundleDeployment is gone, and writes the BundleDeployment's status back. (agent)
+package deployer
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/fleetgo/fleet/pkg/agent/monitor"
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/helmdeployer"
+	"github.com/fleetgo/fleet/pkg/summary"
+)
+
+// Requeue intervals.
+const (
+	// DependsOnRetry is how soon a BundleDeployment waiting for its dependencies looks again.
+	DependsOnRetry = 5 * time.Second
+	// PermanentRetry is how soon a deploy that failed for a reason only the user can fix is
+	// tried again (a change of the BundleDeployment retries at once).
+	PermanentRetry = 2 * time.Minute
+	// DefaultMonitorInterval is how often a deployed bundle is re-checked besides the watches
+	// (and its valuesFrom sources re-read).
+	DefaultMonitorInterval = time.Minute
+	// changeDebounce gathers bursts of changes to deployed objects into one check.
+	changeDebounce = time.Second
+)
+
+// Deps are what the controller needs.
+type Deps struct {
+	// BundleDeployments is the manager's BundleDeployment controller, restricted to the
+	// cluster namespace.
+	BundleDeployments fleetcontrollers.BundleDeploymentController
+	// Contents reads Contents by name on the manager.
+	Contents fleetcontrollers.ContentClient
+	Deployer *helmdeployer.Deployer
+	Monitor  *monitor.Monitor
+	// Namespace is the cluster namespace on the manager.
+	Namespace string
+	// MonitorInterval overrides DefaultMonitorInterval when positive.
+	MonitorInterval time.Duration
+}
+
+type handler struct {
+	ctx      context.Context
+	bds      fleetcontrollers.BundleDeploymentController
+	contents *contentCache
+	deployer *helmdeployer.Deployer
+	monitor  *monitor.Monitor
+	ns       string
+	interval time.Duration
+}
+
+// Register starts deploying the namespace's BundleDeployments. It returns the function that
+// asks for a BundleDeployment to be checked again (the monitor's change callback).
+func Register(ctx context.Context, d Deps) {
+	h := &handler{ctx: ctx, bds: d.BundleDeployments, contents: newContentCache(d.Contents),
+		deployer: d.Deployer, monitor: d.Monitor, ns: d.Namespace, interval: d.MonitorInterval}
+	if h.interval <= 0 {
+		h.interval = DefaultMonitorInterval
+	}
+	d.BundleDeployments.OnChange(ctx, "bundledeployment-deploy", h.OnChange)
+}
+
+// Changed asks for a BundleDeployment to be checked again soon: one of its deployed objects
+// changed.
+func Changed(bds fleetcontrollers.BundleDeploymentController, namespace string) func(string) {
+	return func(name string) { bds.EnqueueAfter(namespace, name, changeDebounce) }
+}
+
+func (h *handler) log(name string) *logrus.Entry {
+	return logrus.WithFields(logrus.Fields{"controller": "agent", "handler": "bundledeployment-deploy", "namespace": h.ns, "name": name})
+}
+
+// OnChange deploys, monitors and reports one BundleDeployment.
+func (h *handler) OnChange(key string, bd *fleet.BundleDeployment) (*fleet.BundleDeployment, error) {
+	if bd == nil || bd.DeletionTimestamp != nil {
+		name := key[strings.LastIndex(key, "/")+1:]
+		return bd, h.cleanup(name)
+	}
+	if bd.Spec.DeploymentID == "" {
+		return bd, nil
+	}
+	status := bd.Status.DeepCopy()
+	now := time.Now()
+	opts := &bd.Spec.Options
+
+	rel, err := h.deployer.Current(h.ctx, bd.Name, opts)
+	if err != nil {
+		return bd, err
+	}
+	deployed, requeue, deployErr := h.deploy(bd, rel, status, now)
+	if deployed != nil {
+		rel = deployed
+	}
+	if rel != nil && rel.Manifest != "" {
+		h.check(bd, rel, status, deployed != nil, now)
+	}
+	h.display(bd, status, now)
+
+	if !equality.Semantic.DeepEqual(&bd.Status, status) {
+		bd = bd.DeepCopy()
+		bd.Status = *status
+		updated, err := h.bds.UpdateStatus(bd)
+		if err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				h.bds.Enqueue(bd.Namespace, bd.Name)
+				return bd, nil
+			}
+			return bd, err
+		}
+		bd = updated
+	}
+	switch {
+	case deployErr != nil && !helmdeployer.IsPermanent(deployErr):
+		return bd, deployErr
+	case requeue > 0:
+		h.bds.EnqueueAfter(bd.Namespace, bd.Name, requeue)
+	default:
+		h.bds.EnqueueAfter(bd.Namespace, bd.Name, h.interval)
+	}
+	return bd, nil
+}
+
+// deploy installs or upgrades the release when the BundleDeployment asks for something the
+// release does not have yet. It returns the new release (nil when nothing was deployed), how
+// soon to look again, and the deploy error, already recorded in status.
+func (h *handler) deploy(bd *fleet.BundleDeployment, rel *helmdeployer.Release, status *fleet.BundleDeploymentStatus, now time.Time) (*helmdeployer.Release, time.Duration, error) {
+	spec := &bd.Spec
+	if spec.Paused || spec.OffSchedule || spec.WaitingForValues {
+		return nil, 0, nil
+	}
+	opts := &spec.Options
+	valuesHash, err := h.deployer.ValuesHash(h.ctx, opts)
+	if err != nil {
+		return nil, 0, h.failed(bd, status, err, now)
+	}
+	upToDate := rel != nil && rel.Status == "deployed" && rel.DeploymentID == spec.DeploymentID &&
+		rel.SyncGeneration == opts.ForceSyncGeneration && rel.ValuesHash == valuesHash
+	if upToDate {
+		// The release is what the spec asks for (perhaps the status write after the deploy was
+		// lost): record it without deploying again.
+		h.applied(bd, rel, status, now)
+		return nil, 0, nil
+	}
+	if msg := h.waitingFor(bd); msg != "" {
+		fleet.SetCondition(&status.Conditions, fleet.ConditionDeployed, corev1.ConditionUnknown, "WaitingForDependencies", msg, now)
+		return nil, DependsOnRetry, nil
+	}
+	files, err := h.contents.Files(manifestID(spec.DeploymentID))
+	if err != nil {
+		return nil, 0, h.failed(bd, status, err, now)
+	}
+	h.log(bd.Name).WithField("deploymentID", spec.DeploymentID).Debug("deploying")
+	deployed, err := h.deployer.Deploy(h.ctx, helmdeployer.Input{BundleID: bd.Name, Commit: bd.Labels[fleet.CommitLabel],
+		DeploymentID: spec.DeploymentID, Files: files, Options: *opts})
+	if err != nil {
+		err = h.failed(bd, status, err, now)
+		if helmdeployer.IsPermanent(err) {
+			return nil, PermanentRetry, err
+		}
+		return nil, 0, err
+	}
+	h.log(bd.Name).WithField("release", deployed.String()).Info("deployed")
+	h.applied(bd, deployed, status, now)
+	return deployed, 0, nil
+}
+
+func (h *handler) applied(bd *fleet.BundleDeployment, rel *helmdeployer.Release, status *fleet.BundleDeploymentStatus, now time.Time) {
+	status.AppliedDeploymentID = bd.Spec.DeploymentID
+	status.Release = rel.String()
+	gen := bd.Spec.Options.ForceSyncGeneration
+	status.SyncGeneration = &gen
+	fleet.SetCondition(&status.Conditions, fleet.ConditionDeployed, corev1.ConditionTrue, "", "", now)
+	fleet.SetCondition(&status.Conditions, fleet.ConditionInstalled, corev1.ConditionTrue, "", "", now)
+}
+
+// failed records a deploy error: Deployed=False always, Installed=False when only the user can
+// fix it. It returns err.
+func (h *handler) failed(bd *fleet.BundleDeployment, status *fleet.BundleDeploymentStatus, err error, now time.Time) error {
+	msg := err.Error()
+	fleet.SetCondition(&status.Conditions, fleet.ConditionDeployed, corev1.ConditionFalse, "Error", msg, now)
+	if helmdeployer.IsPermanent(err) {
+		fleet.SetCondition(&status.Conditions, fleet.ConditionInstalled, corev1.ConditionFalse, "Error", msg, now)
+		h.log(bd.Name).WithError(err).Warn("deploy failed; fix the bundle")
+	}
+	return err
+}
+
+// check records readiness and drift of the release and corrects drift when asked.
+func (h *handler) check(bd *fleet.BundleDeployment, rel *helmdeployer.Release, status *fleet.BundleDeploymentStatus, fresh bool, now time.Time) {
+	opts := &bd.Spec.Options
+	res, err := h.monitor.Check(h.ctx, bd.Name, rel, opts, fresh)
+	if err == nil && !res.NonModified && driftCorrection(bd) != nil && driftCorrection(bd).Enabled &&
+		status.AppliedDeploymentID == bd.Spec.DeploymentID && !bd.Spec.Paused {
+		cd := driftCorrection(bd)
+		h.log(bd.Name).WithField("release", rel.String()).Info("correcting drift")
+		if rerr := h.deployer.Rollback(h.ctx, rel, opts.ServiceAccount, cd.Force, cd.KeepFailHistory); rerr != nil {
+			h.log(bd.Name).WithError(rerr).Warn("drift correction failed")
+			fleet.SetCondition(&status.Conditions, fleet.ConditionDeployed, corev1.ConditionFalse, "DriftCorrectionFailed", rerr.Error(), now)
+		} else if cur, cerr := h.deployer.Current(h.ctx, bd.Name, opts); cerr == nil && cur != nil {
+			status.Release = cur.String()
+			res, err = h.monitor.Check(h.ctx, bd.Name, cur, opts, true)
+		}
+	}
+	if err != nil {
+		fleet.SetCondition(&status.Conditions, fleet.ConditionMonitored, corev1.ConditionFalse, "Error", err.Error(), now)
+		return
+	}
+	fleet.SetCondition(&status.Conditions, fleet.ConditionMonitored, corev1.ConditionTrue, "", "", now)
+	res.Apply(status)
+}
+
+func driftCorrection(bd *fleet.BundleDeployment) *fleet.CorrectDrift {
+	if bd.Spec.CorrectDrift != nil {
+		return bd.Spec.CorrectDrift
+	}
+	return bd.Spec.Options.CorrectDrift
+}
+
+// display fills the Ready condition and the display strings from the status just computed.
+func (h *handler) display(bd *fleet.BundleDeployment, status *fleet.BundleDeploymentStatus, now time.Time) {
+	view := &fleet.BundleDeployment{Spec: bd.Spec, Status: *status}
+	state := summary.State(view)
+	status.Display.State = string(state)
+	status.Display.Deployed = "Yes"
+	if c := fleet.FindCondition(status.Conditions, fleet.ConditionDeployed); c != nil && c.Status != corev1.ConditionTrue {
+		status.Display.Deployed = c.Message
+		if c.Reason != "" && c.Message == "" {
+			status.Display.Deployed = c.Reason
+		}
+	}
+	status.Display.Monitored = "Yes"
+	if c := fleet.FindCondition(status.Conditions, fleet.ConditionMonitored); c == nil {
+		status.Display.Monitored = ""
+	} else if c.Status != corev1.ConditionTrue {
+		status.Display.Monitored = c.Message
+	}
+	if state == fleet.Ready {
+		fleet.SetCondition(&status.Conditions, fleet.ConditionReady, corev1.ConditionTrue, "", "", now)
+		return
+	}
+	msg := summary.Message(view, state)
+	if msg == "" {
+		msg = string(state)
+	}
+	fleet.SetCondition(&status.Conditions, fleet.ConditionReady, corev1.ConditionFalse, string(state), msg, now)
+}
+
+// cleanup uninstalls the releases of a BundleDeployment that no longer exists.
+func (h *handler) cleanup(name string) error {
+	h.monitor.Forget(name)
+	rels, err := h.deployer.Releases(h.ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, r := range rels {
+		if r.BundleID != name {
+			continue
+		}
+		h.log(name).WithField("release", r.String()).Info("uninstalling: bundledeployment deleted")
+		errs = append(errs, h.deployer.Uninstall(h.ctx, r))
+	}
+	return errors.Join(errs...)
+}
+
+// manifestID is the Content name part of a deploymentID ("content:optionsHash").
+func manifestID(deploymentID string) string {
+	id, _, _ := strings.Cut(deploymentID, ":")
+	return id
+}

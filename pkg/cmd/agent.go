@@ -1,0 +1,69 @@
+package cmd
+
+import (
+	"fmt"
+
+	"github.com/sirupsen/logrus"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/fleetgo/fleet/pkg/agent"
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+)
+
+func newAgent() *cobra.Command {
+	var (
+		local              kubeFlags
+		upstreamKubeconfig string
+		o                  agent.Options
+		logJSON, debug     bool
+	)
+	c := &cobra.Command{
+		Use:   "agent",
+		Short: "Run the agent: deploy this cluster's BundleDeployments from the manager and report their status",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if logJSON {
+				logrus.SetFormatter(&logrus.JSONFormatter{})
+			}
+			if debug {
+				logrus.SetLevel(logrus.DebugLevel)
+			}
+			if upstreamKubeconfig == "" {
+				return fmt.Errorf("--upstream-kubeconfig is required: the manager's kubeconfig for this cluster")
+			}
+			upstream, err := clientcmd.BuildConfigFromFlags("", upstreamKubeconfig)
+			if err != nil {
+				return fmt.Errorf("--upstream-kubeconfig %s: %w", upstreamKubeconfig, err)
+			}
+			cfg, err := local.restConfig()
+			if err != nil {
+				// In a pod without a kubeconfig: the cluster the agent runs in.
+				if in, ierr := rest.InClusterConfig(); ierr == nil {
+					cfg = in
+				} else {
+					return err
+				}
+			}
+			return agent.Run(cmd.Context(), upstream, cfg, o)
+		},
+	}
+	local.bind(c)
+	fl := c.Flags()
+	fl.StringVar(&upstreamKubeconfig, "upstream-kubeconfig", "", "kubeconfig of the manager cluster (the agent's credential)")
+	fl.StringVar(&o.Namespace, "namespace", fleet.SystemNamespace, "downstream namespace the agent runs in")
+	fl.StringVar(&o.ClusterNamespace, "cluster-namespace", "", "namespace on the manager holding this cluster's BundleDeployments")
+	fl.StringVar(&o.ClusterName, "cluster-name", "", "name of this cluster's Cluster on the manager (heartbeat)")
+	fl.StringVar(&o.ClusterObjectNamespace, "cluster-object-namespace", fleet.DefaultNamespace, "namespace of that Cluster")
+	fl.DurationVar(&o.CheckinInterval, "checkin-interval", 0, "heartbeat interval (default 15m)")
+	fl.DurationVar(&o.MonitorInterval, "monitor-interval", 0, "re-check interval of deployed bundles besides watches (default 1m)")
+	fl.DurationVar(&o.GCInterval, "gc-interval", 0, "interval of release garbage collection (default 15m)")
+	fl.IntVar(&o.Workers, "workers", 50, "BundleDeployments deployed in parallel")
+	fl.BoolVar(&o.LeaderElect, "leader-elect", true, "run only while holding the leader lease in this cluster")
+	fl.StringVar(&o.HealthAddr, "health-addr", ":8082", "address of /healthz and /readyz (empty disables)")
+	fl.StringVar(&o.MetricsAddr, "metrics-addr", ":8083", "address of /metrics (empty disables)")
+	fl.BoolVar(&logJSON, "log-json", false, "log as JSON")
+	fl.BoolVar(&debug, "debug", false, "log at debug level")
+	return c
+}

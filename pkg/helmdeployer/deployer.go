@@ -1,0 +1,420 @@
+// Package helmdeployer installs, upgrades, rolls back and uninstalls a BundleDeployment's Helm
+// release in the agent's own cluster with the Helm SDK. The agent's deployer and monitor use it.
+//
+// Each release carries labels naming the BundleDeployment and the agent's namespace, so the
+// agent can find its releases after the BundleDeployment is gone (uninstall, garbage
+// collection) and knows a release it did not make is not its own.
+package helmdeployer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/render"
+)
+
+// Release labels set by the agent (Helm stores them on the release's storage Secret).
+const (
+	// BundleIDLabel names the BundleDeployment a release deploys.
+	BundleIDLabel = fleet.BundleIDAnnotation
+	// AgentNamespaceLabel is the namespace of the agent that made the release.
+	AgentNamespaceLabel = fleet.AgentNamespaceAnnotation
+	// DeleteNamespaceLabel is "true" when uninstalling also deletes the release namespace.
+	DeleteNamespaceLabel = "fleet.cattle.io/delete-namespace"
+	// ValuesHashLabel fingerprints the values read from valuesFrom at deploy time.
+	ValuesHashLabel = "fleet.cattle.io/values-from-hash"
+	// DeploymentIDAnnotation (on the chart) is the deploymentID the release was made for.
+	DeploymentIDAnnotation = "fleet.cattle.io/deployment-id"
+	// SyncGenerationAnnotation (on the chart) is the forceSyncGeneration it was made for.
+	SyncGenerationAnnotation = "fleet.cattle.io/sync-generation"
+	// DefaultServiceAccount is impersonated when a bundle names none and it exists in the
+	// agent's namespace.
+	DefaultServiceAccount = "fleet-default"
+	// DefaultMaxHistory bounds the revisions kept per release when helm.maxHistory is unset.
+	DefaultMaxHistory = 5
+)
+
+// Deployer deploys releases into one cluster.
+type Deployer struct {
+	cfg            *rest.Config
+	kube           kubernetes.Interface
+	disc           *discoveryCache
+	agentNamespace string
+}
+
+// New returns a Deployer for the cluster of cfg; agentNamespace is where the agent runs.
+func New(cfg *rest.Config, agentNamespace string) (*Deployer, error) {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Deployer{cfg: cfg, kube: kube, disc: newDiscoveryCache(cfg), agentNamespace: agentNamespace}, nil
+}
+
+// RefreshDiscovery forgets cached API discovery (after a CRD was installed).
+func (d *Deployer) RefreshDiscovery() { d.disc.Reset() }
+
+// Input is one deploy of a BundleDeployment.
+type Input struct {
+	// BundleID is the BundleDeployment's name.
+	BundleID string
+	// Commit is the git commit of the bundle, when known.
+	Commit string
+	// DeploymentID is the spec's deploymentID; recorded on the chart.
+	DeploymentID string
+	// Files are the bundle's files (the Content's resources).
+	Files render.Files
+	// Options are the promoted options.
+	Options fleet.BundleDeploymentOptions
+	// ForceRecreate deploys even when the release already matches (drift correction).
+	ForceRecreate bool
+}
+
+// Release identifies a Helm release.
+type Release struct {
+	Name      string
+	Namespace string
+	Version   int
+	// BundleID is the BundleDeployment the release belongs to.
+	BundleID string
+	// DeleteNamespace is true when uninstalling deletes the namespace too.
+	DeleteNamespace bool
+	// Manifest is the rendered manifest of this revision.
+	Manifest string
+	// DeploymentID and SyncGeneration are what the release was made for.
+	DeploymentID   string
+	SyncGeneration int64
+	// ValuesHash fingerprints the valuesFrom data it was made with.
+	ValuesHash string
+	// Status is Helm's release status.
+	Status release.Status
+}
+
+// String is the release as Fleet reports it: "namespace/name:revision".
+func (r *Release) String() string {
+	return r.Namespace + "/" + r.Name + ":" + strconv.Itoa(r.Version)
+}
+
+func fromHelm(rel *release.Release) *Release {
+	r := &Release{Name: rel.Name, Namespace: rel.Namespace, Version: rel.Version, Manifest: rel.Manifest,
+		BundleID: rel.Labels[BundleIDLabel], DeleteNamespace: rel.Labels[DeleteNamespaceLabel] == "true",
+		ValuesHash: rel.Labels[ValuesHashLabel]}
+	if rel.Info != nil {
+		r.Status = rel.Info.Status
+	}
+	if rel.Chart != nil && rel.Chart.Metadata != nil {
+		r.DeploymentID = rel.Chart.Metadata.Annotations[DeploymentIDAnnotation]
+		r.SyncGeneration, _ = strconv.ParseInt(rel.Chart.Metadata.Annotations[SyncGenerationAnnotation], 10, 64)
+	}
+	return r
+}
+
+// actionConfig is Helm's configuration for releases in namespace, acting as the given
+// ServiceAccount of the agent's namespace (empty: the agent itself).
+func (d *Deployer) actionConfig(namespace, serviceAccount string) (*action.Configuration, error) {
+	cfg := rest.CopyConfig(d.cfg)
+	if serviceAccount != "" {
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + d.agentNamespace + ":" + serviceAccount}
+	}
+	ac := new(action.Configuration)
+	getter := &restGetter{cfg: cfg, namespace: namespace, shared: d.disc}
+	if err := ac.Init(getter, namespace, "secret", func(string, ...interface{}) {}); err != nil {
+		return nil, err
+	}
+	return ac, nil
+}
+
+// serviceAccount is who Helm acts as: the bundle's serviceAccount, else fleet-default when it
+// exists in the agent's namespace, else the agent.
+func (d *Deployer) serviceAccount(ctx context.Context, name string) (string, error) {
+	want := name
+	if want == "" {
+		want = DefaultServiceAccount
+	}
+	_, err := d.kube.CoreV1().ServiceAccounts(d.agentNamespace).Get(ctx, want, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err) && name == "":
+		return "", nil
+	case apierrors.IsNotFound(err):
+		return "", Permanent(fmt.Errorf("serviceAccount %s not found in namespace %s", name, d.agentNamespace))
+	case err != nil:
+		return "", err
+	}
+	return want, nil
+}
+
+// Current returns the newest revision of a BundleDeployment's release, or nil when there is none.
+func (d *Deployer) Current(ctx context.Context, bundleID string, opts *fleet.BundleDeploymentOptions) (*Release, error) {
+	name, ns := render.ReleaseName(opts, bundleID), render.Namespace(opts)
+	ac, err := d.actionConfig(ns, "")
+	if err != nil {
+		return nil, err
+	}
+	rel, err := ac.Releases.Last(name)
+	if errors.Is(err, driver.ErrReleaseNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return fromHelm(rel), nil
+}
+
+// Deploy installs or upgrades the release of in. A release another agent or a person made
+// under the same name is not taken over unless helm.takeOwnership is set.
+func (d *Deployer) Deploy(ctx context.Context, in Input) (*Release, error) {
+	opts := in.Options
+	helmOpts := opts.Helm
+	if helmOpts == nil {
+		helmOpts = &fleet.HelmOptions{}
+	}
+	name, ns := render.ReleaseName(&opts, in.BundleID), render.Namespace(&opts)
+	c, post, err := render.Chart(in.Files, &opts, name)
+	if err != nil {
+		return nil, Permanent(err)
+	}
+	values, valuesHash, err := d.Values(ctx, &opts)
+	if err != nil {
+		return nil, err
+	}
+	annotateChart(c, in)
+	sa, err := d.serviceAccount(ctx, opts.ServiceAccount)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.ensureNamespace(ctx, ns, &opts); err != nil {
+		return nil, err
+	}
+	ac, err := d.actionConfig(ns, sa)
+	if err != nil {
+		return nil, err
+	}
+	labels := map[string]string{BundleIDLabel: in.BundleID, AgentNamespaceLabel: d.agentNamespace}
+	if opts.DeleteNamespace {
+		labels[DeleteNamespaceLabel] = "true"
+	}
+	if valuesHash != "" {
+		labels[ValuesHashLabel] = valuesHash
+	}
+	pr := &postRenderer{setID: SetID(in.BundleID), keep: opts.KeepResources, kustomize: post}
+
+	last, err := ac.Releases.Last(name)
+	if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
+		return nil, fmt.Errorf("reading release %s/%s: %w", ns, name, err)
+	}
+	if last != nil {
+		if owner := last.Labels[BundleIDLabel]; owner != in.BundleID && !helmOpts.TakeOwnership {
+			return nil, Permanent(fmt.Errorf("release %s/%s belongs to %q, not to this bundle (set helm.takeOwnership to adopt it)", ns, name, owner))
+		}
+		if last.Info.Status.IsPending() {
+			// Only this agent deploys this release and it is not deploying it now: the pending
+			// state was left by an agent killed mid-operation. Marking it failed lets the
+			// upgrade below go ahead instead of waiting forever.
+			last.Info.Status = release.StatusFailed
+			last.Info.Description = "left pending by an interrupted agent; recovered"
+			if err := ac.Releases.Update(last); err != nil {
+				return nil, fmt.Errorf("recovering pending release %s/%s: %w", ns, name, err)
+			}
+		}
+	}
+	timeout := time.Duration(helmOpts.TimeoutSeconds) * time.Second
+	var rel *release.Release
+	if last == nil {
+		install := action.NewInstall(ac)
+		install.ReleaseName, install.Namespace = name, ns
+		install.Timeout = timeout
+		install.Wait = timeout > 0
+		install.WaitForJobs = helmOpts.WaitForJobs && install.Wait
+		install.Atomic = helmOpts.Atomic
+		install.TakeOwnership = helmOpts.TakeOwnership
+		install.SkipSchemaValidation = helmOpts.SkipSchemaValidation
+		install.Labels = labels
+		install.PostRenderer = pr
+		rel, err = install.RunWithContext(ctx, c, values)
+	} else {
+		upgrade := action.NewUpgrade(ac)
+		upgrade.Namespace = ns
+		upgrade.Timeout = timeout
+		upgrade.Wait = timeout > 0
+		upgrade.WaitForJobs = helmOpts.WaitForJobs && upgrade.Wait
+		upgrade.Atomic = helmOpts.Atomic
+		upgrade.Force = helmOpts.Force || in.ForceRecreate
+		upgrade.TakeOwnership = helmOpts.TakeOwnership
+		upgrade.SkipSchemaValidation = helmOpts.SkipSchemaValidation
+		upgrade.MaxHistory = helmOpts.MaxHistory
+		if upgrade.MaxHistory <= 0 {
+			upgrade.MaxHistory = DefaultMaxHistory
+		}
+		upgrade.Labels = labels
+		upgrade.PostRenderer = pr
+		rel, err = upgrade.RunWithContext(ctx, name, c, values)
+	}
+	if err != nil {
+		if isUnknownKind(err) {
+			d.RefreshDiscovery()
+		}
+		return nil, classify(fmt.Errorf("deploying release %s/%s: %w", ns, name, err))
+	}
+	if containsCRD(rel.Manifest) {
+		d.RefreshDiscovery()
+	}
+	return fromHelm(rel), nil
+}
+
+func annotateChart(c *chart.Chart, in Input) {
+	if c.Metadata.Annotations == nil {
+		c.Metadata.Annotations = map[string]string{}
+	}
+	c.Metadata.Annotations[fleet.BundleIDAnnotation] = in.BundleID
+	c.Metadata.Annotations[DeploymentIDAnnotation] = in.DeploymentID
+	c.Metadata.Annotations[SyncGenerationAnnotation] = strconv.FormatInt(in.Options.ForceSyncGeneration, 10)
+	if in.Commit != "" {
+		c.Metadata.Annotations[fleet.CommitAnnotation] = in.Commit
+	}
+}
+
+// ensureNamespace creates the release namespace when missing and keeps namespaceLabels and
+// namespaceAnnotations on it.
+func (d *Deployer) ensureNamespace(ctx context.Context, name string, opts *fleet.BundleDeploymentOptions) error {
+	ns, err := d.kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = d.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+			Name: name, Labels: opts.NamespaceLabels, Annotations: opts.NamespaceAnnotations}}, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	changed := false
+	ns = ns.DeepCopy()
+	for k, v := range opts.NamespaceLabels {
+		if ns.Labels[k] != v {
+			if ns.Labels == nil {
+				ns.Labels = map[string]string{}
+			}
+			ns.Labels[k], changed = v, true
+		}
+	}
+	for k, v := range opts.NamespaceAnnotations {
+		if ns.Annotations[k] != v {
+			if ns.Annotations == nil {
+				ns.Annotations = map[string]string{}
+			}
+			ns.Annotations[k], changed = v, true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	_, err = d.kube.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{})
+	return err
+}
+
+// Rollback re-applies the release's current revision, putting drifted resources back.
+func (d *Deployer) Rollback(ctx context.Context, r *Release, serviceAccount string, force, keepFailHistory bool) error {
+	sa, err := d.serviceAccount(ctx, serviceAccount)
+	if err != nil {
+		return err
+	}
+	ac, err := d.actionConfig(r.Namespace, sa)
+	if err != nil {
+		return err
+	}
+	rb := action.NewRollback(ac)
+	rb.Version = r.Version
+	rb.Force = force
+	rb.CleanupOnFail = !keepFailHistory
+	rb.MaxHistory = DefaultMaxHistory
+	if err := rb.Run(r.Name); err != nil {
+		return fmt.Errorf("rolling back release %s: %w", r, err)
+	}
+	return nil
+}
+
+// Releases lists the releases this agent made, in every namespace.
+func (d *Deployer) Releases(ctx context.Context) ([]*Release, error) {
+	ac, err := d.actionConfig("", "")
+	if err != nil {
+		return nil, err
+	}
+	list := action.NewList(ac)
+	list.AllNamespaces = true
+	list.All = true
+	list.StateMask = action.ListAll
+	list.Selector = AgentNamespaceLabel + "=" + d.agentNamespace
+	rels, err := list.Run()
+	if err != nil {
+		return nil, fmt.Errorf("listing releases: %w", err)
+	}
+	out := make([]*Release, 0, len(rels))
+	for _, r := range rels {
+		out = append(out, fromHelm(r))
+	}
+	return out, nil
+}
+
+// Uninstall removes a release. Resources annotated with helm.sh/resource-policy=keep
+// (keepResources) stay. With deleteNamespace the release namespace goes too.
+func (d *Deployer) Uninstall(ctx context.Context, r *Release) error {
+	ac, err := d.actionConfig(r.Namespace, "")
+	if err != nil {
+		return err
+	}
+	un := action.NewUninstall(ac)
+	un.IgnoreNotFound = true
+	if _, err := un.Run(r.Name); err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
+		return fmt.Errorf("uninstalling release %s/%s: %w", r.Namespace, r.Name, err)
+	}
+	if r.DeleteNamespace && r.Namespace != "default" && !strings.HasPrefix(r.Namespace, "kube-") {
+		err := d.kube.CoreV1().Namespaces().Delete(ctx, r.Namespace, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting namespace %s of release %s: %w", r.Namespace, r.Name, err)
+		}
+	}
+	return nil
+}
+
+// Values are the Helm values to deploy with: helm.values, overridden by each valuesFrom source
+// in order (read now, in this cluster), and a hash of the valuesFrom data ("" without any).
+func (d *Deployer) Values(ctx context.Context, opts *fleet.BundleDeploymentOptions) (map[string]interface{}, string, error) {
+	values := map[string]interface{}{}
+	if opts.Helm == nil {
+		return values, "", nil
+	}
+	if opts.Helm.Values != nil {
+		values = opts.Helm.Values.DeepCopy().Data
+		if values == nil {
+			values = map[string]interface{}{}
+		}
+	}
+	if len(opts.Helm.ValuesFrom) == 0 {
+		return values, "", nil
+	}
+	from, hash, err := readValuesFrom(ctx, d.kube, opts.Helm.ValuesFrom, render.Namespace(opts))
+	if err != nil {
+		return nil, "", err
+	}
+	for _, v := range from {
+		values = chartutil.MergeTables(v, values)
+	}
+	return values, hash, nil
+}

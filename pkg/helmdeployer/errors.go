@@ -1,0 +1,64 @@
+package helmdeployer
+
+import (
+	"errors"
+	"strings"
+)
+
+// permanentError is a deploy failure only the user can fix: retrying the same input fails the
+// same way, so it is reported, not retried in a loop.
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// Permanent marks err as one only a change of the bundle (or of the cluster) can fix.
+func Permanent(err error) error {
+	if err == nil || IsPermanent(err) {
+		return err
+	}
+	return &permanentError{err: err}
+}
+
+// IsPermanent reports whether err was marked Permanent.
+func IsPermanent(err error) bool {
+	var p *permanentError
+	return errors.As(err, &p)
+}
+
+// Helm reports these as plain strings: rendering and validation failures, kinds the cluster
+// does not serve, and updates the apiserver refuses for good.
+var permanentHelmErrors = []string{
+	"parse error",
+	"template: ",
+	"execution error",
+	"unable to build kubernetes objects",
+	"no matches for kind",
+	"resource mapping not found",
+	"field is immutable",
+	"is invalid",
+	"values don't meet the specifications of the schema",
+	"error validating data",
+	"cannot patch",
+	"wrong type for value",
+	"error converting YAML to JSON",
+	"chart requires kubeVersion",
+	"invalid ownership metadata",
+	"exists and cannot be imported",
+}
+
+// classify marks Helm errors that retrying cannot fix as permanent.
+func classify(err error) error {
+	msg := err.Error()
+	for _, s := range permanentHelmErrors {
+		if strings.Contains(msg, s) {
+			return Permanent(err)
+		}
+	}
+	return err
+}
+
+func isUnknownKind(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "no matches for kind") || strings.Contains(msg, "resource mapping not found")
+}

@@ -1,0 +1,86 @@
+package helmdeployer
+
+import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// restGetter hands Helm one REST config and one discovery cache for the whole agent. Helm's
+// default getter builds a fresh discovery client per action, and discovering every API group
+// under client-side throttling is most of what a deploy costs; here discovery runs once and is
+// refreshed only when a kind is not found (a chart that brings its own CRDs).
+type restGetter struct {
+	cfg       *rest.Config
+	namespace string
+	shared    *discoveryCache
+}
+
+// discoveryCache is shared by every getter of one agent, impersonating or not: what the API
+// serves does not depend on who asks.
+type discoveryCache struct {
+	once      sync.Once
+	err       error
+	discovery discovery.CachedDiscoveryInterface
+	mapper    *restmapper.DeferredDiscoveryRESTMapper
+	cfg       *rest.Config
+}
+
+func newDiscoveryCache(cfg *rest.Config) *discoveryCache {
+	return &discoveryCache{cfg: cfg}
+}
+
+func (d *discoveryCache) init() error {
+	d.once.Do(func() {
+		dc, err := discovery.NewDiscoveryClientForConfig(d.cfg)
+		if err != nil {
+			d.err = err
+			return
+		}
+		d.discovery = memory.NewMemCacheClient(dc)
+		d.mapper = restmapper.NewDeferredDiscoveryRESTMapper(d.discovery)
+	})
+	return d.err
+}
+
+// Reset forgets what discovery found, so kinds added since (CRDs) are seen.
+func (d *discoveryCache) Reset() {
+	if d.init() == nil {
+		d.mapper.Reset()
+	}
+}
+
+func (g *restGetter) ToRESTConfig() (*rest.Config, error) { return rest.CopyConfig(g.cfg), nil }
+
+func (g *restGetter) ToDiscoveryClient() (discovery.CachedDiscoveryInterface, error) {
+	if err := g.shared.init(); err != nil {
+		return nil, err
+	}
+	return g.shared.discovery, nil
+}
+
+func (g *restGetter) ToRESTMapper() (meta.RESTMapper, error) {
+	if err := g.shared.init(); err != nil {
+		return nil, err
+	}
+	return g.shared.mapper, nil
+}
+
+func (g *restGetter) ToRawKubeConfigLoader() clientcmd.ClientConfig {
+	return clientcmd.NewDefaultClientConfig(*clientcmdapi.NewConfig(),
+		&clientcmd.ConfigOverrides{Context: clientcmdapi.Context{Namespace: g.namespace}})
+}
+
+// Discovery returns the agent's shared discovery client and REST mapper.
+func (d *Deployer) Discovery() (discovery.CachedDiscoveryInterface, meta.RESTMapper, error) {
+	if err := d.disc.init(); err != nil {
+		return nil, nil, err
+	}
+	return d.disc.discovery, d.disc.mapper, nil
+}

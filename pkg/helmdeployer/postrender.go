@@ -1,0 +1,117 @@
+package helmdeployer
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/rancher/wrangler/v3/pkg/apply"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/fleetgo/fleet/pkg/render"
+)
+
+// KeepPolicyAnnotation and its value make Helm leave a resource behind on uninstall.
+const (
+	KeepPolicyAnnotation = "helm.sh/resource-policy"
+	KeepPolicy           = "keep"
+)
+
+// SetID is the wrangler object set of a BundleDeployment's resources: every deployed object
+// carries its hash label, which is how the monitor finds what is live (and what is extra).
+func SetID(bundleID string) string { return "fleet-agent-bundle-" + bundleID }
+
+// postRenderer runs kustomize (when the bundle uses it), then stamps every object with the
+// object-set label and annotation of its BundleDeployment and, with keepResources, Helm's keep
+// policy.
+type postRenderer struct {
+	setID     string
+	keep      bool
+	kustomize *render.Kustomizer
+}
+
+func (p *postRenderer) Run(in *bytes.Buffer) (*bytes.Buffer, error) {
+	if p.kustomize != nil {
+		out, err := p.kustomize.Run(in)
+		if err != nil {
+			return nil, err
+		}
+		in = out
+	}
+	labels, annotations, err := apply.GetLabelsAndAnnotations(p.setID, nil)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := ParseManifest(in.String())
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	for _, obj := range objs {
+		l := obj.GetLabels()
+		if l == nil {
+			l = map[string]string{}
+		}
+		for k, v := range labels {
+			l[k] = v
+		}
+		obj.SetLabels(l)
+		a := obj.GetAnnotations()
+		if a == nil {
+			a = map[string]string{}
+		}
+		for k, v := range annotations {
+			a[k] = v
+		}
+		if p.keep {
+			a[KeepPolicyAnnotation] = KeepPolicy
+		}
+		obj.SetAnnotations(a)
+		data, err := yaml.Marshal(obj.Object)
+		if err != nil {
+			return nil, err
+		}
+		out.WriteString("---\n")
+		out.Write(data)
+	}
+	return &out, nil
+}
+
+// ParseManifest splits a YAML stream into objects, skipping empty documents; a List's items
+// are returned one by one.
+func ParseManifest(manifest string) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifest), 4096)
+	var out []*unstructured.Unstructured
+	for i := 0; ; i++ {
+		obj := map[string]interface{}{}
+		if err := dec.Decode(&obj); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("manifest document %d: %w", i+1, err)
+		}
+		if len(obj) == 0 {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: obj}
+		if u.IsList() {
+			list, err := u.ToList()
+			if err != nil {
+				return nil, fmt.Errorf("manifest document %d: %w", i+1, err)
+			}
+			for j := range list.Items {
+				out = append(out, &list.Items[j])
+			}
+			continue
+		}
+		out = append(out, u)
+	}
+}
+
+func containsCRD(manifest string) bool {
+	return strings.Contains(manifest, "kind: CustomResourceDefinition")
+}
