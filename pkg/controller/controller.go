@@ -27,8 +27,8 @@ import (
 	"github.com/fleetgo/fleet/pkg/controller/clustergroup"
 	"github.com/fleetgo/fleet/pkg/controller/content"
 	"github.com/fleetgo/fleet/pkg/controller/index"
-	"github.com/fleetgo/fleet/pkg/serve"
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
+	"github.com/fleetgo/fleet/pkg/serve"
 )
 
 // Options configure the manager process.

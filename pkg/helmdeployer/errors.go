@@ -45,6 +45,8 @@ var permanentHelmErrors = []string{
 	"chart requires kubeVersion",
 	"invalid ownership metadata",
 	"exists and cannot be imported",
+	"cannot unmarshal",
+	"cannot be handled as",
 }
 
 // classify marks Helm errors that retrying cannot fix as permanent.

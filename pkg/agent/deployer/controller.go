@@ -218,6 +218,7 @@ func (h *handler) check(bd *fleet.BundleDeployment, rel *helmdeployer.Release, s
 		return
 	}
 	fleet.SetCondition(&status.Conditions, fleet.ConditionMonitored, corev1.ConditionTrue, "", "", now)
+	h.log(bd.Name).WithFields(logrus.Fields{"ready": res.Ready, "nonModified": res.NonModified, "fresh": fresh, "counts": res.Counts}).Debug("checked")
 	res.Apply(status)
 }
 

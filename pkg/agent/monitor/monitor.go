@@ -94,6 +94,10 @@ func (m *Monitor) Check(ctx context.Context, bundleID string, rel *helmdeployer.
 	desired := make([]runtime.Object, 0, len(objs))
 	for _, o := range objs {
 		normalizeDesired(o)
+		// Helm's manifest leaves the release namespace out; the live objects have it.
+		if o.GetNamespace() == "" && m.namespaced(o.GroupVersionKind()) {
+			o.SetNamespace(rel.Namespace)
+		}
 		desired = append(desired, o)
 	}
 	a := m.apply.WithContext(ctx).WithSetID(setID).WithDefaultNamespace(rel.Namespace)
@@ -127,6 +131,15 @@ func (m *Monitor) Check(ctx context.Context, bundleID string, rel *helmdeployer.
 		}
 	}
 	return summarize(desired, plan, opts.IgnoreOptions), nil
+}
+
+// namespaced reports whether a kind is namespaced; unknown kinds count as namespaced.
+func (m *Monitor) namespaced(gvk schema.GroupVersionKind) bool {
+	mapping, err := m.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return true
+	}
+	return mapping.Scope.Name() == meta.RESTScopeNameNamespace
 }
 
 // gvr resolves a kind through the shared (cached) REST mapper.

@@ -13,7 +13,6 @@ import (
 	"github.com/rancher/wrangler/v3/pkg/apply"
 	"github.com/rancher/wrangler/v3/pkg/objectset"
 	wsummary "github.com/rancher/wrangler/v3/pkg/summary"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -114,7 +113,8 @@ func summarize(desired []runtime.Object, plan apply.Plan, ignore *fleet.IgnoreOp
 		a, b := r.Resources[i], r.Resources[j]
 		return a.Kind+"/"+a.Namespace+"/"+a.Name < b.Kind+"/"+b.Namespace+"/"+b.Name
 	})
-	r.Ready = len(r.NonReady) == 0 && r.Counts.Missing == 0
+	// Missing objects are drift (Modified), not unreadiness, as in Fleet.
+	r.Ready = len(r.NonReady) == 0
 	r.NonModified = len(r.Modified) == 0
 	if len(r.NonReady) > summary.MaxNonReady {
 		r.NonReady, r.Incomplete = r.NonReady[:summary.MaxNonReady], true
@@ -221,13 +221,4 @@ func nrKey(n fleet.NonReadyStatus) string { return n.Kind + "/" + n.Namespace + 
 
 func key(gvk schema.GroupVersionKind, ns, name string) string {
 	return gvk.String() + "|" + ns + "|" + name
-}
-
-// namespaceOf returns the object's namespace accessor-safe.
-func namespaceOf(o runtime.Object) string {
-	m, err := meta.Accessor(o)
-	if err != nil {
-		return ""
-	}
-	return m.GetNamespace()
 }

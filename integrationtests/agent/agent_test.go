@@ -1,0 +1,323 @@
+package agent_test
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+)
+
+var _ = Describe("agent", func() {
+	It("deploys raw manifests, reports them Ready and checks in", func(ctx context.Context) {
+		name, ns := unique("raw"), unique("raw-ns")
+		newBundle(name, fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns},
+			Resources:               []fleet.BundleResource{res("cm.yaml", configMap("app-config", "color", "blue")), res("deploy.yaml", deployment("app", ""))},
+		})
+		b := readyAndCurrent(name)
+		Expect(b.Status.Release).To(Equal(ns + "/" + name + ":1"))
+		Expect(b.Status.Ready).To(BeTrue())
+		Expect(b.Status.NonModified).To(BeTrue())
+		Expect(b.Status.ResourceCounts).NotTo(BeNil())
+		Expect(b.Status.ResourceCounts.DesiredReady).To(Equal(2))
+		Expect(b.Status.ResourceCounts.Ready).To(Equal(2))
+		Expect(b.Status.Resources).To(HaveLen(2))
+		Expect(*condition(b, "Deployed")).To(Equal(corev1.ConditionTrue))
+		Expect(*condition(b, "Installed")).To(Equal(corev1.ConditionTrue))
+		Expect(*condition(b, "Monitored")).To(Equal(corev1.ConditionTrue))
+		Expect(cmData(ns, "app-config")()).To(HaveKeyWithValue("color", "blue"))
+		d, err := local.AppsV1().Deployments(ns).Get(ctx, "app", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(d.Status.AvailableReplicas).To(Equal(int32(1)))
+
+		c, err := api.Cluster().Get(fleet.DefaultNamespace, clusterName, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c.Status.Agent.LastSeen.Time).To(BeTemporally("~", time.Now(), time.Minute))
+		Expect(c.Status.Agent.Namespace).To(Equal(agentNS))
+		Expect(c.Status.Agent.ReadyNodes).To(Equal(1))
+	})
+
+	It("reports a Deployment NotReady, then Ready once it can run", func() {
+		name, ns := unique("notready"), unique("notready-ns")
+		newBundle(name, fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns},
+			Resources:               []fleet.BundleResource{res("deploy.yaml", deployment("web", "nowhere: \"true\""))},
+		})
+		Eventually(func(g Gomega) {
+			b := bd(name)
+			g.Expect(b).NotTo(BeNil())
+			g.Expect(b.Status.Display.State).To(Equal(string(fleet.NotReady)))
+			g.Expect(b.Status.NonReadyStatus).To(ContainElement(And(
+				HaveField("Kind", "Deployment"), HaveField("Name", "web"), HaveField("Namespace", ns))))
+			g.Expect(b.Status.ResourceCounts.NotReady).To(Equal(1))
+		}).Should(Succeed())
+		updateBundle(name, func(b *fleet.Bundle) {
+			b.Spec.Resources = []fleet.BundleResource{res("deploy.yaml", deployment("web", ""))}
+		})
+		b := readyAndCurrent(name)
+		Expect(b.Status.NonReadyStatus).To(BeEmpty())
+		Expect(b.Status.Release).To(HaveSuffix(":2"))
+	})
+
+	It("installs a Helm chart with per-cluster templated values and a release name", func() {
+		name, ns := unique("chart"), unique("chart-ns")
+		newBundle(name, fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns, Helm: &fleet.HelmOptions{
+				Chart: "chart", ReleaseName: "my-release",
+				Values: &fleet.GenericMap{Data: map[string]interface{}{"who": "{{ .ClusterName }}-{{ .ClusterLabels.env }}"}},
+			}},
+			Resources: []fleet.BundleResource{
+				res("chart/Chart.yaml", "apiVersion: v2\nname: demo\nversion: 0.1.0\n"),
+				res("chart/values.yaml", "who: nobody\nsize: small\n"),
+				res("chart/templates/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cm\ndata:\n  who: {{ .Values.who | quote }}\n  size: {{ .Values.size | quote }}\n"),
+			},
+		})
+		b := readyAndCurrent(name)
+		Expect(b.Status.Release).To(Equal(ns + "/my-release:1"))
+		Expect(cmData(ns, "my-release-cm")()).To(And(HaveKeyWithValue("who", clusterName+"-test"), HaveKeyWithValue("size", "small")))
+	})
+
+	It("post-renders with kustomize and applies yaml overlays", func() {
+		kname, oname, ns := unique("kust"), unique("overlay"), unique("kust-ns")
+		newBundle(kname, fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns},
+			Resources: []fleet.BundleResource{
+				res("base.yaml", configMap("kcm", "from", "base")),
+				res("kustomization.yaml", "resources:\n- base.yaml\nnamePrefix: prod-\ncommonLabels:\n  tier: prod\n"),
+			},
+		})
+		newBundle(oname, fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns, YAML: &fleet.YAMLOptions{Overlays: []string{"edge"}}},
+			Resources: []fleet.BundleResource{
+				res("ocm.yaml", configMap("ocm", "from", "base")),
+				res("overlays/edge/ocm_patch.yaml", "data:\n  from: edge\n"),
+			},
+		})
+		readyAndCurrent(kname)
+		readyAndCurrent(oname)
+		Expect(cmData(ns, "prod-kcm")()).To(HaveKeyWithValue("from", "base"))
+		cm, err := local.CoreV1().ConfigMaps(ns).Get(context.Background(), "prod-kcm", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cm.Labels).To(HaveKeyWithValue("tier", "prod"))
+		Expect(cmData(ns, "ocm")()).To(HaveKeyWithValue("from", "edge"))
+	})
+
+	It("redeploys when a valuesFrom ConfigMap changes", func(ctx context.Context) {
+		name, ns := unique("valuesfrom"), unique("vf-ns")
+		_, err := local.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = local.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "values"},
+			Data: map[string]string{"values.yaml": "greeting: hi\n"}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		newBundle(name, fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns, Helm: &fleet.HelmOptions{
+				Chart:      "chart",
+				Values:     &fleet.GenericMap{Data: map[string]interface{}{"greeting": "inline", "other": "inline"}},
+				ValuesFrom: []fleet.ValuesFrom{{ConfigMapKeyRef: &fleet.ConfigMapKeySelector{Name: "values"}}},
+			}},
+			Resources: []fleet.BundleResource{
+				res("chart/Chart.yaml", "apiVersion: v2\nname: vf\nversion: 0.1.0\n"),
+				res("chart/templates/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: greeting\ndata:\n  greeting: {{ .Values.greeting | quote }}\n  other: {{ .Values.other | quote }}\n"),
+			},
+		})
+		readyAndCurrent(name)
+		Expect(cmData(ns, "greeting")()).To(And(HaveKeyWithValue("greeting", "hi"), HaveKeyWithValue("other", "inline")))
+		_, err = local.CoreV1().ConfigMaps(ns).Update(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "values", Namespace: ns},
+			Data: map[string]string{"values.yaml": "greeting: hello\n"}}, metav1.UpdateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(cmData(ns, "greeting")).Should(HaveKeyWithValue("greeting", "hello"))
+		Eventually(func() string { return bd(name).Status.Release }).Should(HaveSuffix(":2"))
+	})
+
+	It("reports drift, then corrects it when correctDrift is enabled", func(ctx context.Context) {
+		name, ns := unique("drift"), unique("drift-ns")
+		newBundle(name, fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns},
+			Resources:               []fleet.BundleResource{res("cm.yaml", configMap("drifty", "a", "1")), res("cm2.yaml", configMap("gone", "b", "2"))},
+		})
+		readyAndCurrent(name)
+		patch := []byte(`{"data":{"a":"changed"}}`)
+		_, err := local.CoreV1().ConfigMaps(ns).Patch(ctx, "drifty", types.MergePatchType, patch, metav1.PatchOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(local.CoreV1().ConfigMaps(ns).Delete(ctx, "gone", metav1.DeleteOptions{})).To(Succeed())
+		Eventually(func(g Gomega) {
+			b := bd(name)
+			g.Expect(b.Status.Display.State).To(Equal(string(fleet.Modified)))
+			g.Expect(b.Status.NonModified).To(BeFalse())
+			g.Expect(b.Status.ModifiedStatus).To(ContainElement(And(HaveField("Name", "drifty"), HaveField("Exist", true),
+				HaveField("Patch", ContainSubstring(`"a":"1"`)))))
+			g.Expect(b.Status.ModifiedStatus).To(ContainElement(And(HaveField("Name", "gone"), HaveField("Create", true))))
+		}).Should(Succeed())
+
+		updateBundle(name, func(b *fleet.Bundle) { b.Spec.CorrectDrift = &fleet.CorrectDrift{Enabled: true} })
+		Eventually(cmData(ns, "drifty")).Should(HaveKeyWithValue("a", "1"))
+		Eventually(cmData(ns, "gone")).Should(HaveKeyWithValue("b", "2"))
+		b := readyAndCurrent(name)
+		Expect(b.Status.ModifiedStatus).To(BeEmpty())
+	})
+
+	It("does not report a mutation that comparePatches ignore", func(ctx context.Context) {
+		name, ns := unique("compare"), unique("compare-ns")
+		newBundle(name, fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns, Diff: &fleet.DiffOptions{ComparePatches: []fleet.ComparePatch{{
+				APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: "scaled", JSONPointers: []string{"/spec/replicas"},
+			}}}},
+			Resources: []fleet.BundleResource{res("deploy.yaml", deployment("scaled", "")), res("cm.yaml", configMap("watched", "a", "1"))},
+		})
+		readyAndCurrent(name)
+		// What an autoscaler does: ignored by the comparePatch.
+		_, err := local.AppsV1().Deployments(ns).Patch(ctx, "scaled", types.MergePatchType, []byte(`{"spec":{"replicas":2}}`), metav1.PatchOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Consistently(func() string { return bd(name).Status.Display.State }, 8*time.Second, 500*time.Millisecond).Should(Equal(string(fleet.Ready)))
+		// The same kind of change elsewhere is drift, so the check above could fail.
+		_, err = local.CoreV1().ConfigMaps(ns).Patch(ctx, "watched", types.MergePatchType, []byte(`{"data":{"a":"2"}}`), metav1.PatchOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(state(name)).Should(Equal(string(fleet.Modified)))
+		Expect(bd(name).Status.ModifiedStatus).To(ConsistOf(HaveField("Name", "watched")))
+	})
+
+	It("deploys a bundle only once the bundles it depends on are Ready", func() {
+		first, second, ns := unique("dep-first"), unique("dep-second"), unique("dep-ns")
+		newBundle(first, fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns},
+			Resources:               []fleet.BundleResource{res("deploy.yaml", deployment("base", "nowhere: \"true\""))},
+		})
+		newBundle(second, fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns},
+			DependsOn:               []fleet.BundleRef{{Name: first}},
+			Resources:               []fleet.BundleResource{res("cm.yaml", configMap("after", "x", "y"))},
+		})
+		Eventually(func(g Gomega) {
+			b := bd(second)
+			g.Expect(b).NotTo(BeNil())
+			g.Expect(b.Status.Display.State).To(Equal(string(fleet.WaitApplied)))
+			g.Expect(b.Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring("waiting for dependencies"))))
+		}).Should(Succeed())
+		Consistently(cmData(ns, "after"), 4*time.Second, 500*time.Millisecond).Should(BeNil())
+		updateBundle(first, func(b *fleet.Bundle) {
+			b.Spec.Resources = []fleet.BundleResource{res("deploy.yaml", deployment("base", ""))}
+		})
+		readyAndCurrent(first)
+		readyAndCurrent(second)
+		Expect(cmData(ns, "after")()).To(HaveKeyWithValue("x", "y"))
+	})
+
+	It("uninstalls when the bundle goes away, leaving resources it must keep", func(ctx context.Context) {
+		gone, kept, ns := unique("gone"), unique("kept"), unique("uninstall-ns")
+		newBundle(gone, fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns},
+			Resources: []fleet.BundleResource{res("cm.yaml", configMap("gone-cm"))}})
+		newBundle(kept, fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns, KeepResources: true},
+			Resources: []fleet.BundleResource{res("cm.yaml", configMap("kept-cm"))}})
+		readyAndCurrent(gone)
+		readyAndCurrent(kept)
+		Expect(api.Bundle().Delete(fleet.DefaultNamespace, gone, nil)).To(Succeed())
+		Expect(api.Bundle().Delete(fleet.DefaultNamespace, kept, nil)).To(Succeed())
+		Eventually(cmData(ns, "gone-cm")).Should(BeNil())
+		Eventually(func() int {
+			s, err := local.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm"})
+			Expect(err).NotTo(HaveOccurred())
+			return len(s.Items)
+		}).Should(BeZero())
+		Expect(cmData(ns, "kept-cm")()).NotTo(BeNil())
+	})
+
+	It("reports errors only the user can fix and keeps deploying other bundles", func() {
+		broken, wrongType, unknownKind, good, ns := unique("broken"), unique("wrongtype"), unique("unknownkind"), unique("good"), unique("bad-ns")
+		chart := func(tpl string) []fleet.BundleResource {
+			return []fleet.BundleResource{res("chart/Chart.yaml", "apiVersion: v2\nname: bad\nversion: 0.1.0\n"), res("chart/templates/t.yaml", tpl)}
+		}
+		newBundle(broken, fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns, Helm: &fleet.HelmOptions{Chart: "chart"}},
+			Resources: chart("{{ .Values.missing.deeper }}\n")})
+		newBundle(wrongType, fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns, Helm: &fleet.HelmOptions{Chart: "chart",
+			Values: &fleet.GenericMap{Data: map[string]interface{}{"replicas": "many"}}}},
+			Resources: chart("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: typed\nspec:\n  replicas: {{ .Values.replicas }}\n  selector: {matchLabels: {a: b}}\n  template:\n    metadata: {labels: {a: b}}\n    spec: {containers: [{name: c, image: i}]}\n")})
+		newBundle(unknownKind, fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns},
+			Resources: []fleet.BundleResource{res("thing.yaml", "apiVersion: example.com/v1\nkind: Gadget\nmetadata:\n  name: g\n")}})
+		newBundle(good, fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns},
+			Resources: []fleet.BundleResource{res("cm.yaml", configMap("fine"))}})
+		for name, want := range map[string]string{broken: "nil pointer", wrongType: "replicas", unknownKind: "Gadget"} {
+			Eventually(func(g Gomega) {
+				b := bd(name)
+				g.Expect(b).NotTo(BeNil())
+				g.Expect(b.Status.Display.State).To(Equal(string(fleet.ErrApplied)))
+				g.Expect(b.Status.Conditions).To(ContainElement(And(HaveField("Type", "Installed"), HaveField("Status", corev1.ConditionFalse),
+					HaveField("Message", ContainSubstring(want)))))
+			}).Should(Succeed(), "bundle %s", name)
+		}
+		readyAndCurrent(good)
+	})
+
+	It("recovers a release left pending by an agent killed mid-upgrade", func(ctx context.Context) {
+		name, ns := unique("pending"), unique("pending-ns")
+		newBundle(name, fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns},
+			Resources: []fleet.BundleResource{res("cm.yaml", configMap("p", "v", "1"))}})
+		readyAndCurrent(name)
+		stopAgent()
+		// What a kill during an upgrade leaves behind: the newest revision pending-upgrade.
+		store := storage.Init(driver.NewSecrets(local.CoreV1().Secrets(ns)))
+		last, err := store.Last(name)
+		Expect(err).NotTo(HaveOccurred())
+		last.Info.Status = release.StatusPendingUpgrade
+		Expect(store.Update(last)).To(Succeed())
+
+		updateBundle(name, func(b *fleet.Bundle) {
+			b.Spec.Resources = []fleet.BundleResource{res("cm.yaml", configMap("p", "v", "2"))}
+		})
+		startAgent()
+		Eventually(cmData(ns, "p")).Should(HaveKeyWithValue("v", "2"))
+		b := readyAndCurrent(name)
+		Expect(b.Status.Release).To(Equal(ns + "/" + name + ":2"))
+		rel, err := store.Get(name, 1)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rel.Info.Status).NotTo(Equal(release.StatusPendingUpgrade))
+	})
+
+	It("uninstalls releases of BundleDeployments deleted while the agent was down", func() {
+		name, ns := unique("orphan"), unique("orphan-ns")
+		newBundle(name, fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns},
+			Resources: []fleet.BundleResource{res("cm.yaml", configMap("orphan-cm"))}})
+		readyAndCurrent(name)
+		stopAgent()
+		Expect(api.Bundle().Delete(fleet.DefaultNamespace, name, nil)).To(Succeed())
+		Eventually(func() bool { return bd(name) == nil }).Should(BeTrue())
+		startAgent()
+		Eventually(cmData(ns, "orphan-cm")).Should(BeNil())
+	})
+})
+
+var _ = Describe("agent input errors", func() {
+	It("names the missing valuesFrom source and deploys once it exists", func(ctx context.Context) {
+		name, ns := unique("vf-missing"), unique("vfm-ns")
+		newBundle(name, fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns, Helm: &fleet.HelmOptions{
+				ValuesFrom: []fleet.ValuesFrom{{SecretKeyRef: &fleet.SecretKeySelector{Name: "later", Key: "v.yaml"}}}}},
+			Resources: []fleet.BundleResource{res("cm.yaml", configMap("vfm"))},
+		})
+		Eventually(func(g Gomega) {
+			b := bd(name)
+			g.Expect(b).NotTo(BeNil())
+			g.Expect(b.Status.Display.State).To(Equal(string(fleet.ErrApplied)))
+			g.Expect(b.Status.Display.Deployed).To(And(ContainSubstring("helm.valuesFrom[0].secretKeyRef"), ContainSubstring(ns+"/later")))
+		}).Should(Succeed())
+		_, err := local.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			Expect(err).NotTo(HaveOccurred())
+		}
+		_, err = local.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "later"},
+			Data: map[string][]byte{"v.yaml": []byte("k: v\n")}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		readyAndCurrent(name)
+		Expect(strings.HasSuffix(bd(name).Status.Release, ":1")).To(BeTrue())
+	})
+})

@@ -1,0 +1,109 @@
+// Package agent_test runs the manager's controllers against a real manager apiserver and the
+// agent against a real downstream cluster (scheduler and kwok, so workloads become Ready). The
+// tests write Bundles on the manager and read what the agent deployed downstream and the status
+// it reported upstream.
+package agent_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/sirupsen/logrus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/fleetgo/fleet/integrationtests/testenv"
+	"github.com/fleetgo/fleet/pkg/agent"
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/config"
+	"github.com/fleetgo/fleet/pkg/controller"
+	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/localcluster"
+)
+
+func TestAgent(t *testing.T) {
+	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(60 * time.Second)
+	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
+	if os.Getenv("AGENT_DEBUG") != "" {
+		logrus.SetLevel(logrus.DebugLevel)
+	}
+	RunSpecs(t, "fleet agent")
+}
+
+const (
+	clusterName = "downstream"
+	agentNS     = "cattle-fleet-system"
+)
+
+var (
+	manager, downstream *localcluster.Cluster
+	api                 fleetcontrollers.Interface
+	local               kubernetes.Interface
+	clusterNS           string
+	stopAgent           context.CancelFunc
+)
+
+var _ = BeforeSuite(func(ctx context.Context) {
+	var err error
+	manager, api, err = testenv.StartWithCRDs(ctx, "manager")
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(manager.Stop)
+	downstream, err = localcluster.Start(ctx, localcluster.Options{Name: "downstream", Tier: localcluster.Workloads})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(downstream.Stop)
+	local, err = downstream.Clientset()
+	Expect(err).NotTo(HaveOccurred())
+
+	cfg, _ := config.Parse(`{"agentCheckinInterval":"2s"}`)
+	config.Set(cfg)
+	runCtx, cancel := context.WithCancel(context.Background())
+	DeferCleanup(cancel)
+	go func() {
+		defer GinkgoRecover()
+		Expect(controller.Run(runCtx, manager.RESTConfig(), controller.Options{SystemNamespace: "cattle-fleet-system", Workers: 4})).To(Succeed())
+	}()
+
+	Eventually(func() error {
+		_, err := api.Cluster().Create(&fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: clusterName, Namespace: fleet.DefaultNamespace,
+			Labels: map[string]string{"env": "test"}}})
+		return err
+	}).Should(Succeed())
+	Eventually(func() string {
+		c, err := api.Cluster().Get(fleet.DefaultNamespace, clusterName, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		return c.Status.Namespace
+	}).ShouldNot(BeEmpty())
+	c, _ := api.Cluster().Get(fleet.DefaultNamespace, clusterName, metav1.GetOptions{})
+	clusterNS = c.Status.Namespace
+	startAgent()
+	DeferCleanup(func() { stopAgent() })
+}, NodeTimeout(5*time.Minute))
+
+// startAgent runs the agent in-process with the manager's admin credential (registration and
+// the agent's own credential are another suite's concern).
+func startAgent() {
+	ctx, cancel := context.WithCancel(context.Background())
+	stopAgent = cancel
+	go func() {
+		defer GinkgoRecover()
+		Expect(agent.Run(ctx, manager.RESTConfig(), downstream.RESTConfig(), agent.Options{
+			Namespace: agentNS, ClusterNamespace: clusterNS, ClusterName: clusterName, ClusterObjectNamespace: fleet.DefaultNamespace,
+			CheckinInterval: 2 * time.Second, MonitorInterval: 3 * time.Second, GCInterval: 5 * time.Second, Workers: 4,
+		})).To(Succeed())
+	}()
+}
+
+var _ = ReportAfterEach(func(r SpecReport) {
+	if r.Failed() {
+		for _, c := range []*localcluster.Cluster{manager, downstream} {
+			if c != nil {
+				c.WriteLogTails(GinkgoWriter, 20)
+			}
+		}
+	}
+})
