@@ -1,0 +1,80 @@
+package helmdeployer
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/rancher/wrangler/v3/pkg/apply"
+)
+
+func TestClassify(t *testing.T) {
+	cases := []struct {
+		msg       string
+		permanent bool
+	}{
+		{`template: bad/templates/t.yaml:1:10: executing "bad/templates/t.yaml" at <.Values.missing.deeper>: nil pointer evaluating interface {}.deeper`, true},
+		{`unable to build kubernetes objects from release manifest: resource mapping not found for name: "g": no matches for kind "Gadget"`, true},
+		{`failed to create resource: Deployment in version "v1" cannot be handled as a Deployment: json: cannot unmarshal string`, true},
+		{`cannot patch "x" with kind Job: Job.batch "x" is invalid: spec.template: field is immutable`, true},
+		{`Get "https://127.0.0.1:6443/api": dial tcp 127.0.0.1:6443: connect: connection refused`, false},
+		{`context deadline exceeded`, false},
+	}
+	for _, c := range cases {
+		err := classify(errors.New(c.msg))
+		if IsPermanent(err) != c.permanent {
+			t.Errorf("classify(%q): permanent = %v, want %v", c.msg, IsPermanent(err), c.permanent)
+		}
+		if err.Error() != c.msg {
+			t.Errorf("classify changed the message: %q", err.Error())
+		}
+	}
+	wrapped := fmt.Errorf("deploying: %w", Permanent(errors.New("x")))
+	if !IsPermanent(wrapped) {
+		t.Error("a wrapped permanent error is not permanent")
+	}
+}
+
+func TestParseManifest(t *testing.T) {
+	objs, err := ParseManifest("---\n# only a comment\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Secret, metadata: {name: b}}\n- {apiVersion: v1, kind: Secret, metadata: {name: c}}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, o := range objs {
+		names = append(names, o.GetKind()+"/"+o.GetName())
+	}
+	if got := strings.Join(names, ","); got != "ConfigMap/a,Secret/b,Secret/c" {
+		t.Errorf("objects = %s", got)
+	}
+	if _, err := ParseManifest("a: [unclosed\n"); err == nil || !strings.Contains(err.Error(), "document 1") {
+		t.Errorf("malformed manifest: err = %v", err)
+	}
+}
+
+func TestPostRendererStampsObjects(t *testing.T) {
+	p := &postRenderer{setID: SetID("app"), keep: true}
+	out, err := p.Run(bytes.NewBufferString("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels: {team: x}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := ParseManifest(out.String())
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("objs=%d err=%v", len(objs), err)
+	}
+	labels, annotations, _ := apply.GetLabelsAndAnnotations(SetID("app"), nil)
+	o := objs[0]
+	if o.GetLabels()["team"] != "x" || o.GetLabels()[apply.LabelHash] != labels[apply.LabelHash] {
+		t.Errorf("labels = %v", o.GetLabels())
+	}
+	if o.GetAnnotations()[apply.LabelID] != annotations[apply.LabelID] || o.GetAnnotations()[KeepPolicyAnnotation] != KeepPolicy {
+		t.Errorf("annotations = %v", o.GetAnnotations())
+	}
+	p.keep = false
+	out, _ = p.Run(bytes.NewBufferString("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"))
+	if strings.Contains(out.String(), KeepPolicyAnnotation) {
+		t.Error("keep policy without keepResources")
+	}
+}
