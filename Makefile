@@ -66,6 +66,7 @@ BENCH_CLUSTERS ?= 1000
 bench: build controlplane ## benchmarks: JSON and plots in benchmarks/results (not part of test)
 	$(GO) run ./benchmarks/apply -fleet bin/fleet -out benchmarks/results
 	$(GO) run ./benchmarks/controller -fleet bin/fleet -out benchmarks/results -bundles $(BENCH_BUNDLES) -clusters $(BENCH_CLUSTERS)
+	$(GO) run ./benchmarks/agent -fleet bin/fleet -out benchmarks/results
 
 quickstart: build ## start a management and two downstream clusters in the background
 	dev/up

@@ -35,6 +35,7 @@ import (
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/fleetgo/fleet/benchmarks/proc"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/chartinstall"
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
@@ -238,7 +239,7 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 	}
 	var peak float64
 	for counter.Load() < int64(total) {
-		if rss := peakRSS(cmd.Process.Pid); rss > peak {
+		if rss := proc.PeakRSS(cmd.Process.Pid); rss > peak {
 			peak = rss
 		}
 		if time.Since(start) > 30*time.Minute {
@@ -247,8 +248,8 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 		time.Sleep(200 * time.Millisecond)
 	}
 	took := time.Since(start)
-	cpu := cpuSeconds(cmd.Process.Pid)
-	if rss := peakRSS(cmd.Process.Pid); rss > peak {
+	cpu := proc.CPUSeconds(cmd.Process.Pid)
+	if rss := proc.PeakRSS(cmd.Process.Pid); rss > peak {
 		peak = rss
 	}
 	after, err := writeCounts(ctx, kube)
@@ -417,35 +418,6 @@ func parallel(n, workers int, f func(int) error) error {
 		return err
 	}
 	return nil
-}
-
-// peakRSS reads VmHWM, the process's peak resident memory, in MiB.
-func peakRSS(pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
-			f := strings.Fields(line)
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			return kb / 1024
-		}
-	}
-	return 0
-}
-
-// cpuSeconds reads the process's user and system CPU time.
-func cpuSeconds(pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(data)
-	fields := strings.Fields(s[strings.LastIndex(s, ")")+2:])
-	utime, _ := strconv.ParseFloat(fields[11], 64)
-	stime, _ := strconv.ParseFloat(fields[12], 64)
-	return (utime + stime) / 100 // clock ticks, 100 per second on Linux
 }
 
 func write(out string, res Result) error {

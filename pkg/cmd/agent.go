@@ -3,7 +3,6 @@ package cmd
 import (
 	"fmt"
 
-	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -24,12 +23,7 @@ func newAgent() *cobra.Command {
 		Short: "Run the agent: deploy this cluster's BundleDeployments from the manager and report their status",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if logJSON {
-				logrus.SetFormatter(&logrus.JSONFormatter{})
-			}
-			if debug {
-				logrus.SetLevel(logrus.DebugLevel)
-			}
+			setupLogging(logJSON, debug)
 			if upstreamKubeconfig == "" {
 				return fmt.Errorf("--upstream-kubeconfig is required: the manager's kubeconfig for this cluster")
 			}
@@ -63,7 +57,6 @@ func newAgent() *cobra.Command {
 	fl.BoolVar(&o.LeaderElect, "leader-elect", true, "run only while holding the leader lease in this cluster")
 	fl.StringVar(&o.HealthAddr, "health-addr", ":8082", "address of /healthz and /readyz (empty disables)")
 	fl.StringVar(&o.MetricsAddr, "metrics-addr", ":8083", "address of /metrics (empty disables)")
-	fl.BoolVar(&logJSON, "log-json", false, "log as JSON")
-	fl.BoolVar(&debug, "debug", false, "log at debug level")
+	bindLogging(fl, &logJSON, &debug)
 	return c
 }

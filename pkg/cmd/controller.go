@@ -4,7 +4,6 @@ import (
 	"os"
 	runtimedebug "runtime/debug"
 
-	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
@@ -24,12 +23,7 @@ func newController() *cobra.Command {
 		Short: "Run the manager's controllers against the management cluster",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if logJSON {
-				logrus.SetFormatter(&logrus.JSONFormatter{})
-			}
-			if debug {
-				logrus.SetLevel(logrus.DebugLevel)
-			}
+			setupLogging(logJSON, debug)
 			// The manager's memory is mostly long-lived caches: collecting when the heap grows
 			// by half rather than doubles costs little CPU and saves a quarter of the peak.
 			// GOGC, when set, wins.
@@ -53,8 +47,7 @@ func newController() *cobra.Command {
 	fl.StringVar(&o.ProfileAddr, "profile-addr", "", "address of Go's /debug/pprof/ profiles (empty disables)")
 	fl.Float32Var(&o.QPS, "kube-api-qps", controller.DefaultQPS, "requests per second to the apiserver")
 	fl.IntVar(&o.Burst, "kube-api-burst", controller.DefaultBurst, "burst of requests to the apiserver")
-	fl.BoolVar(&logJSON, "log-json", false, "log as JSON")
-	fl.BoolVar(&debug, "debug", false, "log at debug level")
+	bindLogging(fl, &logJSON, &debug)
 	fl.IntVar(&gcPercent, "gc-percent", 50, "heap growth (percent) that triggers a garbage collection, unless GOGC is set")
 	return c
 }

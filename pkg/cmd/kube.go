@@ -1,7 +1,9 @@
 package cmd
 
 import (
+	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -23,4 +25,20 @@ func (k *kubeFlags) restConfig() (*rest.Config, error) {
 	rules.ExplicitPath = k.kubeconfig
 	overrides := &clientcmd.ConfigOverrides{CurrentContext: k.context}
 	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+}
+
+// bindLogging adds the logging flags of the long-running commands.
+func bindLogging(fl *pflag.FlagSet, logJSON, debug *bool) {
+	fl.BoolVar(logJSON, "log-json", false, "log as JSON")
+	fl.BoolVar(debug, "debug", false, "log at debug level")
+}
+
+// setupLogging applies them.
+func setupLogging(logJSON, debug bool) {
+	if logJSON {
+		logrus.SetFormatter(&logrus.JSONFormatter{})
+	}
+	if debug {
+		logrus.SetLevel(logrus.DebugLevel)
+	}
 }

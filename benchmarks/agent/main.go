@@ -1,0 +1,197 @@
+// Command agent measures `fleet agent`: the time for one BundleDeployment of ten resources to be
+// reported Ready, the time for fifty such BundleDeployments to all be Ready, and the agent's
+// peak RSS and CPU seconds. A real manager apiserver holds the BundleDeployments and Contents
+// (written directly, no manager controllers), a real downstream cluster with a scheduler and kwok
+// runs the workloads, and the agent is the real binary.
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/fleetgo/fleet/benchmarks/proc"
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/chartinstall"
+	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
+	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/localcluster"
+	"github.com/fleetgo/fleet/pkg/target"
+)
+
+// Result is one run.
+type Result struct {
+	Date               string  `json:"date"`
+	ResourcesPerBundle int     `json:"resourcesPerBundle"`
+	OneReadySeconds    float64 `json:"oneBundleDeploymentReadySeconds"`
+	Many               int     `json:"bundleDeployments"`
+	ManyReadySeconds   float64 `json:"allReadySeconds"`
+	AgentPeakRSSMiB    float64 `json:"agentPeakRSSMiB"`
+	AgentCPUSeconds    float64 `json:"agentCPUSeconds"`
+	GoalOneSeconds     float64 `json:"goalOneSeconds"`
+	GoalManySeconds    float64 `json:"goalManySeconds"`
+	GoalPeakRSSMiB     float64 `json:"goalPeakRSSMiB"`
+}
+
+const clusterNS = "cluster-bench"
+
+func main() {
+	fleetBin := flag.String("fleet", "bin/fleet", "fleet binary")
+	out := flag.String("out", "benchmarks/results", "results folder")
+	many := flag.Int("bundles", 50, "BundleDeployments in the second phase")
+	flag.Parse()
+	if err := run(*fleetBin, *out, *many); err != nil {
+		fmt.Fprintln(os.Stderr, "agent benchmark:", err)
+		os.Exit(1)
+	}
+}
+
+func run(fleetBin, out string, many int) error {
+	ctx := context.Background()
+	clusters, err := localcluster.StartAll(ctx, localcluster.Options{Name: "bench-manager"},
+		localcluster.Options{Name: "bench-downstream", Tier: localcluster.Workloads})
+	if err != nil {
+		return err
+	}
+	for _, c := range clusters {
+		defer c.Stop()
+	}
+	mgr, down := clusters[0], clusters[1]
+	if _, err := chartinstall.InstallOrUpgrade(ctx, chartinstall.Options{Kubeconfig: mgr.Kubeconfig, Namespace: "cattle-fleet-system",
+		ReleaseName: "fleet-crd", ChartDir: "charts/fleet-crd", Wait: true}); err != nil {
+		return err
+	}
+	ff, err := fleetfactory.NewFactoryFromConfig(mgr.RESTConfig())
+	if err != nil {
+		return err
+	}
+	api := ff.Fleet().V1alpha1()
+	kube, err := mgr.Clientset()
+	if err != nil {
+		return err
+	}
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterNS}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+
+	logFile, err := os.Create(filepath.Join(os.TempDir(), "fleet-agent-bench.log"))
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	agent := exec.Command(fleetBin, "agent", "--kubeconfig", down.Kubeconfig, "--upstream-kubeconfig", mgr.Kubeconfig,
+		"--cluster-namespace", clusterNS, "--leader-elect=false", "--health-addr=", "--metrics-addr=")
+	agent.Stdout, agent.Stderr = logFile, logFile
+	if err := agent.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = agent.Process.Kill(); _, _ = agent.Process.Wait() }()
+	time.Sleep(2 * time.Second) // the agent's informer is up before the clock starts
+
+	res := Result{Date: time.Now().UTC().Format(time.RFC3339), ResourcesPerBundle: 10, Many: many,
+		GoalOneSeconds: 0.5, GoalManySeconds: 15, GoalPeakRSSMiB: 130}
+	start := time.Now()
+	if err := createDeployment(api, "one"); err != nil {
+		return err
+	}
+	if err := waitReady(ctx, api, 1, 2*time.Minute); err != nil {
+		return err
+	}
+	res.OneReadySeconds = time.Since(start).Seconds()
+	fmt.Printf("one BundleDeployment of 10 resources Ready in %.2fs\n", res.OneReadySeconds)
+
+	start = time.Now()
+	for i := 0; i < many; i++ {
+		if err := createDeployment(api, fmt.Sprintf("many-%02d", i)); err != nil {
+			return err
+		}
+	}
+	if err := waitReady(ctx, api, many+1, 5*time.Minute); err != nil {
+		return err
+	}
+	res.ManyReadySeconds = time.Since(start).Seconds()
+	res.AgentPeakRSSMiB = proc.PeakRSS(agent.Process.Pid)
+	res.AgentCPUSeconds = proc.CPUSeconds(agent.Process.Pid)
+	fmt.Printf("%d BundleDeployments of 10 resources all Ready in %.2fs; agent peak RSS %.0f MiB, CPU %.1f s\n",
+		many, res.ManyReadySeconds, res.AgentPeakRSSMiB, res.AgentCPUSeconds)
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	data, _ := json.MarshalIndent(res, "", "  ")
+	return os.WriteFile(filepath.Join(out, "agent.json"), append(data, '\n'), 0o644)
+}
+
+// createDeployment writes a Content and a BundleDeployment of two Deployments and eight
+// ConfigMaps in their own namespace, as the manager would.
+func createDeployment(api fleetcontrollers.Interface, name string) error {
+	var resources []fleet.BundleResource
+	for i := 0; i < 2; i++ {
+		resources = append(resources, fleet.BundleResource{Name: fmt.Sprintf("deploy-%d.yaml", i), Content: fmt.Sprintf(
+			"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app-%d\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: a%d}\n"+
+				"  template:\n    metadata:\n      labels: {app: a%d}\n    spec:\n      containers:\n      - {name: c, image: example.com/app:1}\n", i, i, i)})
+	}
+	for i := 0; i < 8; i++ {
+		resources = append(resources, fleet.BundleResource{Name: fmt.Sprintf("cm-%d.yaml", i),
+			Content: fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%d\ndata:\n  key: value-%d\n", i, i)})
+	}
+	manifest, err := target.Manifest(resources)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	_, _ = zw.Write(manifest)
+	_ = zw.Close()
+	contentName := target.ContentName(manifest)
+	if _, err := api.Content().Create(&fleet.Content{ObjectMeta: metav1.ObjectMeta{Name: contentName}, Content: buf.Bytes()}); err != nil && !isExists(err) {
+		return err
+	}
+	opts := fleet.BundleDeploymentOptions{DefaultNamespace: "bench-" + name}
+	id, err := target.DeploymentID(contentName, opts)
+	if err != nil {
+		return err
+	}
+	_, err = api.BundleDeployment().Create(&fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: clusterNS},
+		Spec: fleet.BundleDeploymentSpec{Options: opts, StagedOptions: opts, DeploymentID: id, StagedDeploymentID: id}})
+	return err
+}
+
+// waitReady polls until n BundleDeployments report their deploymentID applied and Ready.
+func waitReady(ctx context.Context, api fleetcontrollers.Interface, n int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		list, err := api.BundleDeployment().List(clusterNS, metav1.ListOptions{})
+		if err == nil {
+			ready := 0
+			for _, bd := range list.Items {
+				if bd.Status.AppliedDeploymentID == bd.Spec.DeploymentID && bd.Status.Display.State == string(fleet.Ready) {
+					ready++
+				}
+			}
+			if ready >= n {
+				return nil
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%d of %d BundleDeployments Ready after %s", ready, n, timeout)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func isExists(err error) bool { return apierrors.IsAlreadyExists(err) }
