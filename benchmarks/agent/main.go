@@ -22,9 +22,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fleetgo/fleet/benchmarks/proc"
+	"github.com/fleetgo/fleet/integrationtests/testenv"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
-	"github.com/fleetgo/fleet/pkg/chartinstall"
-	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/localcluster"
 	"github.com/fleetgo/fleet/pkg/target"
@@ -59,24 +58,16 @@ func main() {
 
 func run(fleetBin, out string, many int) error {
 	ctx := context.Background()
-	clusters, err := localcluster.StartAll(ctx, localcluster.Options{Name: "bench-manager"},
-		localcluster.Options{Name: "bench-downstream", Tier: localcluster.Workloads})
+	mgr, api, err := testenv.StartWithCRDs(ctx, "bench-manager")
 	if err != nil {
 		return err
 	}
-	for _, c := range clusters {
-		defer c.Stop()
-	}
-	mgr, down := clusters[0], clusters[1]
-	if _, err := chartinstall.InstallOrUpgrade(ctx, chartinstall.Options{Kubeconfig: mgr.Kubeconfig, Namespace: "cattle-fleet-system",
-		ReleaseName: "fleet-crd", ChartDir: "charts/fleet-crd", Wait: true}); err != nil {
-		return err
-	}
-	ff, err := fleetfactory.NewFactoryFromConfig(mgr.RESTConfig())
+	defer mgr.Stop()
+	down, err := localcluster.Start(ctx, localcluster.Options{Name: "bench-downstream", Tier: localcluster.Workloads})
 	if err != nil {
 		return err
 	}
-	api := ff.Fleet().V1alpha1()
+	defer down.Stop()
 	kube, err := mgr.Clientset()
 	if err != nil {
 		return err

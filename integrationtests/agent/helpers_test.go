@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/fleetgo/fleet/integrationtests/testenv"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
@@ -75,15 +76,7 @@ func newBundle(name string, spec fleet.BundleSpec) {
 }
 
 func updateBundle(name string, mutate func(*fleet.Bundle)) {
-	Eventually(func() error {
-		b, err := api.Bundle().Get(fleet.DefaultNamespace, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		mutate(b)
-		_, err = api.Bundle().Update(b)
-		return err
-	}).Should(Succeed())
+	Expect(testenv.UpdateBundle(api, fleet.DefaultNamespace, name, mutate)).To(Succeed())
 }
 
 // bd returns the BundleDeployment of a bundle on the downstream cluster (nil while missing).
@@ -96,14 +89,14 @@ func bd(name string) *fleet.BundleDeployment {
 	return b
 }
 
-// state is the BundleDeployment's state as the agent reported it, for Eventually.
+// state is the BundleDeployment's state as the agent reported it ("" while it is missing), for
+// Eventually.
 func state(name string) func() string {
 	return func() string {
-		b := bd(name)
-		if b == nil || b.Status.AppliedDeploymentID != b.Spec.DeploymentID && b.Status.Display.State == string(fleet.Ready) {
-			return ""
+		if b := bd(name); b != nil {
+			return b.Status.Display.State
 		}
-		return b.Status.Display.State
+		return ""
 	}
 }
 

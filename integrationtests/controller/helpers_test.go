@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/fleetgo/fleet/integrationtests/testenv"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
@@ -62,15 +63,7 @@ func newBundle(ns, name string, spec fleet.BundleSpec) {
 }
 
 func updateBundle(ns, name string, mutate func(*fleet.Bundle)) {
-	Eventually(func() error {
-		b, err := api.Bundle().Get(ns, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		mutate(b)
-		_, err = api.Bundle().Update(b)
-		return err
-	}).Should(Succeed())
+	Expect(testenv.UpdateBundle(api, ns, name, mutate)).To(Succeed())
 }
 
 // deployments returns the bundle's BundleDeployments by cluster name.

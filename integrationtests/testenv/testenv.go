@@ -10,7 +10,9 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/chartinstall"
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
@@ -72,4 +74,17 @@ func StartWithCRDs(ctx context.Context, name string) (*localcluster.Cluster, fle
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// UpdateBundle applies mutate to the Bundle and writes it, reading it again after a conflict.
+func UpdateBundle(api fleetcontrollers.Interface, ns, name string, mutate func(*fleet.Bundle)) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		b, err := api.Bundle().Get(ns, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		mutate(b)
+		_, err = api.Bundle().Update(b)
+		return err
+	})
 }

@@ -82,8 +82,9 @@ type Input struct {
 	Files render.Files
 	// Options are the promoted options.
 	Options fleet.BundleDeploymentOptions
-	// ForceRecreate deploys even when the release already matches (drift correction).
-	ForceRecreate bool
+	// Values and ValuesHash are what Values returned for Options, read once per deploy.
+	Values     map[string]interface{}
+	ValuesHash string
 }
 
 // Release identifies a Helm release.
@@ -189,10 +190,6 @@ func (d *Deployer) Deploy(ctx context.Context, in Input) (*Release, error) {
 	if err != nil {
 		return nil, Permanent(err)
 	}
-	values, valuesHash, err := d.Values(ctx, &opts)
-	if err != nil {
-		return nil, err
-	}
 	annotateChart(c, in)
 	sa, err := d.serviceAccount(ctx, opts.ServiceAccount)
 	if err != nil {
@@ -209,8 +206,8 @@ func (d *Deployer) Deploy(ctx context.Context, in Input) (*Release, error) {
 	if opts.DeleteNamespace {
 		labels[DeleteNamespaceLabel] = "true"
 	}
-	if valuesHash != "" {
-		labels[ValuesHashLabel] = valuesHash
+	if in.ValuesHash != "" {
+		labels[ValuesHashLabel] = in.ValuesHash
 	}
 	pr := &postRenderer{setID: SetID(in.BundleID), keep: opts.KeepResources, kustomize: post}
 
@@ -246,7 +243,7 @@ func (d *Deployer) Deploy(ctx context.Context, in Input) (*Release, error) {
 		install.SkipSchemaValidation = helmOpts.SkipSchemaValidation
 		install.Labels = labels
 		install.PostRenderer = pr
-		rel, err = install.RunWithContext(ctx, c, values)
+		rel, err = install.RunWithContext(ctx, c, in.Values)
 	} else {
 		upgrade := action.NewUpgrade(ac)
 		upgrade.Namespace = ns
@@ -254,7 +251,7 @@ func (d *Deployer) Deploy(ctx context.Context, in Input) (*Release, error) {
 		upgrade.Wait = timeout > 0
 		upgrade.WaitForJobs = helmOpts.WaitForJobs && upgrade.Wait
 		upgrade.Atomic = helmOpts.Atomic
-		upgrade.Force = helmOpts.Force || in.ForceRecreate
+		upgrade.Force = helmOpts.Force
 		upgrade.TakeOwnership = helmOpts.TakeOwnership
 		upgrade.SkipSchemaValidation = helmOpts.SkipSchemaValidation
 		upgrade.MaxHistory = helmOpts.MaxHistory
@@ -263,7 +260,7 @@ func (d *Deployer) Deploy(ctx context.Context, in Input) (*Release, error) {
 		}
 		upgrade.Labels = labels
 		upgrade.PostRenderer = pr
-		rel, err = upgrade.RunWithContext(ctx, name, c, values)
+		rel, err = upgrade.RunWithContext(ctx, name, c, in.Values)
 	}
 	if err != nil {
 		if isUnknownKind(err) {
@@ -350,23 +347,30 @@ func (d *Deployer) Rollback(ctx context.Context, r *Release, serviceAccount stri
 	return nil
 }
 
-// Releases lists the releases this agent made, in every namespace.
-func (d *Deployer) Releases(ctx context.Context) ([]*Release, error) {
-	ac, err := d.actionConfig("", "")
-	if err != nil {
-		return nil, err
+// Releases returns the newest revision of every release this agent made, in every namespace;
+// with a bundleID, only that BundleDeployment's. The labels select them on the apiserver, so
+// only these releases are fetched and decoded.
+func (d *Deployer) Releases(bundleID string) ([]*Release, error) {
+	query := map[string]string{"owner": "helm", AgentNamespaceLabel: d.agentNamespace}
+	if bundleID != "" {
+		query[BundleIDLabel] = bundleID
 	}
-	list := action.NewList(ac)
-	list.AllNamespaces = true
-	list.All = true
-	list.StateMask = action.ListAll
-	list.Selector = AgentNamespaceLabel + "=" + d.agentNamespace
-	rels, err := list.Run()
+	rels, err := driver.NewSecrets(d.kube.CoreV1().Secrets(metav1.NamespaceAll)).Query(query)
+	if errors.Is(err, driver.ErrReleaseNotFound) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("listing releases: %w", err)
 	}
-	out := make([]*Release, 0, len(rels))
+	newest := map[string]*release.Release{}
 	for _, r := range rels {
+		k := r.Namespace + "/" + r.Name
+		if cur, ok := newest[k]; !ok || r.Version > cur.Version {
+			newest[k] = r
+		}
+	}
+	out := make([]*Release, 0, len(newest))
+	for _, r := range newest {
 		out = append(out, fromHelm(r))
 	}
 	return out, nil

@@ -71,13 +71,3 @@ func readValuesFrom(ctx context.Context, kube kubernetes.Interface, from []fleet
 	}
 	return out, hex.EncodeToString(h.Sum(nil))[:32], nil
 }
-
-// ValuesHash is the current hash of the options' valuesFrom data ("" without valuesFrom), to
-// compare with the hash a release was made with.
-func (d *Deployer) ValuesHash(ctx context.Context, opts *fleet.BundleDeploymentOptions) (string, error) {
-	if opts.Helm == nil || len(opts.Helm.ValuesFrom) == 0 {
-		return "", nil
-	}
-	_, hash, err := d.Values(ctx, opts)
-	return hash, err
-}

@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/lru"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
@@ -23,42 +23,27 @@ const contentCacheSize = 32
 // and keeps the most recently used few decoded.
 type contentCache struct {
 	client fleetcontrollers.ContentClient
-
-	mu    sync.Mutex
-	files map[string]render.Files
-	order []string
+	files  *lru.Cache
 }
 
 func newContentCache(c fleetcontrollers.ContentClient) *contentCache {
-	return &contentCache{client: c, files: map[string]render.Files{}}
+	return &contentCache{client: c, files: lru.New(contentCacheSize)}
 }
 
 // Files returns the bundle files stored in the named Content.
 func (c *contentCache) Files(name string) (render.Files, error) {
-	c.mu.Lock()
-	f, ok := c.files[name]
-	c.mu.Unlock()
-	if ok {
-		return f, nil
+	if f, ok := c.files.Get(name); ok {
+		return f.(render.Files), nil
 	}
 	content, err := c.client.Get(name, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("fetching content %s: %w", name, err)
 	}
-	f, err = decodeContent(content)
+	f, err := decodeContent(content)
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.files[name]; !ok {
-		c.files[name] = f
-		c.order = append(c.order, name)
-		if len(c.order) > contentCacheSize {
-			delete(c.files, c.order[0])
-			c.order = c.order[1:]
-		}
-	}
+	c.files.Add(name, f)
 	return f, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"helm.sh/helm/v3/pkg/release"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -61,8 +62,7 @@ type handler struct {
 	interval time.Duration
 }
 
-// Register starts deploying the namespace's BundleDeployments. It returns the function that
-// asks for a BundleDeployment to be checked again (the monitor's change callback).
+// Register starts deploying the namespace's BundleDeployments.
 func Register(ctx context.Context, d Deps) {
 	h := &handler{ctx: ctx, bds: d.BundleDeployments, contents: newContentCache(d.Contents),
 		deployer: d.Deployer, monitor: d.Monitor, ns: d.Namespace, interval: d.MonitorInterval}
@@ -141,11 +141,12 @@ func (h *handler) deploy(bd *fleet.BundleDeployment, rel *helmdeployer.Release, 
 		return nil, 0, nil
 	}
 	opts := &spec.Options
-	valuesHash, err := h.deployer.ValuesHash(h.ctx, opts)
+	// valuesFrom sources are read on every pass: a change in them is a reason to deploy.
+	values, valuesHash, err := h.deployer.Values(h.ctx, opts)
 	if err != nil {
 		return nil, 0, h.failed(bd, status, err, now)
 	}
-	upToDate := rel != nil && rel.Status == "deployed" && rel.DeploymentID == spec.DeploymentID &&
+	upToDate := rel != nil && rel.Status == release.StatusDeployed && rel.DeploymentID == spec.DeploymentID &&
 		rel.SyncGeneration == opts.ForceSyncGeneration && rel.ValuesHash == valuesHash
 	if upToDate {
 		// The release is what the spec asks for (perhaps the status write after the deploy was
@@ -163,7 +164,7 @@ func (h *handler) deploy(bd *fleet.BundleDeployment, rel *helmdeployer.Release, 
 	}
 	h.log(bd.Name).WithField("deploymentID", spec.DeploymentID).Debug("deploying")
 	deployed, err := h.deployer.Deploy(h.ctx, helmdeployer.Input{BundleID: bd.Name, Commit: bd.Labels[fleet.CommitLabel],
-		DeploymentID: spec.DeploymentID, Files: files, Options: *opts})
+		DeploymentID: spec.DeploymentID, Files: files, Options: *opts, Values: values, ValuesHash: valuesHash})
 	if err != nil {
 		err = h.failed(bd, status, err, now)
 		if helmdeployer.IsPermanent(err) {
@@ -201,9 +202,9 @@ func (h *handler) failed(bd *fleet.BundleDeployment, status *fleet.BundleDeploym
 func (h *handler) check(bd *fleet.BundleDeployment, rel *helmdeployer.Release, status *fleet.BundleDeploymentStatus, fresh bool, now time.Time) {
 	opts := &bd.Spec.Options
 	res, err := h.monitor.Check(h.ctx, bd.Name, rel, opts, fresh)
-	if err == nil && !res.NonModified && driftCorrection(bd) != nil && driftCorrection(bd).Enabled &&
+	cd := driftCorrection(bd)
+	if err == nil && !res.NonModified && cd != nil && cd.Enabled &&
 		status.AppliedDeploymentID == bd.Spec.DeploymentID && !bd.Spec.Paused {
-		cd := driftCorrection(bd)
 		h.log(bd.Name).WithField("release", rel.String()).Info("correcting drift")
 		if rerr := h.deployer.Rollback(h.ctx, rel, opts.ServiceAccount, cd.Force, cd.KeepFailHistory); rerr != nil {
 			h.log(bd.Name).WithError(rerr).Warn("drift correction failed")
@@ -261,15 +262,12 @@ func (h *handler) display(bd *fleet.BundleDeployment, status *fleet.BundleDeploy
 // cleanup uninstalls the releases of a BundleDeployment that no longer exists.
 func (h *handler) cleanup(name string) error {
 	h.monitor.Forget(name)
-	rels, err := h.deployer.Releases(h.ctx)
+	rels, err := h.deployer.Releases(name)
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, r := range rels {
-		if r.BundleID != name {
-			continue
-		}
 		h.log(name).WithField("release", r.String()).Info("uninstalling: bundledeployment deleted")
 		errs = append(errs, h.deployer.Uninstall(h.ctx, r))
 	}

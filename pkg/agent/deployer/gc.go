@@ -31,15 +31,12 @@ func RunGC(ctx context.Context, interval time.Duration, bds fleetcontrollers.Bun
 			return
 		case <-t.C:
 		}
-		rels, err := d.Releases(ctx)
+		rels, err := d.Releases("")
 		if err != nil {
 			logGC().WithError(err).Warn("listing releases")
 			continue
 		}
 		for _, r := range rels {
-			if r.BundleID == "" {
-				continue
-			}
 			if _, err := bds.Cache().Get(namespace, r.BundleID); err == nil {
 				continue
 			}

@@ -118,19 +118,28 @@ func (m *Monitor) Check(ctx context.Context, bundleID string, rel *helmdeployer.
 	if err != nil {
 		return Result{}, fmt.Errorf("comparing release %s with the cluster: %w", rel, err)
 	}
-	if !fresh {
-		return summarize(desired, plan, opts.IgnoreOptions), nil
+	if fresh {
+		// A fresh check follows a deploy: watch the kinds deployed, so later changes are noticed.
+		m.watch(desired)
 	}
-	// Start the watches for these kinds now, so later changes are noticed.
-	for _, o := range desired {
+	return summarize(desired, plan, opts.IgnoreOptions), nil
+}
+
+// watch starts (once per kind) the watches of the kinds among objs.
+func (m *Monitor) watch(objs []runtime.Object) {
+	seen := map[schema.GroupVersionKind]bool{}
+	for _, o := range objs {
 		gvk := o.GetObjectKind().GroupVersionKind()
+		if seen[gvk] {
+			continue
+		}
+		seen[gvk] = true
 		if gvr, ok := m.gvr(gvk); ok {
 			if _, err := m.informers.Get(gvk, gvr); err != nil {
 				logrus.WithError(err).WithField("kind", gvk.String()).Warn("not watching deployed kind")
 			}
 		}
 	}
-	return summarize(desired, plan, opts.IgnoreOptions), nil
 }
 
 // namespaced reports whether a kind is namespaced; unknown kinds count as namespaced.
