@@ -12,14 +12,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,7 +27,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
@@ -69,6 +65,7 @@ const ns = "fleet-default"
 var (
 	profileDir, memLimit string
 	profileSeconds       = 30
+	profileAddr          = "127.0.0.1:6061"
 )
 
 func main() {
@@ -182,7 +179,7 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 	cmd := exec.Command(fleetBin, "controller", "--kubeconfig", mgr.Kubeconfig, "--leader-elect=false",
 		"--health-addr=", "--metrics-addr=", "--workers", strconv.Itoa(workers))
 	if profileDir != "" {
-		cmd.Args = append(cmd.Args, "--profile-addr=127.0.0.1:6061")
+		cmd.Args = append(cmd.Args, "--profile-addr="+profileAddr)
 	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if memLimit != "" {
@@ -221,7 +218,7 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 		return err
 	}
 	defer stop()
-	before, err := writeCounts(ctx, kube)
+	before, err := proc.WriteCounts(ctx, kube)
 	if err != nil {
 		return err
 	}
@@ -252,7 +249,7 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 	if rss := proc.PeakRSS(cmd.Process.Pid); rss > peak {
 		peak = rss
 	}
-	after, err := writeCounts(ctx, kube)
+	after, err := proc.WriteCounts(ctx, kube)
 	if err != nil {
 		return err
 	}
@@ -264,10 +261,10 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 	}
 	if profileDir != "" {
 		<-cpuDone
-		if err := saveProfile(profileDir, "heap?gc=1", "heap.pprof"); err != nil {
+		if err := proc.SaveProfile(profileAddr, profileDir, "heap?gc=1", "heap.pprof"); err != nil {
 			return err
 		}
-		if err := saveProfile(profileDir, "heap?debug=1", "memstats.txt"); err != nil {
+		if err := proc.SaveProfile(profileAddr, profileDir, "heap?debug=1", "memstats.txt"); err != nil {
 			return err
 		}
 		if log, err := os.ReadFile(logPath); err == nil {
@@ -291,46 +288,9 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 	return write(out, res)
 }
 
-// writeCounts reads the apiserver's count of mutating requests by verb and resource.
-func writeCounts(ctx context.Context, kube *kubernetes.Clientset) (map[string]int, error) {
-	data, err := kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]int{}
-	for _, line := range strings.Split(string(data), "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
-			continue
-		}
-		labels := line[strings.Index(line, "{")+1 : strings.LastIndex(line, "}")]
-		get := func(k string) string {
-			for _, kv := range strings.Split(labels, ",") {
-				if v, ok := strings.CutPrefix(kv, k+"=\""); ok {
-					return strings.TrimSuffix(v, "\"")
-				}
-			}
-			return ""
-		}
-		verb := get("verb")
-		if verb != "POST" && verb != "PUT" && verb != "PATCH" && verb != "DELETE" {
-			continue
-		}
-		key := verb + " " + get("resource")
-		if sub := get("subresource"); sub != "" {
-			key += "/" + sub
-		}
-		if code := get("code"); !strings.HasPrefix(code, "2") {
-			key += " " + code
-		}
-		n, _ := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
-		out[key] += int(n)
-	}
-	return out, nil
-}
-
 // saveCPUProfile records the controller's CPU profile from the start of the run.
 func saveCPUProfile(dir string) error {
-	return saveProfile(dir, fmt.Sprintf("profile?seconds=%d", profileSeconds), "cpu.pprof")
+	return proc.SaveProfile(profileAddr, dir, fmt.Sprintf("profile?seconds=%d", profileSeconds), "cpu.pprof")
 }
 
 func benchBundle(i int) *fleet.Bundle {
@@ -445,23 +405,4 @@ func write(out string, res Result) error {
 	p.Add(bars)
 	p.NominalX("raw parallel client", "fleet controller")
 	return p.Save(5*vg.Inch, 4*vg.Inch, base+".png")
-}
-
-// saveProfile stores one of the controller's profiles for `go tool pprof`.
-func saveProfile(dir, query, file string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	resp, err := http.Get("http://127.0.0.1:6061/debug/pprof/" + query)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	f, err := os.Create(filepath.Join(dir, file))
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	_, err = io.Copy(f, resp.Body)
-	return err
 }

@@ -1,11 +1,18 @@
-// Package proc reads a running process's resource use from /proc, for the benchmarks.
+// Package proc reads, for the benchmarks, a running process's resource use from /proc and its Go
+// profiles, and an apiserver's count of writes.
 package proc
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+
+	"k8s.io/client-go/kubernetes"
 )
 
 // PeakRSS is the process's peak resident set size (VmHWM) in MiB; 0 when unreadable.
@@ -35,4 +42,61 @@ func CPUSeconds(pid int) float64 {
 	utime, _ := strconv.ParseFloat(fields[11], 64)
 	stime, _ := strconv.ParseFloat(fields[12], 64)
 	return (utime + stime) / 100 // clock ticks, 100 per second on Linux
+}
+
+// SaveProfile stores one of a process's Go profiles, served by net/http/pprof at addr, in
+// dir/file for `go tool pprof`.
+func SaveProfile(addr, dir, query, file string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	resp, err := http.Get("http://" + addr + "/debug/pprof/" + query)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(filepath.Join(dir, file))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(f, resp.Body)
+	return err
+}
+
+// WriteCounts reads the apiserver's count of mutating requests by verb and resource.
+func WriteCounts(ctx context.Context, kube kubernetes.Interface) (map[string]int, error) {
+	data, err := kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		labels := line[strings.Index(line, "{")+1 : strings.LastIndex(line, "}")]
+		get := func(k string) string {
+			for _, kv := range strings.Split(labels, ",") {
+				if v, ok := strings.CutPrefix(kv, k+"=\""); ok {
+					return strings.TrimSuffix(v, "\"")
+				}
+			}
+			return ""
+		}
+		verb := get("verb")
+		if verb != "POST" && verb != "PUT" && verb != "PATCH" && verb != "DELETE" {
+			continue
+		}
+		key := verb + " " + get("resource")
+		if sub := get("subresource"); sub != "" {
+			key += "/" + sub
+		}
+		if code := get("code"); !strings.HasPrefix(code, "2") {
+			key += " " + code
+		}
+		n, _ := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
+		out[key] += int(n)
+	}
+	return out, nil
 }

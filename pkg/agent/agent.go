@@ -48,14 +48,23 @@ type Options struct {
 	LeaderElect bool
 	// HealthAddr serves /healthz and /readyz; MetricsAddr serves /metrics. Empty disables.
 	HealthAddr, MetricsAddr string
+	// ProfileAddr serves Go's runtime profiles under /debug/pprof/. Empty (the default) disables.
+	ProfileAddr string
 }
 
 // Local client rates: Helm builds and applies many objects per release, and the agent's own
 // cluster is not shared with thousands of other clients, so client-side throttling would only
 // slow deploys down.
+//
+// Manager client rates: the agent's writes there are its own BundleDeployments' status (about
+// two per rollout) and its heartbeat, and the manager's API Priority and Fairness shares the
+// server between agents. client-go's default of 5 per second would hold a rollout of fifty
+// bundles back by twenty seconds.
 const (
-	localQPS   = 200
-	localBurst = 400
+	localQPS      = 200
+	localBurst    = 400
+	upstreamQPS   = 50
+	upstreamBurst = 100
 )
 
 // Run runs the agent until ctx ends. upstream reaches the manager, local the agent's cluster.
@@ -68,6 +77,10 @@ func Run(ctx context.Context, upstream, local *rest.Config, o Options) error {
 	}
 	local = rest.CopyConfig(local)
 	local.QPS, local.Burst = localQPS, localBurst
+	upstream = rest.CopyConfig(upstream)
+	if upstream.QPS == 0 && upstream.RateLimiter == nil {
+		upstream.QPS, upstream.Burst = upstreamQPS, upstreamBurst
+	}
 	kube, err := kubernetes.NewForConfig(local)
 	if err != nil {
 		return err
@@ -75,6 +88,7 @@ func Run(ctx context.Context, upstream, local *rest.Config, o Options) error {
 	var ready atomic.Bool
 	serve.Run(ctx, o.HealthAddr, serve.Health(&ready))
 	serve.Run(ctx, o.MetricsAddr, serve.Metrics())
+	serve.Run(ctx, o.ProfileAddr, serve.Profiles())
 
 	if err := ensureNamespace(ctx, kube, o.Namespace); err != nil {
 		return err

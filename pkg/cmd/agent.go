@@ -57,6 +57,7 @@ func newAgent() *cobra.Command {
 	fl.BoolVar(&o.LeaderElect, "leader-elect", true, "run only while holding the leader lease in this cluster")
 	fl.StringVar(&o.HealthAddr, "health-addr", ":8082", "address of /healthz and /readyz (empty disables)")
 	fl.StringVar(&o.MetricsAddr, "metrics-addr", ":8083", "address of /metrics (empty disables)")
+	fl.StringVar(&o.ProfileAddr, "profile-addr", "", "address of Go's /debug/pprof/ profiles (empty disables)")
 	bindLogging(fl, &logJSON, &debug)
 	return c
 }

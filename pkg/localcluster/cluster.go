@@ -398,6 +398,9 @@ func (s *starter) writeKubeconfig() error {
 	return nil
 }
 
+// Client rates of the simulated cluster's controller manager and scheduler.
+const unthrottledQPS, unthrottledBurst = "5000", "10000"
+
 func (s *starter) controllerManager() error {
 	p, err := s.run("kube-controller-manager",
 		"--kubeconfig="+s.c.Kubeconfig,
@@ -407,6 +410,10 @@ func (s *starter) controllerManager() error {
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--controllers=*,-nodeipam,-service-lb-controller,-cloud-node-lifecycle-controller",
+		// One machine simulating a cluster: client-side throttling at the default 20 requests
+		// per second would make the cluster's own controllers, not the code under test, the
+		// slowest part of every rollout (kwokctl's --disable-qps-limits does the same).
+		"--kube-api-qps="+unthrottledQPS, "--kube-api-burst="+unthrottledBurst,
 	)
 	if err != nil {
 		return err
@@ -428,6 +435,7 @@ func (s *starter) scheduler() error {
 		"--kubeconfig="+s.c.Kubeconfig,
 		"--leader-elect=false",
 		"--secure-port=0",
+		"--kube-api-qps="+unthrottledQPS, "--kube-api-burst="+unthrottledBurst,
 	)
 	if err != nil {
 		return err
