@@ -40,5 +40,9 @@ func setupLogging(logJSON, debug bool) {
 	}
 	if debug {
 		logrus.SetLevel(logrus.DebugLevel)
+		if !logJSON {
+			// Debugging is mostly about timing: show milliseconds.
+			logrus.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: "15:04:05.000"})
+		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
@@ -137,6 +138,9 @@ func (d *Deployer) actionConfig(namespace, serviceAccount string) (*action.Confi
 	getter := &restGetter{cfg: cfg, namespace: namespace, shared: d.disc}
 	if err := ac.Init(getter, namespace, "secret", func(string, ...interface{}) {}); err != nil {
 		return nil, err
+	}
+	if kc, ok := ac.KubeClient.(*kube.Client); ok {
+		kc.Factory = &sharedValidators{Factory: kc.Factory, shared: d.disc}
 	}
 	return ac, nil
 }

@@ -3,6 +3,7 @@ package helmdeployer
 import (
 	"sync"
 
+	"helm.sh/helm/v3/pkg/kube"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -10,6 +11,8 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+	"k8s.io/kubectl/pkg/validation"
 )
 
 // restGetter hands Helm one REST config and one discovery cache for the whole agent. Helm's
@@ -30,6 +33,14 @@ type discoveryCache struct {
 	discovery discovery.CachedDiscoveryInterface
 	mapper    *restmapper.DeferredDiscoveryRESTMapper
 	cfg       *rest.Config
+
+	// validators are Helm's manifest validators by directive. kubectl's factory builds a new
+	// one, with empty caches, for every Build: each install or upgrade then fetched and
+	// parsed the OpenAPI v3 documents of every group it touched (core/v1 alone is megabytes),
+	// which was most of the agent's allocations and of its peak memory with many deploys at
+	// once. The answers depend only on the cluster's API, so one set serves every release.
+	mu         sync.Mutex
+	validators map[string]validation.Schema
 }
 
 func newDiscoveryCache(cfg *rest.Config) *discoveryCache {
@@ -54,6 +65,37 @@ func (d *discoveryCache) Reset() {
 	if d.init() == nil {
 		d.mapper.Reset()
 	}
+	d.mu.Lock()
+	d.validators = nil
+	d.mu.Unlock()
+}
+
+// validator is the shared validator for a directive, built with the agent's own credentials.
+func (d *discoveryCache) validator(directive string) (validation.Schema, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if v, ok := d.validators[directive]; ok {
+		return v, nil
+	}
+	v, err := cmdutil.NewFactory(&restGetter{cfg: d.cfg, shared: d}).Validator(directive)
+	if err != nil {
+		return nil, err
+	}
+	if d.validators == nil {
+		d.validators = map[string]validation.Schema{}
+	}
+	d.validators[directive] = v
+	return v, nil
+}
+
+// sharedValidators is Helm's kube factory with the agent-wide validators.
+type sharedValidators struct {
+	kube.Factory
+	shared *discoveryCache
+}
+
+func (f *sharedValidators) Validator(directive string) (validation.Schema, error) {
+	return f.shared.validator(directive)
 }
 
 func (g *restGetter) ToRESTConfig() (*rest.Config, error) { return rest.CopyConfig(g.cfg), nil }

@@ -33,8 +33,10 @@ const (
 	// DefaultMonitorInterval is how often a deployed bundle is re-checked besides the watches
 	// (and its valuesFrom sources re-read).
 	DefaultMonitorInterval = time.Minute
-	// changeDebounce gathers bursts of changes to deployed objects into one check.
-	changeDebounce = time.Second
+	// changeDebounce gathers bursts of changes to deployed objects into one check (the queue
+	// keeps the earliest time of a key already waiting, so this is also the longest a change
+	// waits to be looked at).
+	changeDebounce = 250 * time.Millisecond
 )
 
 // Deps are what the controller needs.

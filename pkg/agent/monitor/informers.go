@@ -25,7 +25,19 @@ type informers struct {
 
 // Get returns the synced informer of a kind, starting it on first use.
 func (i *informers) Get(_ schema.GroupVersionKind, gvr schema.GroupVersionResource) (cache.SharedIndexInformer, error) {
+	inf := i.start(gvr)
+	ctx, cancel := context.WithTimeout(i.ctx, cacheSyncTimeout)
+	defer cancel()
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return nil, fmt.Errorf("watch of %s did not sync", gvr)
+	}
+	return inf, nil
+}
+
+// start starts the informer of a kind unless it runs already, without waiting for its sync.
+func (i *informers) start(gvr schema.GroupVersionResource) cache.SharedIndexInformer {
 	i.mu.Lock()
+	defer i.mu.Unlock()
 	inf, ok := i.started[gvr]
 	if !ok {
 		inf = i.factory.ForResource(gvr).Informer()
@@ -53,11 +65,5 @@ func (i *informers) Get(_ schema.GroupVersionKind, gvr schema.GroupVersionResour
 		i.started[gvr] = inf
 		go inf.Run(i.ctx.Done())
 	}
-	i.mu.Unlock()
-	ctx, cancel := context.WithTimeout(i.ctx, cacheSyncTimeout)
-	defer cancel()
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		return nil, fmt.Errorf("watch of %s did not sync", gvr)
-	}
-	return inf, nil
+	return inf
 }

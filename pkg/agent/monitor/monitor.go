@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/rancher/wrangler/v3/pkg/apply"
-	"github.com/sirupsen/logrus"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -125,7 +124,8 @@ func (m *Monitor) Check(ctx context.Context, bundleID string, rel *helmdeployer.
 	return summarize(desired, plan, opts.IgnoreOptions), nil
 }
 
-// watch starts (once per kind) the watches of the kinds among objs.
+// watch starts (once per kind) the watches of the kinds among objs; it does not wait for them
+// to sync (the checks that use them do).
 func (m *Monitor) watch(objs []runtime.Object) {
 	seen := map[schema.GroupVersionKind]bool{}
 	for _, o := range objs {
@@ -135,9 +135,7 @@ func (m *Monitor) watch(objs []runtime.Object) {
 		}
 		seen[gvk] = true
 		if gvr, ok := m.gvr(gvk); ok {
-			if _, err := m.informers.Get(gvk, gvr); err != nil {
-				logrus.WithError(err).WithField("kind", gvk.String()).Warn("not watching deployed kind")
-			}
+			m.informers.start(gvr)
 		}
 	}
 }
