@@ -42,6 +42,8 @@ type Result struct {
 	Many               int     `json:"bundleDeployments"`
 	ManyReadySeconds   float64 `json:"allReadySeconds"`
 	AgentPeakRSSMiB    float64 `json:"agentPeakRSSMiB"`
+	// AgentPeakRSSOneMiB is the peak after the first BundleDeployment, before the fifty.
+	AgentPeakRSSOneMiB float64 `json:"agentPeakRSSAfterOneMiB"`
 	AgentCPUSeconds    float64 `json:"agentCPUSeconds"`
 	// ManagerWrites counts the agent's writes to the manager's apiserver by verb and resource
 	// while the fifty were rolled out.
@@ -126,7 +128,8 @@ func run(fleetBin, out string, many int) error {
 		return err
 	}
 	res.OneReadySeconds = time.Since(start).Seconds()
-	fmt.Printf("one BundleDeployment of 10 resources Ready in %.2fs\n", res.OneReadySeconds)
+	res.AgentPeakRSSOneMiB = proc.PeakRSS(agent.Process.Pid)
+	fmt.Printf("one BundleDeployment of 10 resources Ready in %.2fs; agent peak RSS so far %.0f MiB\n", res.OneReadySeconds, res.AgentPeakRSSOneMiB)
 
 	cpuDone := make(chan error, 1)
 	if profileDir != "" {
@@ -168,6 +171,12 @@ func run(fleetBin, out string, many int) error {
 		}
 		if err := proc.SaveProfile(profileAddr, profileDir, "heap", "heap.pprof"); err != nil {
 			return err
+		}
+		if err := proc.SaveProfile(profileAddr, profileDir, "heap?debug=1", "memstats.txt"); err != nil {
+			return err
+		}
+		if status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", agent.Process.Pid)); err == nil {
+			_ = os.WriteFile(filepath.Join(profileDir, "proc-status.txt"), status, 0o644)
 		}
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {

@@ -57,7 +57,27 @@ type Deployer struct {
 	kube           kubernetes.Interface
 	disc           *discoveryCache
 	agentNamespace string
+	// slots bounds the Helm actions running at once (see ParallelActions).
+	slots chan struct{}
 }
+
+// ParallelActions is how many installs, upgrades, rollbacks and uninstalls run at once. Each
+// holds a rendered chart, its manifests decoded several times over and a gzipped release
+// record; past a handful, more at once only raise the agent's peak memory, since the
+// cluster's apiserver is what they wait on.
+const ParallelActions = 8
+
+// acquire waits for a free action slot; release frees it.
+func (d *Deployer) acquire(ctx context.Context) error {
+	select {
+	case d.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (d *Deployer) release() { <-d.slots }
 
 // New returns a Deployer for the cluster of cfg; agentNamespace is where the agent runs.
 func New(cfg *rest.Config, agentNamespace string) (*Deployer, error) {
@@ -65,7 +85,8 @@ func New(cfg *rest.Config, agentNamespace string) (*Deployer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Deployer{cfg: cfg, kube: kube, disc: newDiscoveryCache(cfg), agentNamespace: agentNamespace}, nil
+	return &Deployer{cfg: cfg, kube: kube, disc: newDiscoveryCache(cfg), agentNamespace: agentNamespace,
+		slots: make(chan struct{}, ParallelActions)}, nil
 }
 
 // RefreshDiscovery forgets cached API discovery (after a CRD was installed).
@@ -188,6 +209,14 @@ func (d *Deployer) Deploy(ctx context.Context, in Input) (*Release, error) {
 	helmOpts := opts.Helm
 	if helmOpts == nil {
 		helmOpts = &fleet.HelmOptions{}
+	}
+	// A deploy that waits for readiness (timeoutSeconds, atomic) may take minutes and holds
+	// no slot, so it cannot stall the others.
+	if helmOpts.TimeoutSeconds <= 0 && !helmOpts.Atomic {
+		if err := d.acquire(ctx); err != nil {
+			return nil, err
+		}
+		defer d.release()
 	}
 	name, ns := render.ReleaseName(&opts, in.BundleID), render.Namespace(&opts)
 	c, post, err := render.Chart(in.Files, &opts, name)
