@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -259,28 +260,54 @@ var _ = Describe("agent", func() {
 	})
 
 	It("recovers a release left pending by an agent killed mid-upgrade", func(ctx context.Context) {
-		name, ns := unique("pending"), unique("pending-ns")
-		newBundle(name, fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns},
-			Resources: []fleet.BundleResource{res("cm.yaml", configMap("p", "v", "1"))}})
-		readyAndCurrent(name)
+		name, ns := unique("killed"), unique("killed-ns")
+		// The agent is the real binary here, so it can be killed with SIGKILL in the middle of
+		// an upgrade that waits (timeoutSeconds) for a Deployment that cannot be scheduled.
 		stopAgent()
-		// What a kill during an upgrade leaves behind: the newest revision pending-upgrade.
+		agentProc := startAgentProcess()
+		defer func() {
+			agentProc.Kill()
+			startAgent()
+		}()
+		spec := func(version, nodeSelector string) fleet.BundleSpec {
+			return fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns,
+				Helm: &fleet.HelmOptions{TimeoutSeconds: 300}},
+				Resources: []fleet.BundleResource{res("cm.yaml", configMap("k", "v", version)), res("deploy.yaml", deployment("k", nodeSelector))}}
+		}
+		newBundle(name, spec("1", ""))
+		readyAndCurrent(name)
+
+		setSpec := func(b *fleet.Bundle, next fleet.BundleSpec) {
+			b.Spec.BundleDeploymentOptions, b.Spec.Resources = next.BundleDeploymentOptions, next.Resources
+		}
+		updateBundle(name, func(b *fleet.Bundle) { setSpec(b, spec("2", "pool: nowhere")) })
 		store := storage.Init(driver.NewSecrets(local.CoreV1().Secrets(ns)))
+		Eventually(func(g Gomega) {
+			last, err := store.Last(name)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(last.Version).To(Equal(2))
+			g.Expect(last.Info.Status).To(Equal(release.StatusPendingUpgrade))
+		}).Should(Succeed())
+		agentProc.Kill().Wait()
+		Expect(agentProc.ExitCode()).To(Equal(128 + 9))
 		last, err := store.Last(name)
 		Expect(err).NotTo(HaveOccurred())
-		last.Info.Status = release.StatusPendingUpgrade
-		Expect(store.Update(last)).To(Succeed())
+		Expect(last.Info.Status).To(Equal(release.StatusPendingUpgrade), "the kill left the upgrade pending")
 
-		updateBundle(name, func(b *fleet.Bundle) {
-			b.Spec.Resources = []fleet.BundleResource{res("cm.yaml", configMap("p", "v", "2"))}
-		})
-		startAgent()
-		Eventually(cmData(ns, "p")).Should(HaveKeyWithValue("v", "2"))
+		updateBundle(name, func(b *fleet.Bundle) { setSpec(b, spec("3", "")) })
+		agentProc = startAgentProcess()
+		Eventually(cmData(ns, "k")).Should(HaveKeyWithValue("v", "3"))
 		b := readyAndCurrent(name)
-		Expect(b.Status.Release).To(Equal(ns + "/" + name + ":2"))
-		rel, err := store.Get(name, 1)
+		Expect(b.Status.Release).To(Equal(ns + "/" + name + ":3"))
+		// The interrupted revision was taken over (marked failed, then superseded by the upgrade
+		// that was diffed against it), and the nodeSelector it added is gone.
+		rel, err := store.Get(name, 2)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(rel.Info.Status).NotTo(Equal(release.StatusPendingUpgrade))
+		Expect(rel.Info.Status).To(Equal(release.StatusSuperseded))
+		Expect(rel.Info.Description).To(ContainSubstring("interrupted"))
+		d, err := local.AppsV1().Deployments(ns).Get(ctx, "k", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(d.Spec.Template.Spec.NodeSelector).To(BeEmpty())
 	})
 
 	It("uninstalls releases of BundleDeployments deleted while the agent was down", func() {
@@ -319,5 +346,51 @@ var _ = Describe("agent input errors", func() {
 		Expect(err).NotTo(HaveOccurred())
 		readyAndCurrent(name)
 		Expect(strings.HasSuffix(bd(name).Status.Release, ":1")).To(BeTrue())
+	})
+})
+
+// Serial: the manager's apiserver is down for a minute, which no other spec could bear.
+var _ = Describe("agent with the manager unreachable", Serial, func() {
+	It("keeps what is deployed, and converges without a restart once the manager is back", func(ctx context.Context) {
+		name, ns := unique("outage"), unique("outage-ns")
+		newBundle(name, fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns},
+			Resources: []fleet.BundleResource{res("cm.yaml", configMap("o", "v", "1")), res("deploy.yaml", deployment("o", ""))}})
+		readyAndCurrent(name)
+
+		Expect(manager.StopAPIServer()).To(Succeed())
+		down := time.Now()
+		// A minute without the manager: what was deployed stays, and stays Ready.
+		Consistently(func(g Gomega) {
+			g.Expect(cmData(ns, "o")()).To(HaveKeyWithValue("v", "1"))
+			d, err := local.AppsV1().Deployments(ns).Get(ctx, "o", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(d.Status.AvailableReplicas).To(Equal(int32(1)))
+		}, time.Minute, 2*time.Second).Should(Succeed())
+		Expect(manager.StartAPIServer(ctx)).To(Succeed())
+		GinkgoWriter.Printf("manager apiserver down for %s\n", time.Since(down).Round(time.Second))
+		back := time.Now()
+
+		// The agent (not restarted) picks up a change made after the outage and reports it,
+		// and its heartbeat resumes.
+		// client-go's informers retry with backoff (up to a minute with jitter) and must list
+		// again (the restarted apiserver has forgotten older resource versions): allow three.
+		updateBundle(name, func(b *fleet.Bundle) {
+			b.Spec.Resources = []fleet.BundleResource{res("cm.yaml", configMap("o", "v", "2")), res("deploy.yaml", deployment("o", ""))}
+		})
+		Eventually(cmData(ns, "o"), 3*time.Minute).Should(HaveKeyWithValue("v", "2"), func() string {
+			b := bd(name)
+			if b == nil {
+				return "no BundleDeployment"
+			}
+			return fmt.Sprintf("BundleDeployment spec %s, applied %s, status %+v", b.Spec.DeploymentID, b.Status.AppliedDeploymentID, b.Status.Display)
+		})
+		GinkgoWriter.Printf("agent deployed the change %s after the manager came back\n", time.Since(back).Round(time.Second))
+		b := readyAndCurrent(name)
+		Expect(b.Status.Release).To(Equal(ns + "/" + name + ":2"))
+		Eventually(func() time.Time {
+			c, err := api.Cluster().Get(fleet.DefaultNamespace, clusterName, metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			return c.Status.Agent.LastSeen.Time
+		}).Should(BeTemporally(">=", back.Truncate(time.Second)))
 	})
 })

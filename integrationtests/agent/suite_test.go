@@ -6,15 +6,20 @@ package agent_test
 
 import (
 	"context"
+	"flag"
 	"os"
+	"os/exec"
+	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gexec"
 	"github.com/sirupsen/logrus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 
 	"github.com/fleetgo/fleet/integrationtests/testenv"
 	"github.com/fleetgo/fleet/pkg/agent"
@@ -31,6 +36,9 @@ func TestAgent(t *testing.T) {
 	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 	if os.Getenv("AGENT_DEBUG") != "" {
 		logrus.SetLevel(logrus.DebugLevel)
+		fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+		klog.InitFlags(fs)
+		_ = fs.Set("v", os.Getenv("AGENT_DEBUG"))
 	}
 	RunSpecs(t, "fleet agent")
 }
@@ -91,11 +99,37 @@ func startAgent() {
 	stopAgent = cancel
 	go func() {
 		defer GinkgoRecover()
-		Expect(agent.Run(ctx, manager.RESTConfig(), downstream.RESTConfig(), agent.Options{
+		err := agent.Run(ctx, manager.RESTConfig(), downstream.RESTConfig(), agent.Options{
 			Namespace: agentNS, ClusterNamespace: clusterNS, ClusterName: clusterName, ClusterObjectNamespace: fleet.DefaultNamespace,
 			CheckinInterval: 2 * time.Second, MonitorInterval: 3 * time.Second, GCInterval: 5 * time.Second, Workers: 4,
-		})).To(Succeed())
+		})
+		Expect(err).NotTo(HaveOccurred())
 	}()
+}
+
+var (
+	buildOnce sync.Once
+	fleetBin  string
+)
+
+// startAgentProcess runs the agent as the real `fleet` binary (built once per suite run), for
+// the specs that kill it.
+func startAgentProcess() *gexec.Session {
+	buildOnce.Do(func() {
+		var err error
+		fleetBin, err = gexec.Build("github.com/fleetgo/fleet")
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(gexec.CleanupBuildArtifacts)
+	})
+	cmd := exec.Command(fleetBin, "agent", "--kubeconfig", downstream.Kubeconfig, "--upstream-kubeconfig", manager.Kubeconfig,
+		"--cluster-namespace", clusterNS, "--namespace", agentNS, "--leader-elect=false", "--health-addr=", "--metrics-addr=",
+		"--monitor-interval=3s", "--workers=4")
+	if os.Getenv("AGENT_DEBUG") != "" {
+		cmd.Args = append(cmd.Args, "--debug")
+	}
+	s, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
+	Expect(err).NotTo(HaveOccurred())
+	return s
 }
 
 var _ = ReportAfterEach(func(r SpecReport) {

@@ -266,3 +266,23 @@ var _ = Describe("bad input", func() {
 		Expect(c.Healthy()).To(HaveOccurred(), "a stopped cluster is not healthy")
 	})
 })
+
+var _ = Describe("an apiserver stopped and started again", func() {
+	It("refuses clients while down and serves the same data on the same address after", func(ctx context.Context) {
+		cs := clientset(controllers)
+		ns := createNamespace(ctx, cs, "survives-restart")
+		server := controllers.Server
+
+		Expect(controllers.StopAPIServer()).To(Succeed())
+		_, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		Expect(err).To(MatchError(ContainSubstring("connection refused")))
+		Expect(controllers.StartAPIServer(ctx)).To(Succeed())
+
+		Expect(controllers.Server).To(Equal(server))
+		Expect(controllers.Healthy()).To(Succeed())
+		got, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got.Name).To(Equal(ns))
+		Expect(controllers.StartAPIServer(ctx)).To(MatchError(ContainSubstring("running")))
+	})
+})

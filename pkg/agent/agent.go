@@ -7,6 +7,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -91,6 +93,9 @@ func Run(ctx context.Context, upstream, local *rest.Config, o Options) error {
 	serve.Run(ctx, o.ProfileAddr, serve.Profiles())
 
 	if err := ensureNamespace(ctx, kube, o.Namespace); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return err
 	}
 	run := func(ctx context.Context) {
@@ -151,9 +156,28 @@ func start(ctx context.Context, upstream, local *rest.Config, kube kubernetes.In
 	return nil
 }
 
+// ensureNamespace creates the agent's namespace, retrying with backoff while its cluster's
+// apiserver cannot be reached (an agent that exits would only crash-loop); it gives up on
+// errors a retry cannot fix, such as a forbidden request.
 func ensureNamespace(ctx context.Context, kube kubernetes.Interface, name string) error {
-	_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
+	var last error
+	err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: time.Second, Factor: 2, Cap: time.Minute, Steps: math.MaxInt32},
+		func(ctx context.Context) (bool, error) {
+			_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+			switch {
+			case err == nil || apierrors.IsAlreadyExists(err):
+				return true, nil
+			case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || apierrors.IsInvalid(err):
+				return false, err
+			}
+			last = err
+			logrus.WithError(err).WithField("namespace", name).Warn("cannot reach this cluster's apiserver yet; retrying")
+			return false, nil
+		})
+	if err != nil {
+		if last != nil && ctx.Err() != nil {
+			err = last
+		}
 		return fmt.Errorf("creating agent namespace %s: %w", name, err)
 	}
 	return nil

@@ -166,6 +166,33 @@ func (d *Deployer) actionConfig(namespace, serviceAccount string) (*action.Confi
 	return ac, nil
 }
 
+// recoverPending takes over a release left pending by an agent killed mid-operation (only this
+// agent deploys it, and it is not deploying it now). The interrupted revision is marked failed,
+// so the next upgrade goes ahead instead of waiting forever, and the revisions deployed before it
+// superseded: Helm then diffs the next upgrade against the interrupted revision, whose objects
+// are (some of) what the cluster now has, not against the older one. Otherwise a field the
+// interrupted revision added and the next one drops (a nodeSelector, say) would never be removed.
+func recoverPending(ac *action.Configuration, last *release.Release) error {
+	last.Info.Status = release.StatusFailed
+	last.Info.Description = "left pending by an interrupted agent; recovered"
+	if err := ac.Releases.Update(last); err != nil {
+		return err
+	}
+	deployed, err := ac.Releases.DeployedAll(last.Name)
+	if err != nil && !errors.Is(err, driver.ErrNoDeployedReleases) {
+		return err
+	}
+	for _, r := range deployed {
+		if r.Version < last.Version {
+			r.Info.Status = release.StatusSuperseded
+			if err := ac.Releases.Update(r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // serviceAccount is who Helm acts as: the bundle's serviceAccount, else fleet-default when it
 // exists in the agent's namespace, else the agent.
 func (d *Deployer) serviceAccount(ctx context.Context, name string) (string, error) {
@@ -253,12 +280,7 @@ func (d *Deployer) Deploy(ctx context.Context, in Input) (*Release, error) {
 			return nil, Permanent(fmt.Errorf("release %s/%s belongs to %q, not to this bundle (set helm.takeOwnership to adopt it)", ns, name, owner))
 		}
 		if last.Info.Status.IsPending() {
-			// Only this agent deploys this release and it is not deploying it now: the pending
-			// state was left by an agent killed mid-operation. Marking it failed lets the
-			// upgrade below go ahead instead of waiting forever.
-			last.Info.Status = release.StatusFailed
-			last.Info.Description = "left pending by an interrupted agent; recovered"
-			if err := ac.Releases.Update(last); err != nil {
+			if err := recoverPending(ac, last); err != nil {
 				return nil, fmt.Errorf("recovering pending release %s/%s: %w", ns, name, err)
 			}
 		}

@@ -360,10 +360,7 @@ func (s *starter) apiserver() error {
 	if err != nil {
 		return err
 	}
-	return s.waitFor(p, "GET /readyz", func(ctx context.Context) (bool, error) {
-		body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-		return err == nil && string(body) == "ok", err
-	})
+	return s.waitFor(p, "GET /readyz", apiserverReady(cs))
 }
 
 func (s *starter) writeKubeconfig() error {
@@ -508,4 +505,57 @@ func ignoreNotFound(err error) error {
 		return nil
 	}
 	return err
+}
+
+// StopAPIServer stops the cluster's apiserver, leaving etcd and the other components running:
+// its clients see connections refused until StartAPIServer. Not safe for concurrent use with
+// Healthy, Stop or StartAPIServer.
+func (c *Cluster) StopAPIServer() error {
+	i := c.procIndex("kube-apiserver")
+	if i < 0 {
+		return fmt.Errorf("cluster %s has no apiserver", c.Name)
+	}
+	c.procs[i].stop()
+	return nil
+}
+
+// StartAPIServer starts the apiserver stopped by StopAPIServer again, with the same flags and
+// address, and returns once it is ready.
+func (c *Cluster) StartAPIServer(ctx context.Context) error {
+	i := c.procIndex("kube-apiserver")
+	if i < 0 {
+		return fmt.Errorf("cluster %s has no apiserver", c.Name)
+	}
+	old := c.procs[i]
+	if done, _ := old.exited(); !done {
+		return fmt.Errorf("cluster %s: the apiserver is running", c.Name)
+	}
+	p, err := startProcess(old.component, old.cmd.Path, old.cmd.Args[1:], c.LogDir)
+	if err != nil {
+		return err
+	}
+	c.procs[i] = p
+	cs, err := c.Clientset()
+	if err != nil {
+		return err
+	}
+	s := &starter{c: c, o: Options{StartTimeout: DefaultStartTimeout}, ctx: ctx}
+	return s.waitFor(p, "GET /readyz", apiserverReady(cs))
+}
+
+func (c *Cluster) procIndex(component string) int {
+	for i, p := range c.procs {
+		if p.component == component {
+			return i
+		}
+	}
+	return -1
+}
+
+// apiserverReady reports whether the apiserver answers /readyz with ok.
+func apiserverReady(cs kubernetes.Interface) func(context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err == nil && string(body) == "ok", err
+	}
 }
