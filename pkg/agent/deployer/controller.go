@@ -36,7 +36,7 @@ const (
 	// changeDebounce gathers bursts of changes to deployed objects into one check (the queue
 	// keeps the earliest time of a key already waiting, so this is also the longest a change
 	// waits to be looked at).
-	changeDebounce = 250 * time.Millisecond
+	changeDebounce = 100 * time.Millisecond
 )
 
 // Deps are what the controller needs.
