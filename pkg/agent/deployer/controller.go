@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -37,6 +38,9 @@ const (
 	// keeps the earliest time of a key already waiting, so this is also the longest a change
 	// waits to be looked at).
 	changeDebounce = 100 * time.Millisecond
+	// staleRetry is how soon a BundleDeployment is looked at again when the cache still holds
+	// the version the agent's own last status write replaced.
+	staleRetry = 50 * time.Millisecond
 )
 
 // Deps are what the controller needs.
@@ -55,6 +59,10 @@ type Deps struct {
 }
 
 type handler struct {
+	// replaced maps a BundleDeployment's key to the resourceVersion its last status write
+	// replaced. Seeing that version again means the cache has not caught up with the write yet:
+	// working from it would only end in a conflict.
+	replaced sync.Map
 	ctx      context.Context
 	bds      fleetcontrollers.BundleDeploymentController
 	contents *contentCache
@@ -87,10 +95,15 @@ func (h *handler) log(name string) *logrus.Entry {
 // OnChange deploys, monitors and reports one BundleDeployment.
 func (h *handler) OnChange(key string, bd *fleet.BundleDeployment) (*fleet.BundleDeployment, error) {
 	if bd == nil || bd.DeletionTimestamp != nil {
+		h.replaced.Delete(key)
 		name := key[strings.LastIndex(key, "/")+1:]
 		return bd, h.cleanup(name)
 	}
 	if bd.Spec.DeploymentID == "" {
+		return bd, nil
+	}
+	if rv, ok := h.replaced.Load(key); ok && rv == bd.ResourceVersion {
+		h.bds.EnqueueAfter(bd.Namespace, bd.Name, staleRetry)
 		return bd, nil
 	}
 	status := bd.Status.DeepCopy()
@@ -111,6 +124,7 @@ func (h *handler) OnChange(key string, bd *fleet.BundleDeployment) (*fleet.Bundl
 	h.display(bd, status, now)
 
 	if !equality.Semantic.DeepEqual(&bd.Status, status) {
+		replaced := bd.ResourceVersion
 		bd = bd.DeepCopy()
 		bd.Status = *status
 		updated, err := h.bds.UpdateStatus(bd)
@@ -120,6 +134,10 @@ func (h *handler) OnChange(key string, bd *fleet.BundleDeployment) (*fleet.Bundl
 				return bd, nil
 			}
 			return bd, err
+		}
+		if updated.ResourceVersion != replaced {
+			// (An update the apiserver found to change nothing keeps the version.)
+			h.replaced.Store(key, replaced)
 		}
 		bd = updated
 	}
