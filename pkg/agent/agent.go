@@ -88,9 +88,7 @@ func Run(ctx context.Context, upstream, local *rest.Config, o Options) error {
 		return err
 	}
 	var ready atomic.Bool
-	serve.Run(ctx, o.HealthAddr, serve.Health(&ready))
-	serve.Run(ctx, o.MetricsAddr, serve.Metrics())
-	serve.Run(ctx, o.ProfileAddr, serve.Profiles())
+	serve.Endpoints(ctx, o.HealthAddr, o.MetricsAddr, o.ProfileAddr, &ready)
 
 	if err := ensureNamespace(ctx, kube, o.Namespace); err != nil {
 		if ctx.Err() != nil {

@@ -73,9 +73,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 	var ready atomic.Bool
-	serve.Run(ctx, o.HealthAddr, serve.Health(&ready))
-	serve.Run(ctx, o.MetricsAddr, serve.Metrics())
-	serve.Run(ctx, o.ProfileAddr, serve.Profiles())
+	serve.Endpoints(ctx, o.HealthAddr, o.MetricsAddr, o.ProfileAddr, &ready)
 
 	run := func(ctx context.Context) {
 		if err := start(ctx, cfg, kube, o); err != nil {

@@ -59,6 +59,7 @@ type Deployer struct {
 	agentNamespace string
 	// slots bounds the Helm actions running at once (see ParallelActions).
 	slots chan struct{}
+	memo  releaseMemo
 }
 
 // ParallelActions is how many installs, upgrades, rollbacks and uninstalls run at once. Each
@@ -212,26 +213,46 @@ func (d *Deployer) serviceAccount(ctx context.Context, name string) (string, err
 	return want, nil
 }
 
-// Current returns the newest revision of a BundleDeployment's release, or nil when there is none.
+// Current returns the newest revision of a BundleDeployment's release, or nil when there is none
+// (remembered for up to ReleaseMemoTTL).
 func (d *Deployer) Current(ctx context.Context, bundleID string, opts *fleet.BundleDeploymentOptions) (*Release, error) {
 	name, ns := render.ReleaseName(opts, bundleID), render.Namespace(opts)
+	key, now := ns+"/"+name, time.Now()
+	if rel, ok := d.memo.get(key, now); ok {
+		return rel, nil
+	}
 	ac, err := d.actionConfig(ns, "")
 	if err != nil {
 		return nil, err
 	}
+	var out *Release
 	rel, err := ac.Releases.Last(name)
-	if errors.Is(err, driver.ErrReleaseNotFound) {
-		return nil, nil
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, driver.ErrReleaseNotFound):
+	case err != nil:
 		return nil, err
+	default:
+		out = fromHelm(rel)
 	}
-	return fromHelm(rel), nil
+	d.memo.put(key, out, now)
+	return out, nil
 }
 
 // Deploy installs or upgrades the release of in. A release another agent or a person made
 // under the same name is not taken over unless helm.takeOwnership is set.
 func (d *Deployer) Deploy(ctx context.Context, in Input) (*Release, error) {
+	key := render.Namespace(&in.Options) + "/" + render.ReleaseName(&in.Options, in.BundleID)
+	rel, err := d.deploy(ctx, in)
+	if err != nil {
+		// A failed deploy may still have written a revision.
+		d.memo.forget(key)
+		return nil, err
+	}
+	d.memo.put(key, rel, time.Now())
+	return rel, nil
+}
+
+func (d *Deployer) deploy(ctx context.Context, in Input) (*Release, error) {
 	opts := in.Options
 	helmOpts := opts.Helm
 	if helmOpts == nil {
@@ -260,6 +281,9 @@ func (d *Deployer) Deploy(ctx context.Context, in Input) (*Release, error) {
 	}
 	ac, err := d.actionConfig(ns, sa)
 	if err != nil {
+		return nil, err
+	}
+	if ac.Capabilities, err = d.disc.capabilities(); err != nil {
 		return nil, err
 	}
 	labels := map[string]string{BundleIDLabel: in.BundleID, AgentNamespaceLabel: d.agentNamespace}
@@ -383,6 +407,7 @@ func (d *Deployer) ensureNamespace(ctx context.Context, name string, opts *fleet
 
 // Rollback re-applies the release's current revision, putting drifted resources back.
 func (d *Deployer) Rollback(ctx context.Context, r *Release, serviceAccount string, force, keepFailHistory bool) error {
+	defer d.memo.forget(r.Namespace + "/" + r.Name)
 	sa, err := d.serviceAccount(ctx, serviceAccount)
 	if err != nil {
 		return err
@@ -434,6 +459,7 @@ func (d *Deployer) Releases(bundleID string) ([]*Release, error) {
 // Uninstall removes a release. Resources annotated with helm.sh/resource-policy=keep
 // (keepResources) stay. With deleteNamespace the release namespace goes too.
 func (d *Deployer) Uninstall(ctx context.Context, r *Release) error {
+	defer d.memo.forget(r.Namespace + "/" + r.Name)
 	ac, err := d.actionConfig(r.Namespace, "")
 	if err != nil {
 		return err

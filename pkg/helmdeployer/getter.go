@@ -1,8 +1,12 @@
 package helmdeployer
 
 import (
+	"fmt"
 	"sync"
+	"time"
 
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/kube"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/discovery"
@@ -41,7 +45,18 @@ type discoveryCache struct {
 	// once. The answers depend only on the cluster's API, so one set serves every release.
 	mu         sync.Mutex
 	validators map[string]validation.Schema
+
+	// caps is what charts see as .Capabilities, and capsAt when it was read. Helm reads it
+	// for every install and upgrade and first invalidates the discovery cache, which is this
+	// shared one: each deploy would discover every API group again. Handing Helm this copy
+	// avoids that; it is read again after Reset (a new CRD) or once it is capabilitiesTTL old
+	// (CRDs installed by something other than the agent).
+	caps   *chartutil.Capabilities
+	capsAt time.Time
 }
+
+// capabilitiesTTL bounds how long .Capabilities may miss an API installed by someone else.
+const capabilitiesTTL = time.Minute
 
 func newDiscoveryCache(cfg *rest.Config) *discoveryCache {
 	return &discoveryCache{cfg: cfg}
@@ -66,8 +81,36 @@ func (d *discoveryCache) Reset() {
 		d.mapper.Reset()
 	}
 	d.mu.Lock()
-	d.validators = nil
+	d.validators, d.caps = nil, nil
 	d.mu.Unlock()
+}
+
+// capabilities returns the cluster's version and API versions as Helm computes them.
+func (d *discoveryCache) capabilities() (*chartutil.Capabilities, error) {
+	if err := d.init(); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.caps != nil && time.Since(d.capsAt) < capabilitiesTTL {
+		return d.caps, nil
+	}
+	if d.caps != nil {
+		d.discovery.Invalidate()
+	}
+	version, err := d.discovery.ServerVersion()
+	if err != nil {
+		return nil, fmt.Errorf("reading the cluster's version: %w", err)
+	}
+	apiVersions, err := action.GetVersionSet(d.discovery)
+	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+		// (An API service registered but not served fails one group; the others are kept.)
+		return nil, fmt.Errorf("reading the cluster's API versions: %w", err)
+	}
+	d.caps = &chartutil.Capabilities{APIVersions: apiVersions, HelmVersion: chartutil.DefaultCapabilities.HelmVersion,
+		KubeVersion: chartutil.KubeVersion{Version: version.GitVersion, Major: version.Major, Minor: version.Minor}}
+	d.capsAt = time.Now()
+	return d.caps, nil
 }
 
 // validator is the shared validator for a directive, built with the agent's own credentials.

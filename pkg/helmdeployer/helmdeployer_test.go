@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rancher/wrangler/v3/pkg/apply"
 )
@@ -76,5 +77,29 @@ func TestPostRendererStampsObjects(t *testing.T) {
 	out, _ = p.Run(bytes.NewBufferString("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"))
 	if strings.Contains(out.String(), KeepPolicyAnnotation) {
 		t.Error("keep policy without keepResources")
+	}
+}
+
+func TestReleaseMemo(t *testing.T) {
+	var m releaseMemo
+	now := time.Now()
+	if _, ok := m.get("ns/a", now); ok {
+		t.Fatal("empty memo answered")
+	}
+	rel := &Release{Name: "a", Namespace: "ns", Version: 2}
+	m.put("ns/a", rel, now)
+	m.put("ns/none", nil, now)
+	if got, ok := m.get("ns/a", now.Add(ReleaseMemoTTL)); !ok || got != rel {
+		t.Fatalf("within the TTL: got %v, %v", got, ok)
+	}
+	if got, ok := m.get("ns/none", now); !ok || got != nil {
+		t.Fatalf("a remembered absence: got %v, %v", got, ok)
+	}
+	if _, ok := m.get("ns/a", now.Add(ReleaseMemoTTL+time.Millisecond)); ok {
+		t.Fatal("answered after the TTL")
+	}
+	m.forget("ns/a")
+	if _, ok := m.get("ns/a", now); ok {
+		t.Fatal("answered after forget")
 	}
 }

@@ -44,6 +44,14 @@ func Profiles() *http.ServeMux {
 	return mux
 }
 
+// Endpoints serves, until ctx ends, health and readiness on healthAddr, metrics on metricsAddr
+// and profiles on profileAddr; an empty address serves nothing.
+func Endpoints(ctx context.Context, healthAddr, metricsAddr, profileAddr string, ready *atomic.Bool) {
+	Run(ctx, healthAddr, Health(ready))
+	Run(ctx, metricsAddr, Metrics())
+	Run(ctx, profileAddr, Profiles())
+}
+
 // Run serves h on addr until ctx ends; an empty address serves nothing.
 func Run(ctx context.Context, addr string, h http.Handler) {
 	if addr == "" {
