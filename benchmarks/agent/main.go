@@ -62,13 +62,17 @@ const (
 	profileAddr = "127.0.0.1:6062"
 )
 
-var profileDir string
+var (
+	profileDir string
+	agentDebug bool
+)
 
 func main() {
 	fleetBin := flag.String("fleet", "bin/fleet", "fleet binary")
 	out := flag.String("out", "benchmarks/results", "results folder")
 	many := flag.Int("bundles", 50, "BundleDeployments in the second phase")
 	flag.StringVar(&profileDir, "profile", "", "folder for the agent's CPU profile of the second phase and its heap profile")
+	flag.BoolVar(&agentDebug, "debug", false, "run the agent with --debug (its log: fleet-agent-bench.log in the temp folder)")
 	flag.Parse()
 	if err := run(*fleetBin, *out, *many); err != nil {
 		fmt.Fprintln(os.Stderr, "agent benchmark:", err)
@@ -112,6 +116,9 @@ func run(fleetBin, out string, many int) error {
 		"--cluster-namespace", clusterNS, "--leader-elect=false", "--health-addr=", "--metrics-addr=")
 	if profileDir != "" {
 		agent.Args = append(agent.Args, "--profile-addr="+profileAddr)
+	}
+	if agentDebug {
+		agent.Args = append(agent.Args, "--debug")
 	}
 	agent.Stdout, agent.Stderr = logFile, logFile
 	if err := agent.Start(); err != nil {

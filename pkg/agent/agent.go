@@ -131,17 +131,23 @@ func start(ctx context.Context, upstream, local *rest.Config, kube kubernetes.In
 	if err != nil {
 		return err
 	}
+	go func() {
+		if err := dep.Warm(); err != nil {
+			logrus.WithError(err).Debug("reading ahead for the first deploy")
+		}
+	}()
 	disc, mapper, err := dep.Discovery()
 	if err != nil {
 		return err
 	}
 	bds := f.BundleDeployment()
-	mon, err := monitor.New(ctx, local, disc, mapper, deployer.Changed(bds, o.ClusterNamespace))
+	changes := deployer.NewChanges(bds, o.ClusterNamespace)
+	mon, err := monitor.New(ctx, local, disc, mapper, changes.Changed)
 	if err != nil {
 		return err
 	}
 	deployer.Register(ctx, deployer.Deps{BundleDeployments: bds, Contents: f.Content(), Deployer: dep, Monitor: mon,
-		Namespace: o.ClusterNamespace, MonitorInterval: o.MonitorInterval})
+		Namespace: o.ClusterNamespace, MonitorInterval: o.MonitorInterval, Changes: changes})
 	if err := scf.Start(ctx, o.Workers); err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -295,9 +296,19 @@ func (d *Deployer) deploy(ctx context.Context, in Input) (*Release, error) {
 	}
 	pr := &postRenderer{setID: SetID(in.BundleID), keep: opts.KeepResources, kustomize: post}
 
-	last, err := ac.Releases.Last(name)
-	if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
-		return nil, fmt.Errorf("reading release %s/%s: %w", ns, name, err)
+	// Current has usually just read the release. One it found absent is not listed again, here
+	// or by Helm's install before it writes the first revision: a list just after the namespace
+	// was created waits for the apiserver's watch cache to catch up, about 100 ms. Should the
+	// release exist after all, writing revision 1 fails, the memo is forgotten and the retry
+	// reads it.
+	var last *release.Release
+	if known, ok := d.memo.get(ns+"/"+name, time.Now()); ok && known == nil {
+		ac.Releases.Driver = &absentRelease{Driver: ac.Releases.Driver, name: name}
+	} else {
+		last, err = ac.Releases.Last(name)
+		if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
+			return nil, fmt.Errorf("reading release %s/%s: %w", ns, name, err)
+		}
 	}
 	if last != nil {
 		if owner := last.Labels[BundleIDLabel]; owner != in.BundleID && !helmOpts.TakeOwnership {
@@ -351,6 +362,26 @@ func (d *Deployer) deploy(ctx context.Context, in Input) (*Release, error) {
 		d.RefreshDiscovery()
 	}
 	return fromHelm(rel), nil
+}
+
+// absentRelease is a release driver that knows the release name has no revisions until it
+// creates the first one.
+type absentRelease struct {
+	driver.Driver
+	name    string
+	created atomic.Bool
+}
+
+func (a *absentRelease) Query(labels map[string]string) ([]*release.Release, error) {
+	if labels["name"] == a.name && !a.created.Load() {
+		return nil, driver.ErrReleaseNotFound
+	}
+	return a.Driver.Query(labels)
+}
+
+func (a *absentRelease) Create(key string, rls *release.Release) error {
+	a.created.Store(true)
+	return a.Driver.Create(key, rls)
 }
 
 func annotateChart(c *chart.Chart, in Input) {

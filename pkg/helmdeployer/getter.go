@@ -9,6 +9,7 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/kube"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/rest"
@@ -168,4 +169,30 @@ func (d *Deployer) Discovery() (discovery.CachedDiscoveryInterface, meta.RESTMap
 		return nil, nil, err
 	}
 	return d.disc.discovery, d.disc.mapper, nil
+}
+
+// warmKinds are read ahead by Warm: nearly every bundle holds some of them, and the first deploy
+// touching a group otherwise waits while that group's OpenAPI document (core/v1 is megabytes)
+// is fetched and parsed.
+var warmKinds = [][]byte{
+	[]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"warm"}}`),
+	[]byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"warm"}}`),
+}
+
+// Warm reads ahead what the first deploy would otherwise wait for: discovery, .Capabilities and
+// the validators' documents of the groups in warmKinds.
+func (d *Deployer) Warm() error {
+	if _, err := d.disc.capabilities(); err != nil {
+		return err
+	}
+	v, err := d.disc.validator(metav1.FieldValidationStrict)
+	if err != nil {
+		return err
+	}
+	for _, obj := range warmKinds {
+		if err := v.ValidateBytes(obj); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/rancher/wrangler/v3/pkg/apply"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
 )
 
 func TestClassify(t *testing.T) {
@@ -101,5 +103,31 @@ func TestReleaseMemo(t *testing.T) {
 	m.forget("ns/a")
 	if _, ok := m.get("ns/a", now); ok {
 		t.Fatal("answered after forget")
+	}
+}
+
+func TestAbsentReleaseHidesOnlyUntilCreated(t *testing.T) {
+	mem := driver.NewMemory()
+	other := &release.Release{Name: "other", Namespace: "ns", Version: 1, Info: &release.Info{Status: release.StatusDeployed}}
+	if err := mem.Create("sh.helm.release.v1.other.v1", other); err != nil {
+		t.Fatal(err)
+	}
+	stale := &release.Release{Name: "app", Namespace: "ns", Version: 1, Info: &release.Info{Status: release.StatusDeployed}}
+	if err := mem.Create("sh.helm.release.v1.app.v1", stale); err != nil {
+		t.Fatal(err)
+	}
+	a := &absentRelease{Driver: mem, name: "app"}
+	if _, err := a.Query(map[string]string{"name": "app", "owner": "helm"}); !errors.Is(err, driver.ErrReleaseNotFound) {
+		t.Fatalf("before create: want ErrReleaseNotFound, got %v", err)
+	}
+	if got, err := a.Query(map[string]string{"name": "other", "owner": "helm"}); err != nil || len(got) != 1 {
+		t.Fatalf("another release must pass through: %v %v", got, err)
+	}
+	// A release that exists after all: writing revision 1 fails, so the install fails.
+	if err := a.Create("sh.helm.release.v1.app.v1", stale); !errors.Is(err, driver.ErrReleaseExists) {
+		t.Fatalf("want ErrReleaseExists, got %v", err)
+	}
+	if got, err := a.Query(map[string]string{"name": "app", "owner": "helm"}); err != nil || len(got) != 1 {
+		t.Fatalf("after create: want the stored revision, got %v %v", got, err)
 	}
 }

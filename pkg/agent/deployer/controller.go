@@ -34,10 +34,11 @@ const (
 	// DefaultMonitorInterval is how often a deployed bundle is re-checked besides the watches
 	// (and its valuesFrom sources re-read).
 	DefaultMonitorInterval = time.Minute
-	// changeDebounce gathers bursts of changes to deployed objects into one check (the queue
-	// keeps the earliest time of a key already waiting, so this is also the longest a change
-	// waits to be looked at).
-	changeDebounce = 100 * time.Millisecond
+	// changeInterval is the least time between two checks of a BundleDeployment caused by
+	// changes of its deployed objects: the first change after a quiet spell is looked at at
+	// once, the rest of a burst together when the interval is up (the queue keeps the earliest
+	// time of a key already waiting, so this is also the longest a change waits).
+	changeInterval = 50 * time.Millisecond
 	// staleRetry is how soon a BundleDeployment is looked at again when the cache still holds
 	// the version the agent's own last status write replaced.
 	staleRetry = 50 * time.Millisecond
@@ -56,6 +57,8 @@ type Deps struct {
 	Namespace string
 	// MonitorInterval overrides DefaultMonitorInterval when positive.
 	MonitorInterval time.Duration
+	// Changes is what the monitor tells of changed objects; the controller records its checks there.
+	Changes *Changes
 }
 
 type handler struct {
@@ -70,23 +73,50 @@ type handler struct {
 	monitor  *monitor.Monitor
 	ns       string
 	interval time.Duration
+	changes  *Changes
 }
 
 // Register starts deploying the namespace's BundleDeployments.
 func Register(ctx context.Context, d Deps) {
 	h := &handler{ctx: ctx, bds: d.BundleDeployments, contents: newContentCache(d.Contents),
-		deployer: d.Deployer, monitor: d.Monitor, ns: d.Namespace, interval: d.MonitorInterval}
+		deployer: d.Deployer, monitor: d.Monitor, ns: d.Namespace, interval: d.MonitorInterval, changes: d.Changes}
+	if h.changes == nil {
+		h.changes = NewChanges(d.BundleDeployments, d.Namespace)
+	}
 	if h.interval <= 0 {
 		h.interval = DefaultMonitorInterval
 	}
 	d.BundleDeployments.OnChange(ctx, "bundledeployment-deploy", h.OnChange)
 }
 
-// Changed asks for a BundleDeployment to be checked again soon: one of its deployed objects
-// changed.
-func Changed(bds fleetcontrollers.BundleDeploymentController, namespace string) func(string) {
-	return func(name string) { bds.EnqueueAfter(namespace, name, changeDebounce) }
+// Changes turns changes of deployed objects into checks of their BundleDeployments, at most one
+// per changeInterval each, the first without delay.
+type Changes struct {
+	bds       fleetcontrollers.BundleDeploymentController
+	namespace string
+	// last maps a BundleDeployment's name to the time.Time of its last check.
+	last sync.Map
 }
+
+// NewChanges returns the Changes of the cluster namespace's BundleDeployments.
+func NewChanges(bds fleetcontrollers.BundleDeploymentController, namespace string) *Changes {
+	return &Changes{bds: bds, namespace: namespace}
+}
+
+// Changed asks for a BundleDeployment to be checked again: one of its deployed objects changed.
+func (c *Changes) Changed(name string) {
+	if t, ok := c.last.Load(name); ok {
+		if wait := changeInterval - time.Since(t.(time.Time)); wait > 0 {
+			c.bds.EnqueueAfter(c.namespace, name, wait)
+			return
+		}
+	}
+	c.bds.Enqueue(c.namespace, name)
+}
+
+func (c *Changes) checked(name string, at time.Time) { c.last.Store(name, at) }
+
+func (c *Changes) forget(name string) { c.last.Delete(name) }
 
 func (h *handler) log(name string) *logrus.Entry {
 	return logrus.WithFields(logrus.Fields{"controller": "agent", "handler": "bundledeployment-deploy", "namespace": h.ns, "name": name})
@@ -97,6 +127,7 @@ func (h *handler) OnChange(key string, bd *fleet.BundleDeployment) (*fleet.Bundl
 	if bd == nil || bd.DeletionTimestamp != nil {
 		h.replaced.Delete(key)
 		name := key[strings.LastIndex(key, "/")+1:]
+		h.changes.forget(name)
 		return bd, h.cleanup(name)
 	}
 	if bd.Spec.DeploymentID == "" {
@@ -119,6 +150,7 @@ func (h *handler) OnChange(key string, bd *fleet.BundleDeployment) (*fleet.Bundl
 		rel = deployed
 	}
 	if rel != nil && rel.Manifest != "" {
+		h.changes.checked(bd.Name, time.Now())
 		h.check(bd, rel, status, deployed != nil, now)
 	}
 	h.display(bd, status, now)
