@@ -26,6 +26,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/agent/clusterstatus"
 	"github.com/fleetgo/fleet/pkg/agent/deployer"
 	"github.com/fleetgo/fleet/pkg/agent/monitor"
+	"github.com/fleetgo/fleet/pkg/agent/register"
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
 	"github.com/fleetgo/fleet/pkg/helmdeployer"
 	"github.com/fleetgo/fleet/pkg/serve"
@@ -68,6 +69,28 @@ const (
 	upstreamQPS   = 50
 	upstreamBurst = 100
 )
+
+// RunRegistered runs the agent with its own credential until ctx ends: the one it stored, or one
+// obtained by registering with the bootstrap token Secret first. The credential is renewed every
+// renewEvery (zero: hourly, or after a third of its lifetime).
+func RunRegistered(ctx context.Context, local *rest.Config, o Options, reg register.Options, renewEvery time.Duration) error {
+	kube, err := kubernetes.NewForConfig(local)
+	if err != nil {
+		return err
+	}
+	reg.Namespace = o.Namespace
+	cred, err := register.Obtain(ctx, kube, reg)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	s := register.NewSession(cred)
+	go s.Renew(ctx, kube, o.Namespace, renewEvery)
+	o.ClusterNamespace, o.ClusterName, o.ClusterObjectNamespace = cred.ClusterNamespace, cred.ClusterName, cred.ClusterObjectNamespace
+	return Run(ctx, s.RESTConfig(), local, o)
+}
 
 // Run runs the agent until ctx ends. upstream reaches the manager, local the agent's cluster.
 func Run(ctx context.Context, upstream, local *rest.Config, o Options) error {

@@ -2,13 +2,16 @@ package cmd
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/fleetgo/fleet/pkg/agent"
+	"github.com/fleetgo/fleet/pkg/agent/register"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/registration"
 )
 
 func newAgent() *cobra.Command {
@@ -17,6 +20,8 @@ func newAgent() *cobra.Command {
 		upstreamKubeconfig string
 		o                  agent.Options
 		logJSON, debug     bool
+		reg                register.Options
+		renewEvery         time.Duration
 	)
 	c := &cobra.Command{
 		Use:   "agent",
@@ -24,13 +29,6 @@ func newAgent() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			setupLogging(logJSON, debug)
-			if upstreamKubeconfig == "" {
-				return fmt.Errorf("--upstream-kubeconfig is required: the manager's kubeconfig for this cluster")
-			}
-			upstream, err := clientcmd.BuildConfigFromFlags("", upstreamKubeconfig)
-			if err != nil {
-				return fmt.Errorf("--upstream-kubeconfig %s: %w", upstreamKubeconfig, err)
-			}
 			cfg, err := local.restConfig()
 			if err != nil {
 				// In a pod without a kubeconfig: the cluster the agent runs in.
@@ -40,14 +38,28 @@ func newAgent() *cobra.Command {
 					return err
 				}
 			}
-			return agent.Run(cmd.Context(), upstream, cfg, o)
+			if upstreamKubeconfig != "" {
+				upstream, err := clientcmd.BuildConfigFromFlags("", upstreamKubeconfig)
+				if err != nil {
+					return fmt.Errorf("--upstream-kubeconfig %s: %w", upstreamKubeconfig, err)
+				}
+				if o.ClusterNamespace == "" {
+					return fmt.Errorf("--cluster-namespace is required with --upstream-kubeconfig")
+				}
+				return agent.Run(cmd.Context(), upstream, cfg, o)
+			}
+			// The agent's own credential, registering first with the bootstrap token if need be.
+			return agent.RunRegistered(cmd.Context(), cfg, o, reg, renewEvery)
 		},
 	}
 	local.bind(c)
 	fl := c.Flags()
-	fl.StringVar(&upstreamKubeconfig, "upstream-kubeconfig", "", "kubeconfig of the manager cluster (the agent's credential)")
+	fl.StringVar(&upstreamKubeconfig, "upstream-kubeconfig", "", "kubeconfig of the manager cluster; without it the agent uses its stored credential, registering first with the "+registration.BootstrapSecret+" Secret")
+	fl.StringVar(&reg.ClientID, "client-id", "", "this cluster's identity at registration (default: the agent ConfigMap's clientID, else the kube-system namespace UID)")
+	fl.StringToStringVar(&reg.Labels, "label", nil, "label for this cluster's Cluster at registration (k=v, repeatable; added to the agent ConfigMap's labels)")
+	fl.DurationVar(&renewEvery, "credential-renew-every", 0, "renew the agent's credential this often (default: hourly, or after a third of its lifetime)")
 	fl.StringVar(&o.Namespace, "namespace", fleet.SystemNamespace, "downstream namespace the agent runs in")
-	fl.StringVar(&o.ClusterNamespace, "cluster-namespace", "", "namespace on the manager holding this cluster's BundleDeployments")
+	fl.StringVar(&o.ClusterNamespace, "cluster-namespace", "", "namespace on the manager holding this cluster's BundleDeployments (with --upstream-kubeconfig)")
 	fl.StringVar(&o.ClusterName, "cluster-name", "", "name of this cluster's Cluster on the manager (heartbeat)")
 	fl.StringVar(&o.ClusterObjectNamespace, "cluster-object-namespace", fleet.DefaultNamespace, "namespace of that Cluster")
 	fl.DurationVar(&o.CheckinInterval, "checkin-interval", 0, "heartbeat interval (default 15m)")

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/config"
 	"github.com/fleetgo/fleet/pkg/controller/bootstrap"
 	"github.com/fleetgo/fleet/pkg/controller/bundle"
@@ -27,6 +28,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/controller/clustergroup"
 	"github.com/fleetgo/fleet/pkg/controller/content"
 	"github.com/fleetgo/fleet/pkg/controller/index"
+	"github.com/fleetgo/fleet/pkg/controller/registration"
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
 	"github.com/fleetgo/fleet/pkg/serve"
 )
@@ -46,6 +48,12 @@ type Options struct {
 	// QPS and Burst limit the controllers' requests to the apiserver; zero means the defaults.
 	QPS   float32
 	Burst int
+	// RegistrationNamespace holds agents' credentials while they pick them up; empty means
+	// cattle-fleet-clusters-system.
+	RegistrationNamespace string
+	// CredentialLifetime is how long an agent's credential is valid before it must renew it;
+	// zero means a day (the apiserver issues none shorter than ten minutes).
+	CredentialLifetime time.Duration
 }
 
 // Client rate defaults: generous enough that a pass over thousands of clusters is not held back
@@ -154,7 +162,16 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 	cluster.Register(ctx, cluster.Deps{
 		Clusters: f.Cluster(), BundleDeployments: f.BundleDeployment(), Namespaces: c.Namespace(),
 		CheckinInterval: func() time.Duration { return config.Get().AgentCheckinInterval.Duration },
+		Revoke:          registration.Revoke(kube),
 	})
+	if o.RegistrationNamespace == "" {
+		o.RegistrationNamespace = fleet.ClustersSystemNamespace
+	}
+	if err := registration.Register(ctx, registration.Deps{Kube: kube, Tokens: f.ClusterRegistrationToken(),
+		ClusterRegistrations: f.ClusterRegistration(), Clusters: f.Cluster(),
+		RegistrationNamespace: o.RegistrationNamespace, CredentialLifetime: o.CredentialLifetime}); err != nil {
+		return err
+	}
 	content.Register(ctx, f.Content(), f.BundleDeployment())
 	clustergroup.Register(ctx, f.ClusterGroup(), f.Cluster())
 	return scf.Start(ctx, o.Workers)

@@ -51,6 +51,8 @@ type Deps struct {
 	// CheckinInterval is the agents' check-in interval, read on every reconcile so a config
 	// change applies at once.
 	CheckinInterval func() time.Duration
+	// Revoke, when set, takes a deleted Cluster's agent identity away before its namespace goes.
+	Revoke func(*fleet.Cluster) error
 }
 
 type handler struct {
@@ -58,6 +60,7 @@ type handler struct {
 	bdCache    fleetcontrollers.BundleDeploymentCache
 	namespaces corecontrollers.NamespaceController
 	interval   func() time.Duration
+	revoke     func(*fleet.Cluster) error
 	now        func() time.Time
 	// written is when each cluster's status was last written, by namespace/name.
 	written sync.Map
@@ -67,7 +70,7 @@ type handler struct {
 // namespace changes.
 func Register(ctx context.Context, d Deps) {
 	h := &handler{clusters: d.Clusters, bdCache: d.BundleDeployments.Cache(), namespaces: d.Namespaces,
-		interval: d.CheckinInterval, now: time.Now}
+		interval: d.CheckinInterval, revoke: d.Revoke, now: time.Now}
 	specDelayFor := func(ns, name string) time.Duration {
 		if at, ok := h.written.Load(ns + "/" + name); ok && h.now().Sub(at.(time.Time)) < busyDelay {
 			return busyDelay
@@ -216,9 +219,14 @@ func (h *handler) status(c *fleet.Cluster, ns string) (fleet.ClusterStatus, erro
 	return status, nil
 }
 
-// finalize deletes the cluster's namespace (and with it its BundleDeployments), then lets the
-// Cluster go.
+// finalize revokes the cluster's agent identity, deletes the cluster's namespace (and with it
+// its BundleDeployments), then lets the Cluster go.
 func (h *handler) finalize(c *fleet.Cluster) (*fleet.Cluster, error) {
+	if h.revoke != nil {
+		if err := h.revoke(c); err != nil {
+			return c, err
+		}
+	}
 	if ns := c.Status.Namespace; ns != "" {
 		if err := h.namespaces.Delete(ns, &metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return c, err

@@ -1,0 +1,392 @@
+// Package register gives the agent its credential on the manager: the one it stored, or a new
+// one obtained by registering with the bootstrap token Secret, and keeps it renewed. (agent)
+package register
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
+	"github.com/fleetgo/fleet/pkg/registration"
+)
+
+// Options configure registration.
+type Options struct {
+	// Namespace is the agent's namespace downstream (its Secrets and ConfigMap).
+	Namespace string
+	// ClientID overrides the agent's identity (default: the kube-system namespace's UID, or the
+	// clientID of the agent ConfigMap).
+	ClientID string
+	// Labels are added to the agent ConfigMap's labels for the Cluster made at registration.
+	Labels map[string]string
+	// PollInterval is how often the agent looks for its credential after asking; Timeout is how
+	// long it waits for it (Fleet's agents wait up to 30 minutes).
+	PollInterval, Timeout time.Duration
+}
+
+// Credential is the agent's identity on the manager and where its cluster lives there.
+type Credential struct {
+	Token, APIServerURL, APIServerCA                          string
+	ClusterNamespace, ClusterName, ClusterObjectNamespace, SA string
+}
+
+// ErrNoBootstrap: neither a stored credential nor a bootstrap Secret.
+var ErrNoBootstrap = errors.New("no credential (Secret " + registration.AgentSecret + ") and no registration token (Secret " + registration.BootstrapSecret + ")")
+
+// Obtain returns the agent's stored credential, registering first when it has none. It retries
+// with backoff (a token may be applied later, the manager may be down) until ctx ends; each
+// failure is logged with its cause.
+func Obtain(ctx context.Context, local kubernetes.Interface, o Options) (*Credential, error) {
+	backoff := wait.Backoff{Duration: 2 * time.Second, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: time.Minute}
+	for {
+		c, err := Stored(ctx, local, o.Namespace)
+		if err == nil && c != nil {
+			return c, nil
+		}
+		if err == nil {
+			if c, err = Register(ctx, local, o); err == nil {
+				return c, nil
+			}
+		}
+		logrus.WithError(err).Error("registering with the manager")
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(backoff.Step()):
+		}
+	}
+}
+
+// Stored returns the credential the agent stored, or nil when it has none.
+func Stored(ctx context.Context, local kubernetes.Interface, ns string) (*Credential, error) {
+	s, err := local.CoreV1().Secrets(ns).Get(ctx, registration.AgentSecret, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading secret %s/%s: %w", ns, registration.AgentSecret, err)
+	}
+	d := s.Data
+	c := &Credential{Token: string(d[registration.KeyToken]), APIServerURL: string(d[registration.KeyAPIServerURL]),
+		APIServerCA: string(d[registration.KeyAPIServerCA]), ClusterNamespace: string(d[registration.KeyClusterNamespace]),
+		ClusterName: string(d[registration.KeyClusterName]), ClusterObjectNamespace: string(d[registration.KeyClusterObjectNamespace]),
+		SA: string(d[registration.KeyServiceAccount])}
+	if c.Token == "" || c.APIServerURL == "" || c.ClusterNamespace == "" {
+		return nil, fmt.Errorf("secret %s/%s: token, apiServerURL and clusterNamespace are required", ns, registration.AgentSecret)
+	}
+	return c, nil
+}
+
+// agentConfig is the agent ConfigMap's "config" key.
+type agentConfig struct {
+	Labels   map[string]string `json:"labels,omitempty"`
+	ClientID string            `json:"clientID,omitempty"`
+}
+
+// Register asks the manager for a credential with the bootstrap Secret's token, stores it and
+// deletes the bootstrap Secret.
+func Register(ctx context.Context, local kubernetes.Interface, o Options) (*Credential, error) {
+	ns := o.Namespace
+	boot, err := local.CoreV1().Secrets(ns).Get(ctx, registration.BootstrapSecret, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, ErrNoBootstrap
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading secret %s/%s: %w", ns, registration.BootstrapSecret, err)
+	}
+	v := registration.Values{Token: string(boot.Data[registration.KeyToken]), APIServerURL: string(boot.Data[registration.KeyAPIServerURL]),
+		APIServerCA: string(boot.Data[registration.KeyAPIServerCA]), ClusterNamespace: string(boot.Data[registration.KeyClusterNamespace]),
+		SystemRegistrationNamespace: string(boot.Data[registration.KeySystemRegistrationNS])}
+	for key, val := range map[string]string{registration.KeyToken: v.Token, registration.KeyAPIServerURL: v.APIServerURL} {
+		if val == "" {
+			return nil, fmt.Errorf("secret %s/%s: key %s is empty", ns, registration.BootstrapSecret, key)
+		}
+	}
+	if v.ClusterNamespace == "" {
+		v.ClusterNamespace = fleet.DefaultNamespace
+	}
+	if v.SystemRegistrationNamespace == "" {
+		v.SystemRegistrationNamespace = fleet.ClustersSystemNamespace
+	}
+	cfg, err := readConfig(ctx, local, ns)
+	if err != nil {
+		return nil, err
+	}
+	clientID := o.ClientID
+	if clientID == "" {
+		clientID = cfg.ClientID
+	}
+	if clientID == "" {
+		ks, err := local.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("reading the kube-system namespace (the cluster's identity): %w", err)
+		}
+		clientID = string(ks.UID)
+	}
+	labels := map[string]string{}
+	for k, val := range cfg.Labels {
+		labels[k] = val
+	}
+	for k, val := range o.Labels {
+		labels[k] = val
+	}
+
+	importCfg := &rest.Config{Host: v.APIServerURL, BearerToken: v.Token, TLSClientConfig: rest.TLSClientConfig{CAData: []byte(v.APIServerCA)},
+		Timeout: 30 * time.Second}
+	ff, err := fleetfactory.NewFactoryFromConfig(importCfg)
+	if err != nil {
+		return nil, err
+	}
+	kc, err := kubernetes.NewForConfig(importCfg)
+	if err != nil {
+		return nil, err
+	}
+	random := make([]byte, 32)
+	if _, err := rand.Read(random); err != nil {
+		return nil, err
+	}
+	nonce := hex.EncodeToString(random)
+	reg, err := ff.Fleet().V1alpha1().ClusterRegistration().Create(&fleet.ClusterRegistration{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "request-", Namespace: v.ClusterNamespace},
+		Spec:       fleet.ClusterRegistrationSpec{ClientID: clientID, ClientRandom: nonce, ClusterLabels: labels},
+	})
+	if err != nil {
+		return nil, tokenError(v.APIServerURL, err)
+	}
+	log := logrus.WithFields(logrus.Fields{"registration": v.ClusterNamespace + "/" + reg.Name, "clientID": clientID})
+	log.Info("asked the manager to register this cluster")
+
+	name := registration.CredentialSecret(clientID, nonce)
+	poll, timeout := o.PollInterval, o.Timeout
+	if poll <= 0 {
+		poll = time.Second
+	}
+	if timeout <= 0 {
+		timeout = 30 * time.Minute
+	}
+	var secret *corev1.Secret
+	err = wait.PollUntilContextTimeout(ctx, poll, timeout, true, func(ctx context.Context) (bool, error) {
+		s, err := kc.CoreV1().Secrets(v.SystemRegistrationNamespace).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			secret = s
+			return true, nil
+		case apierrors.IsNotFound(err):
+			return false, nil
+		case apierrors.IsUnauthorized(err):
+			return false, tokenError(v.APIServerURL, err)
+		default:
+			log.WithError(err).Debug("waiting for the credential")
+			return false, nil
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("waiting for registration %s/%s to be granted: %w", v.ClusterNamespace, reg.Name, err)
+	}
+	d := secret.Data
+	c := &Credential{Token: string(d[registration.KeyToken]), APIServerURL: v.APIServerURL, APIServerCA: v.APIServerCA,
+		ClusterNamespace: string(d[registration.KeyClusterNamespace]), ClusterName: string(d[registration.KeyClusterName]),
+		ClusterObjectNamespace: string(d[registration.KeyClusterObjectNamespace]), SA: string(d[registration.KeyServiceAccount])}
+	// The manager's view of its own address wins when it has one configured.
+	if u := string(d[registration.KeyAPIServerURL]); u != "" {
+		c.APIServerURL = u
+		if ca := string(d[registration.KeyAPIServerCA]); ca != "" {
+			c.APIServerCA = ca
+		}
+	}
+	if err := Store(ctx, local, ns, c); err != nil {
+		return nil, err
+	}
+	if err := local.CoreV1().Secrets(ns).Delete(ctx, registration.BootstrapSecret, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("deleting the registration token (secret %s/%s): %w", ns, registration.BootstrapSecret, err)
+	}
+	log.WithField("cluster", c.ClusterObjectNamespace+"/"+c.ClusterName).Info("registered; the registration token was deleted")
+	return c, nil
+}
+
+func tokenError(url string, err error) error {
+	if apierrors.IsUnauthorized(err) {
+		return fmt.Errorf("the manager at %s refused the registration token (401 Unauthorized): it has expired or was deleted; create a new one (fleet install agent-token) and apply it", url)
+	}
+	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("the manager at %s does not let this registration token register clusters (403 Forbidden): %w", url, err)
+	}
+	return fmt.Errorf("registering with the manager at %s: %w", url, err)
+}
+
+func readConfig(ctx context.Context, local kubernetes.Interface, ns string) (agentConfig, error) {
+	var cfg agentConfig
+	cm, err := local.CoreV1().ConfigMaps(ns).Get(ctx, registration.AgentConfigMap, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return cfg, nil
+	}
+	if err != nil {
+		return cfg, fmt.Errorf("reading configmap %s/%s: %w", ns, registration.AgentConfigMap, err)
+	}
+	if raw := cm.Data[registration.ConfigKey]; raw != "" {
+		if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
+			return cfg, fmt.Errorf("configmap %s/%s, key %s: %w", ns, registration.AgentConfigMap, registration.ConfigKey, err)
+		}
+	}
+	return cfg, nil
+}
+
+// Store writes the credential to the agent's Secret.
+func Store(ctx context.Context, local kubernetes.Interface, ns string, c *Credential) error {
+	data := map[string][]byte{
+		registration.KeyToken: []byte(c.Token), registration.KeyAPIServerURL: []byte(c.APIServerURL),
+		registration.KeyAPIServerCA: []byte(c.APIServerCA), registration.KeyClusterNamespace: []byte(c.ClusterNamespace),
+		registration.KeyClusterName: []byte(c.ClusterName), registration.KeyClusterObjectNamespace: []byte(c.ClusterObjectNamespace),
+		registration.KeyServiceAccount: []byte(c.SA),
+	}
+	s, err := local.CoreV1().Secrets(ns).Get(ctx, registration.AgentSecret, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = local.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: registration.AgentSecret, Namespace: ns},
+			Data: data}, metav1.CreateOptions{})
+	} else if err == nil {
+		s.Data = data
+		_, err = local.CoreV1().Secrets(ns).Update(ctx, s, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("storing the agent's credential in secret %s/%s: %w", ns, registration.AgentSecret, err)
+	}
+	return nil
+}
+
+// Session is a live credential: the REST config of every upstream client reads its token from
+// here, so a renewed token is used at once.
+type Session struct {
+	mu   sync.RWMutex
+	cred Credential
+}
+
+// NewSession starts a session with c.
+func NewSession(c *Credential) *Session { return &Session{cred: *c} }
+
+// Credential returns the current credential.
+func (s *Session) Credential() Credential {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.cred
+}
+
+// RESTConfig reaches the manager with the session's current token.
+func (s *Session) RESTConfig() *rest.Config {
+	c := s.Credential()
+	return &rest.Config{Host: c.APIServerURL, TLSClientConfig: rest.TLSClientConfig{CAData: []byte(c.APIServerCA)},
+		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return &bearer{next: rt, s: s} }}
+}
+
+type bearer struct {
+	next http.RoundTripper
+	s    *Session
+}
+
+func (b *bearer) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.Header.Set("Authorization", "Bearer "+b.s.Credential().Token)
+	return b.next.RoundTrip(req)
+}
+
+// RenewEvery is how often the agent renews its credential at most; a credential with a shorter
+// lifetime is renewed when a third of it has passed.
+const RenewEvery = time.Hour
+
+// Renew keeps the session's credential fresh until ctx ends: it asks the manager for a new token
+// of its own ServiceAccount (the one permission for that is its own) and stores it. every
+// overrides the renewal period when positive.
+func (s *Session) Renew(ctx context.Context, local kubernetes.Interface, ns string, every time.Duration) {
+	cfg := s.RESTConfig()
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		logrus.WithError(err).Error("credential renewal")
+		return
+	}
+	for {
+		c := s.Credential()
+		issued, expires := tokenTimes(c.Token)
+		lifetime := expires.Sub(issued)
+		period := every
+		if period <= 0 {
+			period = min(RenewEvery, lifetime/3)
+			if period <= 0 {
+				period = RenewEvery
+			}
+		}
+		next := time.Until(issued.Add(period))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(max(next, 0)):
+		}
+		secs := int64(lifetime / time.Second)
+		if secs < 600 {
+			secs = 600
+		}
+		sa := c.SA
+		if sa == "" {
+			sa = registration.AgentServiceAccount
+		}
+		tr, err := kube.CoreV1().ServiceAccounts(c.ClusterNamespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+			Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &secs}}, metav1.CreateOptions{})
+		if err != nil {
+			msg := "renewing the agent's credential failed; retrying"
+			if apierrors.IsUnauthorized(err) {
+				msg = "the manager no longer accepts this agent's credential (its Cluster was deleted, or it expired while the manager was out of reach); register again with a new token"
+			}
+			logrus.WithError(err).WithField("expires", expires.Format(time.RFC3339)).Error(msg)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(min(time.Minute, max(period/4, time.Second))):
+			}
+			continue
+		}
+		s.mu.Lock()
+		s.cred.Token = tr.Status.Token
+		updated := s.cred
+		s.mu.Unlock()
+		if err := Store(ctx, local, ns, &updated); err != nil {
+			logrus.WithError(err).Warn("storing the renewed credential")
+		}
+		logrus.WithField("expires", tr.Status.ExpirationTimestamp.Format(time.RFC3339)).Debug("agent credential renewed")
+	}
+}
+
+// tokenTimes reads when a ServiceAccount token was issued and expires (its JWT claims; the
+// signature is the manager's business). Unreadable claims count as issued now, valid a day.
+func tokenTimes(token string) (time.Time, time.Time) {
+	now := time.Now()
+	parts := strings.Split(token, ".")
+	if len(parts) == 3 {
+		if raw, err := base64.RawURLEncoding.DecodeString(parts[1]); err == nil {
+			var claims struct {
+				IssuedAt  int64 `json:"iat"`
+				ExpiresAt int64 `json:"exp"`
+			}
+			if json.Unmarshal(raw, &claims) == nil && claims.IssuedAt > 0 && claims.ExpiresAt > claims.IssuedAt {
+				return time.Unix(claims.IssuedAt, 0), time.Unix(claims.ExpiresAt, 0)
+			}
+		}
+	}
+	return now, now.Add(24 * time.Hour)
+}

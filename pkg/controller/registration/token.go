@@ -1,0 +1,202 @@
+// Package registration runs the manager's side of cluster registration: registration tokens
+// (an import identity and the values an agent needs) and ClusterRegistrations (a Cluster, its
+// agent identity and permissions, and a short-lived credential). (manager)
+package registration
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/config"
+	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/names"
+	"github.com/fleetgo/fleet/pkg/registration"
+)
+
+// neverExpires is the lifetime of the import token of a ClusterRegistrationToken without a TTL.
+const neverExpires = 10 * 365 * 24 * time.Hour
+
+// minTokenLifetime is the shortest token the apiserver issues; a shorter TTL is enforced by
+// deleting the import identity at expiry.
+const minTokenLifetime = 10 * time.Minute
+
+type tokens struct {
+	kube   kubernetes.Interface
+	tokens fleetcontrollers.ClusterRegistrationTokenController
+	regNS  string
+	now    func() time.Time
+}
+
+func (t *tokens) log(tok *fleet.ClusterRegistrationToken) *logrus.Entry {
+	return logrus.WithFields(logrus.Fields{"controller": "clusterregistrationtoken", "namespace": tok.Namespace, "name": tok.Name})
+}
+
+// onChange gives a token its import identity and values Secret, and deletes it once expired.
+func (t *tokens) onChange(key string, tok *fleet.ClusterRegistrationToken) (*fleet.ClusterRegistrationToken, error) {
+	if tok == nil {
+		ns, name := splitKey(key)
+		return nil, t.revoke(ns, name)
+	}
+	if tok.DeletionTimestamp != nil {
+		return tok, t.revoke(tok.Namespace, tok.Name)
+	}
+	ctx := context.Background()
+	now := t.now()
+	var expires *metav1.Time
+	lifetime := neverExpires
+	if tok.Spec.TTL != nil && tok.Spec.TTL.Duration > 0 {
+		at := metav1.NewTime(tok.CreationTimestamp.Add(tok.Spec.TTL.Duration))
+		expires = &at
+		if !now.Before(at.Time) {
+			t.log(tok).Info("registration token expired: deleting it")
+			if err := t.revoke(tok.Namespace, tok.Name); err != nil {
+				return tok, err
+			}
+			err := t.tokens.Delete(tok.Namespace, tok.Name, &metav1.DeleteOptions{})
+			if apierrors.IsNotFound(err) {
+				err = nil
+			}
+			return tok, err
+		}
+		lifetime = max(at.Sub(now), minTokenLifetime)
+		t.tokens.EnqueueAfter(tok.Namespace, tok.Name, at.Sub(now)+time.Second)
+	}
+
+	if tok.Status.SecretName == tok.Name {
+		// Issued already: the values Secret holds a token valid until expiry.
+		if _, err := t.kube.CoreV1().Secrets(tok.Namespace).Get(ctx, tok.Name, metav1.GetOptions{}); err == nil {
+			return tok, nil
+		}
+	}
+	sa := registration.ImportServiceAccount(tok.Name)
+	owner := []metav1.OwnerReference{{APIVersion: fleet.SchemeGroupVersion.String(), Kind: "ClusterRegistrationToken", Name: tok.Name, UID: tok.UID}}
+	labels := map[string]string{registration.TokenLabel: names.SafeConcatName(tok.Namespace, tok.Name)}
+	if err := ensureServiceAccount(ctx, t.kube, tok.Namespace, sa, owner, labels); err != nil {
+		return tok, err
+	}
+	if err := ensureRole(ctx, t.kube, tok.Namespace, sa, registration.ImportRules(), owner, labels); err != nil {
+		return tok, err
+	}
+	if err := ensureRoleBinding(ctx, t.kube, tok.Namespace, sa, "Role", sa, tok.Namespace, sa, owner, labels); err != nil {
+		return tok, err
+	}
+	if err := ensureRoleBinding(ctx, t.kube, t.regNS, importBinding(tok.Namespace, tok.Name), "Role", registration.CredentialReaderRole,
+		tok.Namespace, sa, nil, labels); err != nil {
+		return tok, err
+	}
+	secs := int64(lifetime / time.Second)
+	tr, err := t.kube.CoreV1().ServiceAccounts(tok.Namespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &secs}}, metav1.CreateOptions{})
+	if err != nil {
+		return tok, fmt.Errorf("issuing the import token of %s/%s: %w", tok.Namespace, tok.Name, err)
+	}
+	cfg := config.Get()
+	values, err := yaml.Marshal(registration.Values{Token: tr.Status.Token, APIServerURL: cfg.APIServerURL, APIServerCA: cfg.APIServerCA,
+		ClusterNamespace: tok.Namespace, SystemRegistrationNamespace: t.regNS})
+	if err != nil {
+		return tok, err
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: tok.Name, Namespace: tok.Namespace, OwnerReferences: owner, Labels: labels},
+		Type: "fleet.cattle.io/cluster-registration-values", Data: map[string][]byte{registration.ValuesKey: values}}
+	if err := upsertSecret(ctx, t.kube, secret); err != nil {
+		return tok, err
+	}
+	tok = tok.DeepCopy()
+	tok.Status.SecretName, tok.Status.Expires = tok.Name, expires
+	return t.tokens.UpdateStatus(tok)
+}
+
+// revoke deletes a token's import identity, its permissions and its values: its token stops
+// working at once (a token of a deleted ServiceAccount is refused).
+func (t *tokens) revoke(ns, name string) error {
+	ctx := context.Background()
+	sa := registration.ImportServiceAccount(name)
+	for _, err := range []error{
+		t.kube.CoreV1().ServiceAccounts(ns).Delete(ctx, sa, metav1.DeleteOptions{}),
+		t.kube.RbacV1().RoleBindings(ns).Delete(ctx, sa, metav1.DeleteOptions{}),
+		t.kube.RbacV1().Roles(ns).Delete(ctx, sa, metav1.DeleteOptions{}),
+		t.kube.RbacV1().RoleBindings(t.regNS).Delete(ctx, importBinding(ns, name), metav1.DeleteOptions{}),
+		t.kube.CoreV1().Secrets(ns).Delete(ctx, name, metav1.DeleteOptions{}),
+	} {
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("revoking registration token %s/%s: %w", ns, name, err)
+		}
+	}
+	return nil
+}
+
+func importBinding(ns, name string) string { return names.SafeConcatName("import", ns, name) }
+
+func ensureServiceAccount(ctx context.Context, kube kubernetes.Interface, ns, name string, owner []metav1.OwnerReference, labels map[string]string) error {
+	_, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{
+		Name: name, Namespace: ns, OwnerReferences: owner, Labels: labels}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating service account %s/%s: %w", ns, name, err)
+	}
+	return nil
+}
+
+func ensureRole(ctx context.Context, kube kubernetes.Interface, ns, name string, rules []rbacv1.PolicyRule, owner []metav1.OwnerReference, labels map[string]string) error {
+	want := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, OwnerReferences: owner, Labels: labels}, Rules: rules}
+	_, err := kube.RbacV1().Roles(ns).Create(ctx, want, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		cur, gerr := kube.RbacV1().Roles(ns).Get(ctx, name, metav1.GetOptions{})
+		if gerr != nil {
+			return gerr
+		}
+		cur.Rules = rules
+		_, err = kube.RbacV1().Roles(ns).Update(ctx, cur, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("writing role %s/%s: %w", ns, name, err)
+	}
+	return nil
+}
+
+func ensureRoleBinding(ctx context.Context, kube kubernetes.Interface, ns, name, roleKind, role, saNS, sa string, owner []metav1.OwnerReference, labels map[string]string) error {
+	_, err := kube.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, OwnerReferences: owner, Labels: labels},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: roleKind, Name: role},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: saNS, Name: sa}},
+	}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating role binding %s/%s: %w", ns, name, err)
+	}
+	return nil
+}
+
+func upsertSecret(ctx context.Context, kube kubernetes.Interface, s *corev1.Secret) error {
+	_, err := kube.CoreV1().Secrets(s.Namespace).Create(ctx, s, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		cur, gerr := kube.CoreV1().Secrets(s.Namespace).Get(ctx, s.Name, metav1.GetOptions{})
+		if gerr != nil {
+			return gerr
+		}
+		cur.Data, cur.Labels = s.Data, s.Labels
+		_, err = kube.CoreV1().Secrets(s.Namespace).Update(ctx, cur, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("writing secret %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	return nil
+}
+
+func splitKey(key string) (string, string) {
+	for i := 0; i < len(key); i++ {
+		if key[i] == '/' {
+			return key[:i], key[i+1:]
+		}
+	}
+	return "", key
+}

@@ -1,0 +1,133 @@
+// Package registration holds what the manager and the agent agree on when a cluster joins: the
+// names of the Secrets and identities involved, the values a registration token hands out, how
+// a Cluster is named from the agent's identity, and the permissions each identity gets.
+//
+// The flow: a ClusterRegistrationToken yields an import identity that may only create
+// ClusterRegistrations in the token's namespace and read a Secret whose name it must already
+// know. The agent presents its identity (clientID) and a random nonce in a ClusterRegistration;
+// the manager maps it to a Cluster, gives that Cluster an agent identity in the cluster
+// namespace, and writes a short-lived credential for it into the Secret named by sha256(clientID
+// + nonce) in the registration namespace. The agent keeps the credential, forgets the token and
+// renews the credential through its own identity before it expires.
+package registration
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/names"
+)
+
+// Secrets and keys.
+const (
+	// BootstrapSecret (downstream, agent namespace) holds a registration token's values until the
+	// agent has registered.
+	BootstrapSecret = "fleet-agent-bootstrap"
+	// AgentSecret (downstream, agent namespace) holds the agent's own credential.
+	AgentSecret = "fleet-agent"
+	// AgentConfigMap (downstream, agent namespace) holds the agent's configuration: key
+	// ConfigKey, JSON {"labels": {...}, "clientID": "..."}.
+	AgentConfigMap = "fleet-agent"
+	ConfigKey      = "config"
+	// ValuesKey is the key of a token's Secret holding its values as YAML, ready for the
+	// fleet-agent chart.
+	ValuesKey = "values"
+
+	// Keys of the bootstrap Secret, the credential Secret and the agent Secret.
+	KeyToken                  = "token"
+	KeyAPIServerURL           = "apiServerURL"
+	KeyAPIServerCA            = "apiServerCA"
+	KeyClusterNamespace       = "clusterNamespace"
+	KeySystemRegistrationNS   = "systemRegistrationNamespace"
+	KeyClusterName            = "clusterName"
+	KeyClusterObjectNamespace = "clusterObjectNamespace"
+	KeyServiceAccount         = "serviceAccount"
+
+	// AgentServiceAccount is the agent's identity on the manager, one per cluster namespace.
+	AgentServiceAccount = "fleet-agent"
+	// ContentReaderRole is the ClusterRole that lets agents get Contents by name.
+	ContentReaderRole = "fleet-content-reader"
+	// CredentialReaderRole (in the registration namespace) lets import identities get a
+	// credential Secret whose name they know.
+	CredentialReaderRole = "fleet-registration-credential-reader"
+	// TokenLabel marks what belongs to a ClusterRegistrationToken (its namespace/name hash).
+	TokenLabel = "fleet.cattle.io/cluster-registration-token"
+	// ClientIDAnnotation on a Cluster created by registration records the agent's clientID.
+	ClientIDAnnotation = "fleet.cattle.io/client-id"
+)
+
+// Values are what a registration token hands an agent (the token Secret's "values" key and the
+// bootstrap Secret's keys).
+type Values struct {
+	Token                       string `json:"token"`
+	APIServerURL                string `json:"apiServerURL"`
+	APIServerCA                 string `json:"apiServerCA"`
+	ClusterNamespace            string `json:"clusterNamespace"`
+	SystemRegistrationNamespace string `json:"systemRegistrationNamespace"`
+}
+
+// ImportServiceAccount names a token's import identity (in the token's namespace).
+func ImportServiceAccount(token string) string { return names.SafeConcatName("import", token) }
+
+// ClusterName is the Cluster a clientID registers as.
+func ClusterName(clientID string) string {
+	sum := sha256.Sum256([]byte(clientID))
+	return "cluster-" + hex.EncodeToString(sum[:])[:12]
+}
+
+// CredentialSecret names the Secret (in the registration namespace) the manager writes an agent's
+// credential to: only the agent that chose the nonce can know it.
+func CredentialSecret(clientID, random string) string {
+	sum := sha256.Sum256([]byte(clientID + random))
+	return "c-" + hex.EncodeToString(sum[:])
+}
+
+// SanitizeLabels drops the labels an agent may not set on its Cluster: fleet.cattle.io/ and
+// management.cattle.io/ keys belong to the manager and Rancher.
+func SanitizeLabels(in map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range in {
+		if strings.HasPrefix(k, "fleet.cattle.io/") || strings.HasPrefix(k, "management.cattle.io/") {
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// ImportRules are what an import identity may do in its token's namespace.
+func ImportRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{{APIGroups: []string{fleet.SchemeGroupVersion.Group}, Resources: []string{"clusterregistrations"}, Verbs: []string{"create"}}}
+}
+
+// CredentialReaderRules: get (never list) Secrets in the registration namespace.
+func CredentialReaderRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}}
+}
+
+// AgentRules are what an agent may do in its cluster namespace: read its BundleDeployments and
+// their option Secrets, write their status, and renew its own credential.
+func AgentRules() []rbacv1.PolicyRule {
+	g := fleet.SchemeGroupVersion.Group
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{g}, Resources: []string{"bundledeployments"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{g}, Resources: []string{"bundledeployments/status"}, Verbs: []string{"update", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
+		{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}, ResourceNames: []string{AgentServiceAccount}},
+	}
+}
+
+// ClusterStatusRules let an agent patch its own Cluster's status (in the Cluster's namespace).
+func ClusterStatusRules(cluster string) []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{{APIGroups: []string{fleet.SchemeGroupVersion.Group}, Resources: []string{"clusters/status"},
+		Verbs: []string{"patch"}, ResourceNames: []string{cluster}}}
+}
+
+// ContentReaderRules: get Contents by name (their names are sha256 sums of what they hold).
+func ContentReaderRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{{APIGroups: []string{fleet.SchemeGroupVersion.Group}, Resources: []string{"contents"}, Verbs: []string{"get"}}}
+}
