@@ -1,0 +1,341 @@
+package registration_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/fleetgo/fleet/pkg/agent"
+	"github.com/fleetgo/fleet/pkg/agent/register"
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
+	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/localcluster"
+	"github.com/fleetgo/fleet/pkg/registration"
+)
+
+const agentNS = "cattle-fleet-system"
+
+// newToken creates a ClusterRegistrationToken in fleet-default and returns the values its
+// Secret hands out.
+func newToken(name string, ttl time.Duration) registration.Values {
+	tok := &fleet.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fleet.DefaultNamespace}}
+	if ttl > 0 {
+		tok.Spec.TTL = &metav1.Duration{Duration: ttl}
+	}
+	_, err := api.ClusterRegistrationToken().Create(tok)
+	Expect(err).NotTo(HaveOccurred())
+	var v registration.Values
+	Eventually(func(g Gomega) {
+		t, err := api.ClusterRegistrationToken().Get(fleet.DefaultNamespace, name, metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(t.Status.SecretName).To(Equal(name))
+		if ttl > 0 {
+			g.Expect(t.Status.Expires).NotTo(BeNil())
+		}
+		s, err := managerKube.CoreV1().Secrets(fleet.DefaultNamespace).Get(context.Background(), t.Status.SecretName, metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(yaml.Unmarshal(s.Data[registration.ValuesKey], &v)).To(Succeed())
+	}).Should(Succeed())
+	Expect(v.Token).NotTo(BeEmpty())
+	Expect(v.ClusterNamespace).To(Equal(fleet.DefaultNamespace))
+	Expect(v.SystemRegistrationNamespace).To(Equal(fleet.ClustersSystemNamespace))
+	return v
+}
+
+// bootstrap writes what installing the fleet-agent chart with a token's values writes into a
+// downstream cluster: the bootstrap Secret and the agent ConfigMap with its labels.
+func bootstrap(kube kubernetes.Interface, ns string, v registration.Values, labels map[string]string) {
+	ctx := context.Background()
+	_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		Expect(err).NotTo(HaveOccurred())
+	}
+	_, err = kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: registration.BootstrapSecret, Namespace: ns},
+		StringData: map[string]string{registration.KeyToken: v.Token, registration.KeyAPIServerURL: v.APIServerURL,
+			registration.KeyAPIServerCA: v.APIServerCA, registration.KeyClusterNamespace: v.ClusterNamespace,
+			registration.KeySystemRegistrationNS: v.SystemRegistrationNamespace}}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	cfg, _ := json.Marshal(map[string]interface{}{"labels": labels})
+	_ = kube.CoreV1().ConfigMaps(ns).Delete(ctx, registration.AgentConfigMap, metav1.DeleteOptions{})
+	_, err = kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: registration.AgentConfigMap, Namespace: ns},
+		Data: map[string]string{registration.ConfigKey: string(cfg)}}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+}
+
+// startAgent runs an agent for the downstream cluster with nothing but what is stored there.
+func startAgent(d *localcluster.Cluster, renewEvery time.Duration) context.CancelFunc {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		defer GinkgoRecover()
+		err := agent.RunRegistered(ctx, d.RESTConfig(), agent.Options{Namespace: agentNS, CheckinInterval: 2 * time.Second,
+			MonitorInterval: 3 * time.Second, GCInterval: 10 * time.Second, Workers: 4},
+			register.Options{PollInterval: 200 * time.Millisecond}, renewEvery)
+		Expect(err).NotTo(HaveOccurred())
+	}()
+	return cancel
+}
+
+func clientsetOf(d *localcluster.Cluster) kubernetes.Interface {
+	k, err := d.Clientset()
+	Expect(err).NotTo(HaveOccurred())
+	return k
+}
+
+func clientID(d *localcluster.Cluster) string {
+	ks, err := clientsetOf(d).CoreV1().Namespaces().Get(context.Background(), metav1.NamespaceSystem, metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	return string(ks.UID)
+}
+
+func storedCredential(d *localcluster.Cluster) *register.Credential {
+	c, err := register.Stored(context.Background(), clientsetOf(d), agentNS)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(c).NotTo(BeNil())
+	return c
+}
+
+// asAgent returns clients acting with exactly the agent's credential.
+func asAgent(c *register.Credential) (kubernetes.Interface, fleetcontrollers.Interface) {
+	cfg := &rest.Config{Host: c.APIServerURL, BearerToken: c.Token, TLSClientConfig: rest.TLSClientConfig{CAData: []byte(c.APIServerCA)}}
+	k, err := kubernetes.NewForConfig(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	f, err := fleetfactory.NewFactoryFromConfig(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	return k, f.Fleet().V1alpha1()
+}
+
+func configMapBundle(name, selectorKey, selectorValue, data string) {
+	_, err := api.Bundle().Create(&fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fleet.DefaultNamespace},
+		Spec: fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: name},
+			Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name +
+				"\ndata:\n  value: " + data + "\n"}},
+			Targets: []fleet.BundleTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{selectorKey: selectorValue}}}},
+		}})
+	Expect(err).NotTo(HaveOccurred())
+}
+
+func deployedValue(d *localcluster.Cluster, name string) func() string {
+	return func() string {
+		cm, err := clientsetOf(d).CoreV1().ConfigMaps(name).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return ""
+		}
+		return cm.Data["value"]
+	}
+}
+
+var _ = Describe("cluster registration", Ordered, func() {
+	var (
+		downA, downB *localcluster.Cluster
+		values       registration.Values
+		stopA        context.CancelFunc
+		clusterA     string
+	)
+	BeforeAll(func() {
+		downA, downB = downstreams[0], downstreams[1]
+		values = newToken("shared-token", 0)
+	})
+
+	It("registers a cluster with a token and the agent-config labels, forgets the token and deploys a Bundle", func() {
+		kubeA := clientsetOf(downA)
+		bootstrap(kubeA, agentNS, values, map[string]string{"env": "dev", "type": "edge", "fleet.cattle.io/cluster": "forged"})
+		stopA = startAgent(downA, 0)
+
+		clusterA = registration.ClusterName(clientID(downA))
+		var c *fleet.Cluster
+		Eventually(func() error {
+			var err error
+			c, err = api.Cluster().Get(fleet.DefaultNamespace, clusterA, metav1.GetOptions{})
+			return err
+		}).Should(Succeed())
+		Expect(c.Labels).To(HaveKeyWithValue("env", "dev"))
+		Expect(c.Labels).To(HaveKeyWithValue("type", "edge"))
+		Expect(c.Labels).NotTo(HaveKey("fleet.cattle.io/cluster"), "agent-supplied fleet.cattle.io/ labels are dropped")
+		Expect(c.Spec.ClientID).To(Equal(clientID(downA)))
+
+		Eventually(func() bool {
+			_, err := kubeA.CoreV1().Secrets(agentNS).Get(context.Background(), registration.BootstrapSecret, metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		}).Should(BeTrue(), "the token Secret is deleted downstream after registration")
+		cred := storedCredential(downA)
+		Expect(cred.ClusterName).To(Equal(clusterA))
+		Expect(cred.Token).NotTo(Equal(values.Token))
+
+		configMapBundle("only-dev", "env", "dev", "one")
+		Eventually(deployedValue(downA, "only-dev")).Should(Equal("one"))
+		Eventually(func(g Gomega) {
+			c, err := api.Cluster().Get(fleet.DefaultNamespace, clusterA, metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(c.Status.Agent.LastSeen.IsZero()).To(BeFalse(), "the heartbeat reaches the Cluster with the agent's credential")
+			g.Expect(c.Status.Display.ReadyBundles).To(Equal("1/1"))
+		}).Should(Succeed())
+	})
+
+	It("lets the agent's credential touch nothing but its own BundleDeployments, their status and its Cluster's status", func() {
+		ctx := context.Background()
+		_, err := api.Cluster().Create(&fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: fleet.DefaultNamespace}})
+		Expect(err).NotTo(HaveOccurred())
+		var otherNS string
+		Eventually(func() string {
+			c, _ := api.Cluster().Get(fleet.DefaultNamespace, "other", metav1.GetOptions{})
+			if c == nil {
+				return ""
+			}
+			otherNS = c.Status.Namespace
+			return otherNS
+		}).ShouldNot(BeEmpty())
+
+		cred := storedCredential(downA)
+		kube, fl := asAgent(cred)
+		forbidden := func(err error) {
+			GinkgoHelper()
+			Expect(apierrors.IsForbidden(err)).To(BeTrue(), "want 403, got %v", err)
+		}
+
+		own, err := fl.BundleDeployment().List(cred.ClusterNamespace, metav1.ListOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(own.Items).To(HaveLen(1))
+
+		_, err = fl.BundleDeployment().List(otherNS, metav1.ListOptions{})
+		forbidden(err)
+		_, err = kube.CoreV1().Secrets(otherNS).List(ctx, metav1.ListOptions{})
+		forbidden(err)
+		_, err = kube.CoreV1().Secrets(cred.ClusterNamespace).List(ctx, metav1.ListOptions{})
+		forbidden(err)
+		_, err = fl.BundleDeployment().List("", metav1.ListOptions{})
+		forbidden(err)
+
+		_, err = fl.BundleDeployment().Create(&fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Name: "forged", Namespace: cred.ClusterNamespace}})
+		forbidden(err)
+		bd := own.Items[0].DeepCopy()
+		bd.Spec.Paused = true
+		_, err = fl.BundleDeployment().Update(bd)
+		forbidden(err)
+		_, err = fl.BundleDeployment().UpdateStatus(own.Items[0].DeepCopy())
+		Expect(err).NotTo(HaveOccurred(), "the agent writes its BundleDeployments' status")
+
+		patch := []byte(`{"status":{"agent":{"lastSeen":"2020-01-01T00:00:00Z"}}}`)
+		_, err = fl.Cluster().Patch(fleet.DefaultNamespace, "other", types.MergePatchType, patch, "status")
+		forbidden(err)
+		_, err = fl.Cluster().Patch(fleet.DefaultNamespace, clusterA, types.MergePatchType, patch)
+		forbidden(err)
+		_, err = fl.Cluster().Patch(fleet.DefaultNamespace, clusterA, types.MergePatchType, []byte(`{"status":{"agent":{"namespace":"`+agentNS+`"}}}`), "status")
+		Expect(err).NotTo(HaveOccurred(), "the agent patches its own Cluster's status")
+
+		_, err = fl.Content().List(metav1.ListOptions{})
+		forbidden(err)
+		_, err = fl.Content().Get(strings.SplitN(own.Items[0].Spec.DeploymentID, ":", 2)[0], metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred(), "the agent gets Contents by name")
+		_, err = fl.ClusterRegistrationToken().List(fleet.DefaultNamespace, metav1.ListOptions{})
+		forbidden(err)
+	})
+
+	It("registers a second cluster with the same token as a distinct Cluster", func() {
+		kubeB := clientsetOf(downB)
+		bootstrap(kubeB, agentNS, values, map[string]string{"env": "prod", "type": "alpha"})
+		stopB := startAgent(downB, 0)
+		defer stopB()
+		clusterB := registration.ClusterName(clientID(downB))
+		Expect(clusterB).NotTo(Equal(clusterA))
+		Eventually(func() error {
+			_, err := api.Cluster().Get(fleet.DefaultNamespace, clusterB, metav1.GetOptions{})
+			return err
+		}).Should(Succeed())
+		configMapBundle("only-prod", "env", "prod", "two")
+		Eventually(deployedValue(downB, "only-prod")).Should(Equal("two"))
+		Consistently(deployedValue(downA, "only-prod"), 2*time.Second).Should(BeEmpty())
+	})
+
+	It("maps a re-registration of the same cluster to the same Cluster, with the labels it had", func() {
+		stopA()
+		ctx := context.Background()
+		kubeA := clientsetOf(downA)
+		Expect(kubeA.CoreV1().Secrets(agentNS).Delete(ctx, registration.AgentSecret, metav1.DeleteOptions{})).To(Succeed())
+		bootstrap(kubeA, agentNS, values, map[string]string{"env": "changed-downstream"})
+		stopA = startAgent(downA, 0)
+		Eventually(func() string {
+			c, err := register.Stored(ctx, kubeA, agentNS)
+			if err != nil || c == nil {
+				return ""
+			}
+			return c.ClusterName
+		}).Should(Equal(clusterA))
+		c, err := api.Cluster().Get(fleet.DefaultNamespace, clusterA, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c.Labels).To(HaveKeyWithValue("env", "dev"), "labels apply at the first registration only")
+		all, err := api.Cluster().List(fleet.DefaultNamespace, metav1.ListOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		ids := 0
+		for _, c := range all.Items {
+			if c.Spec.ClientID == clientID(downA) {
+				ids++
+			}
+		}
+		Expect(ids).To(Equal(1))
+		configMapBundle("after-reregistration", "env", "dev", "three")
+		Eventually(deployedValue(downA, "after-reregistration")).Should(Equal("three"))
+	})
+
+	It("refuses an expired token with a clear message", func() {
+		short := newToken("short-lived", 3*time.Second)
+		Eventually(func() bool {
+			_, err := api.ClusterRegistrationToken().Get(fleet.DefaultNamespace, "short-lived", metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		}, 30*time.Second).Should(BeTrue(), "an expired token is deleted")
+		kubeB := clientsetOf(downB)
+		bootstrap(kubeB, "expired-agent", short, nil)
+		_, err := register.Register(context.Background(), kubeB, register.Options{Namespace: "expired-agent", ClientID: "expired-test"})
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring("refused the registration token (401 Unauthorized): it has expired or was deleted"))
+		_, err = api.Cluster().Get(fleet.DefaultNamespace, registration.ClusterName("expired-test"), metav1.GetOptions{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue())
+	})
+
+	It("keeps a renewed credential working, and a deleted Cluster's agent loses access", func() {
+		stopA()
+		first := storedCredential(downA).Token
+		stopA = startAgent(downA, 2*time.Second)
+		DeferCleanup(func() { stopA() })
+		seen := map[string]bool{first: true}
+		Eventually(func() int {
+			seen[storedCredential(downA).Token] = true
+			return len(seen)
+		}, 30*time.Second).Should(BeNumerically(">=", 3), "the credential is renewed again and again")
+
+		Expect(updateBundleValue("only-dev", "renewed")).To(Succeed())
+		Eventually(deployedValue(downA, "only-dev")).Should(Equal("renewed"))
+
+		cred := storedCredential(downA)
+		_, fl := asAgent(cred)
+		_, err := fl.BundleDeployment().List(cred.ClusterNamespace, metav1.ListOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(api.Cluster().Delete(fleet.DefaultNamespace, clusterA, &metav1.DeleteOptions{})).To(Succeed())
+		Eventually(func() bool {
+			_, err := fl.BundleDeployment().List(cred.ClusterNamespace, metav1.ListOptions{})
+			return apierrors.IsUnauthorized(err)
+		}, 20*time.Second).Should(BeTrue(), "the deleted Cluster's agent is refused")
+	})
+})
+
+func updateBundleValue(name, value string) error {
+	b, err := api.Bundle().Get(fleet.DefaultNamespace, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	b.Spec.Resources[0].Content = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\ndata:\n  value: " + value + "\n"
+	_, err = api.Bundle().Update(b)
+	return err
+}
