@@ -1,8 +1,11 @@
 package registration_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -19,6 +22,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/agent"
 	"github.com/fleetgo/fleet/pkg/agent/register"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/cmd"
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/localcluster"
@@ -26,6 +30,35 @@ import (
 )
 
 const agentNS = "cattle-fleet-system"
+
+// fleetCLI runs the fleet command line in-process and returns what it printed.
+func fleetCLI(args ...string) string {
+	var out bytes.Buffer
+	c := cmd.New()
+	c.SetArgs(args)
+	c.SetOut(&out)
+	Expect(c.ExecuteContext(context.Background())).To(Succeed())
+	return out.String()
+}
+
+// kubectlApply applies a manifest to the cluster as a user would.
+func kubectlApply(d *localcluster.Cluster, manifest string) {
+	dir, err := localcluster.BinDir()
+	Expect(err).NotTo(HaveOccurred())
+	c := exec.Command(filepath.Join(dir, "kubectl"), "--kubeconfig", d.Kubeconfig, "apply", "-f", "-")
+	c.Stdin = strings.NewReader(manifest)
+	out, err := c.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), string(out))
+}
+
+// tokenValues reads the values a token's Secret hands out.
+func tokenValues(name string) registration.Values {
+	var v registration.Values
+	s, err := managerKube.CoreV1().Secrets(fleet.DefaultNamespace).Get(context.Background(), name, metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(yaml.Unmarshal(s.Data[registration.ValuesKey], &v)).To(Succeed())
+	return v
+}
 
 // newToken creates a ClusterRegistrationToken in fleet-default and returns the values its
 // Secret hands out.
@@ -146,12 +179,13 @@ var _ = Describe("cluster registration", Ordered, func() {
 	)
 	BeforeAll(func() {
 		downA, downB = downstreams[0], downstreams[1]
-		values = newToken("shared-token", 0)
 	})
 
-	It("registers a cluster with a token and the agent-config labels, forgets the token and deploys a Bundle", func() {
+	It("registers a cluster from `fleet install agent-token` and `agent-config` output, forgets the token and deploys a Bundle", func() {
 		kubeA := clientsetOf(downA)
-		bootstrap(kubeA, agentNS, values, map[string]string{"env": "dev", "type": "edge", "fleet.cattle.io/cluster": "forged"})
+		kubectlApply(downA, fleetCLI("install", "agent-config", "-l", "env=dev", "-l", "type=edge", "-l", "fleet.cattle.io/cluster=forged"))
+		kubectlApply(downA, fleetCLI("install", "agent-token", "--kubeconfig", manager.Kubeconfig, "--name", "cli-token", "--ttl", "0"))
+		values = tokenValues("cli-token")
 		stopA = startAgent(downA, 0)
 
 		clusterA = registration.ClusterName(clientID(downA))
@@ -339,3 +373,15 @@ func updateBundleValue(name, value string) error {
 	_, err = api.Bundle().Update(b)
 	return err
 }
+
+var _ = Describe("fleet install controller", func() {
+	It("prints a manifest the apiserver accepts: the CRDs, the controller, its permissions and configuration", func() {
+		kubectlApply(manager, fleetCLI("install", "controller", "--controller-image", "registry.local:5000/fleet:test", "--system-namespace", "fleet-manager"))
+		d, err := managerKube.AppsV1().Deployments("fleet-manager").Get(context.Background(), "fleet-controller", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("registry.local:5000/fleet:test"))
+		Expect(d.Spec.Template.Spec.ServiceAccountName).To(Equal("fleet-controller"))
+		_, err = managerKube.CoreV1().ConfigMaps("fleet-manager").Get(context.Background(), "fleet-controller", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+	})
+})

@@ -1,0 +1,47 @@
+// Package charts holds the fleet-crd, fleet and fleet-agent charts, embedded in the fleet
+// binary so `fleet install` renders from the same charts Helm installs.
+package charts
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+)
+
+//go:embed all:fleet-crd all:fleet all:fleet-agent
+var files embed.FS
+
+// Names of the charts.
+const (
+	CRD   = "fleet-crd"
+	Fleet = "fleet"
+	Agent = "fleet-agent"
+)
+
+// Load returns one of the embedded charts.
+func Load(name string) (*chart.Chart, error) {
+	var buffered []*loader.BufferedFile
+	err := fs.WalkDir(files, name, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := files.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		buffered = append(buffered, &loader.BufferedFile{Name: strings.TrimPrefix(p, name+"/"), Data: data})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("chart %s: %w", name, err)
+	}
+	if len(buffered) == 0 {
+		return nil, fmt.Errorf("chart %s: not embedded", path.Clean(name))
+	}
+	return loader.LoadFiles(buffered)
+}

@@ -1,0 +1,3 @@
+{{- define "fleet-agent.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}

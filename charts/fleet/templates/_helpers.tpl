@@ -1,0 +1,3 @@
+{{- define "fleet.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
