@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -109,10 +110,14 @@ func bootstrap(kube kubernetes.Interface, ns string, v registration.Values, labe
 
 // startAgent runs an agent for the downstream cluster with nothing but what is stored there.
 func startAgent(d *localcluster.Cluster, renewEvery time.Duration) context.CancelFunc {
+	return startAgentIn(d, agentNS, renewEvery)
+}
+
+func startAgentIn(d *localcluster.Cluster, ns string, renewEvery time.Duration) context.CancelFunc {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		defer GinkgoRecover()
-		err := agent.RunRegistered(ctx, d.RESTConfig(), agent.Options{Namespace: agentNS, CheckinInterval: 2 * time.Second,
+		err := agent.RunRegistered(ctx, d.RESTConfig(), agent.Options{Namespace: ns, CheckinInterval: 2 * time.Second,
 			MonitorInterval: 3 * time.Second, GCInterval: 10 * time.Second, Workers: 4},
 			register.Options{PollInterval: 200 * time.Millisecond}, renewEvery)
 		Expect(err).NotTo(HaveOccurred())
@@ -321,6 +326,45 @@ var _ = Describe("cluster registration", Ordered, func() {
 		Expect(ids).To(Equal(1))
 		configMapBundle("after-reregistration", "env", "dev", "three")
 		Eventually(deployedValue(downA, "after-reregistration")).Should(Equal("three"))
+	})
+
+	It("installs the agent into a cluster it can reach with spec.kubeConfigSecret; that agent registers as that Cluster", func() {
+		ctx := context.Background()
+		kubeconfig, err := os.ReadFile(downB.Kubeconfig)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = managerKube.CoreV1().Secrets(fleet.DefaultNamespace).Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "imported-kubeconfig", Namespace: fleet.DefaultNamespace},
+			Data:       map[string][]byte{"value": kubeconfig}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = api.Cluster().Create(&fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "imported", Namespace: fleet.DefaultNamespace,
+			Labels: map[string]string{"import": "yes"}},
+			Spec: fleet.ClusterSpec{KubeConfigSecret: "imported-kubeconfig", AgentNamespace: "imported-agent"}})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) {
+			c, err := api.Cluster().Get(fleet.DefaultNamespace, "imported", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(c.Status.AgentDeployedGeneration).NotTo(BeNil())
+			g.Expect(fleet.FindCondition(c.Status.Conditions, "Imported")).NotTo(BeNil())
+			g.Expect(fleet.FindCondition(c.Status.Conditions, "Imported").Status).To(Equal(corev1.ConditionTrue))
+		}).Should(Succeed())
+		kubeB := clientsetOf(downB)
+		_, err = kubeB.CoreV1().Secrets("imported-agent").Get(ctx, registration.BootstrapSecret, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred(), "the manager wrote the registration token downstream")
+		_, err = kubeB.AppsV1().Deployments("imported-agent").Get(ctx, "fleet-agent", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred(), "and the agent's Deployment")
+
+		// No kubelet here: run what the Deployment would run.
+		stop := startAgentIn(downB, "imported-agent", 0)
+		defer stop()
+		Eventually(func() string {
+			c, err := register.Stored(ctx, kubeB, "imported-agent")
+			if err != nil || c == nil {
+				return ""
+			}
+			return c.ClusterName
+		}).Should(Equal("imported"))
+		configMapBundle("imported-only", "import", "yes", "four")
+		Eventually(deployedValue(downB, "imported-only")).Should(Equal("four"))
 	})
 
 	It("refuses an expired token with a clear message", func() {

@@ -26,6 +26,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/controller/bundle"
 	"github.com/fleetgo/fleet/pkg/controller/cluster"
 	"github.com/fleetgo/fleet/pkg/controller/clustergroup"
+	"github.com/fleetgo/fleet/pkg/controller/clusterimport"
 	"github.com/fleetgo/fleet/pkg/controller/content"
 	"github.com/fleetgo/fleet/pkg/controller/index"
 	"github.com/fleetgo/fleet/pkg/controller/registration"
@@ -51,6 +52,8 @@ type Options struct {
 	// RegistrationNamespace holds agents' credentials while they pick them up; empty means
 	// cattle-fleet-clusters-system.
 	RegistrationNamespace string
+	// AgentImage is the agent the manager installs into clusters it imports itself.
+	AgentImage string
 	// CredentialLifetime is how long an agent's credential is valid before it must renew it;
 	// zero means a day (the apiserver issues none shorter than ten minutes).
 	CredentialLifetime time.Duration
@@ -172,6 +175,7 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 		RegistrationNamespace: o.RegistrationNamespace, CredentialLifetime: o.CredentialLifetime}); err != nil {
 		return err
 	}
+	clusterimport.Register(ctx, clusterimport.Deps{Kube: kube, Clusters: f.Cluster(), Tokens: f.ClusterRegistrationToken(), AgentImage: o.AgentImage})
 	content.Register(ctx, f.Content(), f.BundleDeployment())
 	clustergroup.Register(ctx, f.ClusterGroup(), f.Cluster())
 	return scf.Start(ctx, o.Workers)

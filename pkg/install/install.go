@@ -84,15 +84,20 @@ func setImage(values map[string]interface{}, key, image string) error {
 	if image == "" {
 		return nil
 	}
-	repo, tag := image, ""
-	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
-		repo, tag = image[:i], image[i+1:]
-	}
+	repo, tag := SplitImage(image)
 	if repo == "" {
 		return fmt.Errorf("image %q: no repository", image)
 	}
 	values[key] = map[string]interface{}{"repository": repo, "tag": tag}
 	return nil
+}
+
+// SplitImage splits "repository[:tag]" (a registry's port is not a tag).
+func SplitImage(image string) (repo, tag string) {
+	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
+		return image[:i], image[i+1:]
+	}
+	return image, ""
 }
 
 // AgentConfigOptions are `fleet install agent-config`'s.

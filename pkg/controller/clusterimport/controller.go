@@ -1,0 +1,177 @@
+// Package clusterimport installs the agent into clusters the manager can reach itself: a Cluster
+// with spec.kubeConfigSecret gets a short-lived registration token and the fleet-agent chart,
+// with the Cluster's clientID, applied through that kubeconfig. The agent then registers like
+// any other, and its registration maps to this Cluster. (manager)
+package clusterimport
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/rancher/wrangler/v3/pkg/apply"
+	wyaml "github.com/rancher/wrangler/v3/pkg/yaml"
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+
+	"github.com/fleetgo/fleet/charts"
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/install"
+	"github.com/fleetgo/fleet/pkg/names"
+	"github.com/fleetgo/fleet/pkg/registration"
+)
+
+// TokenTTL is how long the registration token of an imported cluster is valid.
+const TokenTTL = 12 * time.Hour
+
+// ConditionImported says whether the manager installed the agent through the kubeconfig.
+const ConditionImported = "Imported"
+
+// Deps are what the controller reads and writes.
+type Deps struct {
+	Kube     kubernetes.Interface
+	Clusters fleetcontrollers.ClusterController
+	Tokens   fleetcontrollers.ClusterRegistrationTokenController
+	// AgentImage is the agent image installed ("repository[:tag]"; empty: the chart's).
+	AgentImage string
+}
+
+type handler struct {
+	Deps
+}
+
+// Register starts importing Clusters that carry a kubeconfig.
+func Register(ctx context.Context, d Deps) {
+	h := &handler{Deps: d}
+	d.Clusters.OnChange(ctx, "cluster-import", h.onChange)
+}
+
+// TokenName is the registration token the manager makes for importing a Cluster.
+func TokenName(cluster string) string { return names.SafeConcatName("import-token", cluster) }
+
+func (h *handler) onChange(_ string, c *fleet.Cluster) (*fleet.Cluster, error) {
+	if c == nil || c.DeletionTimestamp != nil || c.Spec.KubeConfigSecret == "" {
+		return c, nil
+	}
+	if g := c.Status.AgentDeployedGeneration; g != nil && *g == c.Spec.RedeployAgentGeneration {
+		return c, nil
+	}
+	if c.Spec.ClientID == "" {
+		// The agent presents this identity, so its registration maps to this Cluster.
+		c = c.DeepCopy()
+		c.Spec.ClientID = string(c.UID)
+		return h.Clusters.Update(c)
+	}
+	err := h.importCluster(c)
+	status := corev1.ConditionTrue
+	msg := ""
+	if err != nil {
+		status, msg = corev1.ConditionFalse, err.Error()
+		logrus.WithFields(logrus.Fields{"controller": "cluster-import", "namespace": c.Namespace, "name": c.Name}).WithError(err).Warn("installing the agent")
+	}
+	c = c.DeepCopy()
+	fleet.SetCondition(&c.Status.Conditions, ConditionImported, status, "", msg, time.Now())
+	if err == nil {
+		gen := c.Spec.RedeployAgentGeneration
+		c.Status.AgentDeployedGeneration = &gen
+	}
+	updated, uerr := h.Clusters.UpdateStatus(c)
+	if uerr != nil {
+		return c, uerr
+	}
+	if err != nil {
+		// Retried with the controller's backoff; a change of the Secret's content needs a
+		// change of the Cluster (redeployAgentGeneration) or this backoff to be seen.
+		return updated, err
+	}
+	return updated, nil
+}
+
+func (h *handler) importCluster(c *fleet.Cluster) error {
+	ctx := context.Background()
+	secretNS := c.Spec.KubeConfigSecretNamespace
+	if secretNS == "" {
+		secretNS = c.Namespace
+	}
+	secret, err := h.Kube.CoreV1().Secrets(secretNS).Get(ctx, c.Spec.KubeConfigSecret, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading kubeConfigSecret %s/%s: %w", secretNS, c.Spec.KubeConfigSecret, err)
+	}
+	kubeconfig := secret.Data["value"]
+	if len(kubeconfig) == 0 {
+		return fmt.Errorf("kubeConfigSecret %s/%s: key value (the kubeconfig) is empty", secretNS, c.Spec.KubeConfigSecret)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubeConfigSecret %s/%s, key value: %w", secretNS, c.Spec.KubeConfigSecret, err)
+	}
+
+	values, err := h.token(ctx, c)
+	if err != nil {
+		return err
+	}
+	if u := string(secret.Data[registration.KeyAPIServerURL]); u != "" {
+		values.APIServerURL = u
+	}
+	if ca := string(secret.Data[registration.KeyAPIServerCA]); ca != "" {
+		values.APIServerCA = ca
+	}
+	if values.APIServerURL == "" {
+		return fmt.Errorf("no apiServerURL for the agent: set it in the fleet-controller configuration or in kubeConfigSecret %s/%s", secretNS, c.Spec.KubeConfigSecret)
+	}
+	agentNS := c.Spec.AgentNamespace
+	if agentNS == "" {
+		agentNS = fleet.SystemNamespace
+	}
+	chartValues := map[string]interface{}{"token": values.Token, "apiServerURL": values.APIServerURL, "apiServerCA": values.APIServerCA,
+		"clusterNamespace": values.ClusterNamespace, "systemRegistrationNamespace": values.SystemRegistrationNamespace,
+		"clientID": c.Spec.ClientID, "createNamespace": true}
+	if h.AgentImage != "" {
+		repo, tag := install.SplitImage(h.AgentImage)
+		chartValues["image"] = map[string]interface{}{"repository": repo, "tag": tag}
+	}
+	manifest, err := install.Render(charts.Agent, "fleet-agent", agentNS, chartValues)
+	if err != nil {
+		return err
+	}
+	objs, err := wyaml.ToObjects(bytes.NewBufferString(manifest))
+	if err != nil {
+		return err
+	}
+	a, err := apply.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	if err := a.WithDynamicLookup().WithSetID("fleet-agent-import").WithDefaultNamespace(agentNS).ApplyObjects(objs...); err != nil {
+		return fmt.Errorf("installing the agent through kubeConfigSecret %s/%s: %w", secretNS, c.Spec.KubeConfigSecret, err)
+	}
+	return nil
+}
+
+// token makes (or finds) the Cluster's registration token and returns its values.
+func (h *handler) token(ctx context.Context, c *fleet.Cluster) (registration.Values, error) {
+	var v registration.Values
+	name := TokenName(c.Name)
+	_, err := h.Tokens.Create(&fleet.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace},
+		Spec: fleet.ClusterRegistrationTokenSpec{TTL: &metav1.Duration{Duration: TokenTTL}}})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return v, fmt.Errorf("creating registration token %s/%s: %w", c.Namespace, name, err)
+	}
+	// The token controller issues it in a moment.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		s, err := h.Kube.CoreV1().Secrets(c.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err == nil {
+			return v, yaml.Unmarshal(s.Data[registration.ValuesKey], &v)
+		}
+		if time.Now().After(deadline) {
+			return v, fmt.Errorf("registration token %s/%s was not issued: %w", c.Namespace, name, err)
+		}
+	}
+}
