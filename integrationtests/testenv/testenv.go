@@ -40,11 +40,16 @@ func RepoRoot() (string, error) {
 // StartWithCRDs starts an apiserver-tier cluster, installs the fleet-crd chart with the Helm
 // SDK and waits until the fleet API is served. The caller stops the cluster.
 func StartWithCRDs(ctx context.Context, name string) (*localcluster.Cluster, fleetcontrollers.Interface, error) {
+	return StartWithCRDsOptions(ctx, localcluster.Options{Name: name})
+}
+
+// StartWithCRDsOptions is StartWithCRDs for a cluster started with o.
+func StartWithCRDsOptions(ctx context.Context, o localcluster.Options) (*localcluster.Cluster, fleetcontrollers.Interface, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := localcluster.Start(ctx, localcluster.Options{Name: name})
+	c, err := localcluster.Start(ctx, o)
 	if err != nil {
 		return nil, nil, err
 	}

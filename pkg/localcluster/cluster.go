@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -79,6 +80,13 @@ type Options struct {
 	APIServerPort int
 	// StartTimeout bounds each component's start; zero means DefaultStartTimeout.
 	StartTimeout time.Duration
+	// NetNS runs every component inside this network namespace (see NewNetNS); the admin
+	// client reaches them from inside it.
+	NetNS string
+	// BindAddress is where the apiserver listens (default 127.0.0.1); ExtraIPs are added to its
+	// certificate, for clients reaching it at another address.
+	BindAddress string
+	ExtraIPs    []net.IP
 }
 
 // Cluster is one running control plane.
@@ -236,7 +244,16 @@ type starter struct {
 func (s *starter) bin(name string) string { return filepath.Join(s.o.BinDir, name) }
 
 func (s *starter) run(component string, args ...string) (*process, error) {
-	p, err := startProcess(component, s.bin(binaryFor[component]), args, s.c.LogDir)
+	bin := s.bin(binaryFor[component])
+	if s.o.NetNS != "" {
+		ip, err := exec.LookPath("ip")
+		if err != nil {
+			return nil, fmt.Errorf("%s: running in network namespace %s needs ip(8): %w", component, s.o.NetNS, err)
+		}
+		args = append([]string{"netns", "exec", s.o.NetNS, bin}, args...)
+		bin = ip
+	}
+	p, err := startProcess(component, bin, args, s.c.LogDir)
 	if err != nil {
 		return nil, err
 	}
@@ -275,7 +292,7 @@ func (s *starter) certificates() error {
 		return fmt.Errorf("certificates: %w", err)
 	}
 	s.pki = p
-	ips := []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.96.0.1")}
+	ips := append([]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.96.0.1")}, s.o.ExtraIPs...)
 	dns := []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}
 	if err := p.issue("apiserver", "kube-apiserver", nil, true, ips, dns); err != nil {
 		return err
@@ -309,6 +326,9 @@ func (s *starter) etcd() error {
 		return err
 	}
 	client := &http.Client{Timeout: 2 * time.Second}
+	if s.o.NetNS != "" {
+		client.Transport = &http.Transport{DialContext: Dial(s.o.NetNS)}
+	}
 	return s.waitFor(p, "GET /health", func(ctx context.Context) (bool, error) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.etcdURL+"/health", nil)
 		resp, err := client.Do(req)
@@ -330,10 +350,14 @@ func (s *starter) apiserver() error {
 		port = ports[0]
 	}
 	s.c.Server = fmt.Sprintf("https://127.0.0.1:%d", port)
+	bind := s.o.BindAddress
+	if bind == "" {
+		bind = "127.0.0.1"
+	}
 	pk := s.pki.path
 	p, err := s.run("kube-apiserver",
 		"--etcd-servers="+s.etcdURL,
-		"--bind-address=127.0.0.1",
+		"--bind-address="+bind,
 		"--advertise-address=127.0.0.1",
 		"--secure-port="+strconv.Itoa(port),
 		"--cert-dir="+filepath.Join(s.c.Dir, "apiserver"),
@@ -391,6 +415,9 @@ func (s *starter) writeKubeconfig() error {
 		return err
 	}
 	rc.QPS, rc.Burst = 100, 200
+	if s.o.NetNS != "" {
+		rc.Dial = Dial(s.o.NetNS)
+	}
 	s.c.restConfig = rc
 	return nil
 }
