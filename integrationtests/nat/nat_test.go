@@ -136,4 +136,3 @@ func fleetCLI(args ...string) string {
 	Expect(c.ExecuteContext(context.Background())).To(Succeed())
 	return out.String()
 }
-
