@@ -83,8 +83,11 @@ var _ = Describe("a downstream cluster with outbound-only reach to the manager",
 			out, err := c.CombinedOutput()
 			Expect(err).NotTo(HaveOccurred(), string(out))
 		}
+		_, err = api.ClusterGroup().Create(&fleet.ClusterGroup{ObjectMeta: metav1.ObjectMeta{Name: "north", Namespace: fleet.DefaultNamespace},
+			Spec: fleet.ClusterGroupSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "north"}}}})
+		Expect(err).NotTo(HaveOccurred())
 		kubectl(fleetCLI("install", "agent-config", "-l", "env=edge"))
-		kubectl(fleetCLI("install", "agent-token", "--kubeconfig", manager.Kubeconfig, "--ttl", "1h"))
+		kubectl(fleetCLI("install", "agent-token", "--kubeconfig", manager.Kubeconfig, "--ttl", "1h", "--group", "north"))
 
 		bin, err := gexec.Build("github.com/fleetgo/fleet")
 		Expect(err).NotTo(HaveOccurred())
@@ -104,6 +107,7 @@ var _ = Describe("a downstream cluster with outbound-only reach to the manager",
 			c, err := api.Cluster().Get(fleet.DefaultNamespace, clusterName, metav1.GetOptions{})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(c.Labels).To(HaveKeyWithValue("env", "edge"))
+			g.Expect(c.Labels).To(HaveKeyWithValue("region", "north"), "agent-token --group gives the group's labels")
 			g.Expect(c.Status.Agent.LastSeen.IsZero()).To(BeFalse())
 		}).Should(Succeed())
 
@@ -123,6 +127,9 @@ var _ = Describe("a downstream cluster with outbound-only reach to the manager",
 			b, err := api.Bundle().Get(fleet.DefaultNamespace, "behind-nat", metav1.GetOptions{})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(b.Status.Summary.Ready).To(Equal(1))
+			cg, err := api.ClusterGroup().Get(fleet.DefaultNamespace, "north", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(cg.Status.ClusterCount).To(Equal(1))
 		}).Should(Succeed())
 	}, NodeTimeout(8*time.Minute))
 })

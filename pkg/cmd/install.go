@@ -84,6 +84,7 @@ func newInstallAgentToken() *cobra.Command {
 	fl.BoolVar(&o.NoCA, "no-ca", false, "hand out no CA: the manager's certificate is signed by a CA the system trusts")
 	fl.StringVar(&o.SystemNamespace, "system-namespace", fleet.SystemNamespace, "namespace of the agent in the downstream cluster")
 	fl.StringVar(&o.AgentImage, "agent-image", "", "image of the agent (repository[:tag])")
+	fl.StringVar(&o.Group, "group", "", "ClusterGroup (in the token's namespace) the registered clusters join: they get the labels its selector matches")
 	return c
 }
 

@@ -128,6 +128,9 @@ type AgentTokenOptions struct {
 	NoCA              bool
 	SystemNamespace   string
 	AgentImage        string
+	// Group names a ClusterGroup in Namespace: clusters registered with the token get the
+	// labels its selector matches, so they join it.
+	Group string
 	// Timeout bounds the wait for the manager to issue the token.
 	Timeout time.Duration
 }
@@ -135,6 +138,20 @@ type AgentTokenOptions struct {
 // AgentToken creates a ClusterRegistrationToken on the manager, waits for its values and
 // renders the fleet-agent chart with them: the manifest to apply to a downstream cluster.
 func AgentToken(ctx context.Context, api fleetcontrollers.Interface, kube kubernetes.Interface, o AgentTokenOptions) (string, error) {
+	var groupLabels map[string]interface{}
+	if o.Group != "" {
+		g, err := api.ClusterGroup().Get(o.Namespace, o.Group, metav1.GetOptions{})
+		if err != nil {
+			return "", fmt.Errorf("--group %s: %w", o.Group, err)
+		}
+		if g.Spec.Selector == nil || len(g.Spec.Selector.MatchLabels) == 0 || len(g.Spec.Selector.MatchExpressions) > 0 {
+			return "", fmt.Errorf("--group %s: cluster group %s/%s must select clusters by matchLabels only, so that registered clusters can be given them", o.Group, o.Namespace, o.Group)
+		}
+		groupLabels = map[string]interface{}{}
+		for k, v := range g.Spec.Selector.MatchLabels {
+			groupLabels[k] = v
+		}
+	}
 	tok := &fleet.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name}}
 	if o.Name == "" {
 		tok.GenerateName = "token-"
@@ -183,7 +200,7 @@ func AgentToken(ctx context.Context, api fleetcontrollers.Interface, kube kubern
 	}
 	values := map[string]interface{}{"token": v.Token, "apiServerURL": v.APIServerURL, "apiServerCA": v.APIServerCA,
 		"clusterNamespace": v.ClusterNamespace, "systemRegistrationNamespace": v.SystemRegistrationNamespace,
-		"createNamespace": true, "agentConfig": false}
+		"createNamespace": true, "agentConfig": false, "groupLabels": groupLabels}
 	if err := setImage(values, "image", o.AgentImage); err != nil {
 		return "", err
 	}

@@ -46,6 +46,9 @@ const (
 	KeyClusterName            = "clusterName"
 	KeyClusterObjectNamespace = "clusterObjectNamespace"
 	KeyServiceAccount         = "serviceAccount"
+	// KeyLabels (bootstrap Secret, optional) is JSON of labels that go with the token (the
+	// ClusterGroup it registers into); they win over the agent ConfigMap's.
+	KeyLabels = "labels"
 
 	// AgentServiceAccount is the agent's identity on the manager, one per cluster namespace.
 	AgentServiceAccount = "fleet-agent"

@@ -1,3 +1,6 @@
 {{- define "fleet-agent.image" -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end -}}
+{{- define "fleet-agent.namespace" -}}
+{{ .Values.systemNamespace | default .Release.Namespace }}
+{{- end -}}

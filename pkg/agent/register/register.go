@@ -149,6 +149,15 @@ func Register(ctx context.Context, local kubernetes.Interface, o Options) (*Cred
 	for k, val := range o.Labels {
 		labels[k] = val
 	}
+	if raw := boot.Data[registration.KeyLabels]; len(raw) > 0 {
+		var group map[string]string
+		if err := json.Unmarshal(raw, &group); err != nil {
+			return nil, fmt.Errorf("secret %s/%s, key %s: %w", ns, registration.BootstrapSecret, registration.KeyLabels, err)
+		}
+		for k, val := range group {
+			labels[k] = val
+		}
+	}
 
 	importCfg := &rest.Config{Host: v.APIServerURL, BearerToken: v.Token, TLSClientConfig: rest.TLSClientConfig{CAData: []byte(v.APIServerCA)},
 		Timeout: 30 * time.Second}
