@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetgo/fleet/pkg/agent"
@@ -211,6 +212,11 @@ var _ = Describe("cluster registration", Ordered, func() {
 		}).Should(BeTrue(), "the token Secret is deleted downstream after registration")
 		cred := storedCredential(downA)
 		Expect(cred.ClusterName).To(Equal(clusterA))
+		stored, err := kubeA.CoreV1().Secrets(agentNS).Get(context.Background(), registration.AgentSecret, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		kc, err := clientcmd.RESTConfigFromKubeConfig(stored.Data[registration.KeyKubeconfig])
+		Expect(err).NotTo(HaveOccurred(), "the agent's Secret holds its credential as a kubeconfig too")
+		Expect(kc.BearerToken).To(Equal(cred.Token))
 		Expect(cred.Token).NotTo(Equal(values.Token))
 
 		configMapBundle("only-dev", "env", "dev", "one")

@@ -46,6 +46,8 @@ const (
 	KeyClusterName            = "clusterName"
 	KeyClusterObjectNamespace = "clusterObjectNamespace"
 	KeyServiceAccount         = "serviceAccount"
+	// KeyKubeconfig (agent Secret) is the credential as a kubeconfig.
+	KeyKubeconfig = "kubeconfig"
 	// KeyLabels (bootstrap Secret, optional) is JSON of labels that go with the token (the
 	// ClusterGroup it registers into); they win over the agent ConfigMap's.
 	KeyLabels = "labels"

@@ -23,6 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
@@ -267,6 +269,17 @@ func Store(ctx context.Context, local kubernetes.Interface, ns string, c *Creden
 		registration.KeyClusterName: []byte(c.ClusterName), registration.KeyClusterObjectNamespace: []byte(c.ClusterObjectNamespace),
 		registration.KeyServiceAccount: []byte(c.SA),
 	}
+	// The same as a kubeconfig, for people and tools.
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["manager"] = &clientcmdapi.Cluster{Server: c.APIServerURL, CertificateAuthorityData: []byte(c.APIServerCA)}
+	kc.AuthInfos["agent"] = &clientcmdapi.AuthInfo{Token: c.Token}
+	kc.Contexts["agent"] = &clientcmdapi.Context{Cluster: "manager", AuthInfo: "agent", Namespace: c.ClusterNamespace}
+	kc.CurrentContext = "agent"
+	raw, err := clientcmd.Write(*kc)
+	if err != nil {
+		return err
+	}
+	data[registration.KeyKubeconfig] = raw
 	s, err := local.CoreV1().Secrets(ns).Get(ctx, registration.AgentSecret, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		_, err = local.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: registration.AgentSecret, Namespace: ns},
