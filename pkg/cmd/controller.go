@@ -48,6 +48,8 @@ func newController() *cobra.Command {
 	fl.StringVar(&o.ProfileAddr, "profile-addr", "", "address of Go's /debug/pprof/ profiles (empty disables)")
 	fl.Float32Var(&o.QPS, "kube-api-qps", controller.DefaultQPS, "requests per second to the apiserver")
 	fl.IntVar(&o.Burst, "kube-api-burst", controller.DefaultBurst, "burst of requests to the apiserver")
+	fl.StringVar(&o.WebhookAddr, "webhook-addr", ":8084", "address of the git providers' push webhook receiver (empty disables)")
+	fl.IntVar(&o.GitRuns, "git-runs", 4, "GitRepo clone-and-apply runs at once (they run in this process)")
 	fl.StringVar(&o.AgentImage, "agent-image", "", "agent image installed into clusters the manager imports itself (Cluster.spec.kubeConfigSecret)")
 	fl.StringVar(&o.RegistrationNamespace, "registration-namespace", fleet.ClustersSystemNamespace, "namespace of the credentials registering agents pick up")
 	fl.DurationVar(&o.CredentialLifetime, "agent-credential-lifetime", 24*time.Hour, "lifetime of an agent's credential (at least 10m); agents renew it hourly or after a third of it")

@@ -28,6 +28,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/controller/clustergroup"
 	"github.com/fleetgo/fleet/pkg/controller/clusterimport"
 	"github.com/fleetgo/fleet/pkg/controller/content"
+	"github.com/fleetgo/fleet/pkg/controller/gitrepo"
 	"github.com/fleetgo/fleet/pkg/controller/index"
 	"github.com/fleetgo/fleet/pkg/controller/registration"
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
@@ -52,6 +53,11 @@ type Options struct {
 	// RegistrationNamespace holds agents' credentials while they pick them up; empty means
 	// cattle-fleet-clusters-system.
 	RegistrationNamespace string
+	// WebhookAddr serves the git providers' push webhooks (empty disables).
+	WebhookAddr string
+	// GitRuns bounds the GitRepo clone-and-apply runs in flight (in the controller's process);
+	// zero means 4.
+	GitRuns int
 	// AgentImage is the agent the manager installs into clusters it imports itself.
 	AgentImage string
 	// CredentialLifetime is how long an agent's credential is valid before it must renew it;
@@ -132,6 +138,7 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 		{f.Bundle().Informer(), stripManagedFields},
 		{f.Cluster().Informer(), stripManagedFields},
 		{f.ClusterGroup().Informer(), stripManagedFields},
+		{f.GitRepo().Informer(), stripManagedFields},
 		{c.Namespace().Informer(), stripManagedFields},
 	} {
 		if err := t.informer.SetTransform(t.transform); err != nil {
@@ -175,6 +182,9 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 		RegistrationNamespace: o.RegistrationNamespace, CredentialLifetime: o.CredentialLifetime}); err != nil {
 		return err
 	}
+	gitrepo.Register(ctx, gitrepo.Deps{Kube: kube, GitRepos: f.GitRepo(), Bundles: f.Bundle(), BundleDeployments: f.BundleDeployment(),
+		Clusters: f.Cluster(), Runs: o.GitRuns, CheckinInterval: func() time.Duration { return config.Get().AgentCheckinInterval.Duration }})
+	serve.Run(ctx, o.WebhookAddr, &gitrepo.Webhook{Kube: kube, GitRepos: f.GitRepo(), SystemNamespace: o.SystemNamespace})
 	clusterimport.Register(ctx, clusterimport.Deps{Kube: kube, Clusters: f.Cluster(), Tokens: f.ClusterRegistrationToken(), AgentImage: o.AgentImage})
 	content.Register(ctx, f.Content(), f.BundleDeployment())
 	clustergroup.Register(ctx, f.ClusterGroup(), f.Cluster())

@@ -7,7 +7,9 @@ package clusterimport
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/rancher/wrangler/v3/pkg/apply"
@@ -28,6 +30,9 @@ import (
 	"github.com/fleetgo/fleet/pkg/registration"
 )
 
+// errNoSecret: the Cluster's kubeconfig Secret does not exist (yet).
+var errNoSecret = errors.New("secret not found")
+
 // TokenTTL is how long the registration token of an imported cluster is valid.
 const TokenTTL = 12 * time.Hour
 
@@ -45,7 +50,17 @@ type Deps struct {
 
 type handler struct {
 	Deps
+	// failed maps a Cluster's key to when its import last failed, at which generation.
+	failed sync.Map
 }
+
+type failure struct {
+	at         time.Time
+	generation int64
+}
+
+// retryFailed is how soon a failed import is tried again when the Cluster did not change.
+const retryFailed = time.Minute
 
 // Register starts importing Clusters that carry a kubeconfig.
 func Register(ctx context.Context, d Deps) {
@@ -56,9 +71,18 @@ func Register(ctx context.Context, d Deps) {
 // TokenName is the registration token the manager makes for importing a Cluster.
 func TokenName(cluster string) string { return names.SafeConcatName("import-token", cluster) }
 
-func (h *handler) onChange(_ string, c *fleet.Cluster) (*fleet.Cluster, error) {
+func (h *handler) onChange(key string, c *fleet.Cluster) (*fleet.Cluster, error) {
 	if c == nil || c.DeletionTimestamp != nil || c.Spec.KubeConfigSecret == "" {
+		h.failed.Delete(key)
 		return c, nil
+	}
+	// Status changes (roll-ups, heartbeats) bring a Cluster here often; a failed import is
+	// retried when the Cluster changes or after retryFailed.
+	if f, ok := h.failed.Load(key); ok {
+		f := f.(failure)
+		if f.generation == c.Generation && time.Since(f.at) < retryFailed {
+			return c, nil
+		}
 	}
 	if g := c.Status.AgentDeployedGeneration; g != nil && *g == c.Spec.RedeployAgentGeneration {
 		return c, nil
@@ -70,6 +94,12 @@ func (h *handler) onChange(_ string, c *fleet.Cluster) (*fleet.Cluster, error) {
 		return h.Clusters.Update(c)
 	}
 	err := h.importCluster(c)
+	if err != nil {
+		h.failed.Store(key, failure{at: time.Now(), generation: c.Generation})
+		h.Clusters.EnqueueAfter(c.Namespace, c.Name, retryFailed)
+	} else {
+		h.failed.Delete(key)
+	}
 	status := corev1.ConditionTrue
 	msg := ""
 	if err != nil {
@@ -86,11 +116,6 @@ func (h *handler) onChange(_ string, c *fleet.Cluster) (*fleet.Cluster, error) {
 	if uerr != nil {
 		return c, uerr
 	}
-	if err != nil {
-		// Retried with the controller's backoff; a change of the Secret's content needs a
-		// change of the Cluster (redeployAgentGeneration) or this backoff to be seen.
-		return updated, err
-	}
 	return updated, nil
 }
 
@@ -101,6 +126,9 @@ func (h *handler) importCluster(c *fleet.Cluster) error {
 		secretNS = c.Namespace
 	}
 	secret, err := h.Kube.CoreV1().Secrets(secretNS).Get(ctx, c.Spec.KubeConfigSecret, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("%w: kubeConfigSecret %s/%s", errNoSecret, secretNS, c.Spec.KubeConfigSecret)
+	}
 	if err != nil {
 		return fmt.Errorf("reading kubeConfigSecret %s/%s: %w", secretNS, c.Spec.KubeConfigSecret, err)
 	}

@@ -13,7 +13,18 @@ const (
 	ByBundle = "fleet.cattle.io/by-bundle"
 	// ByContent indexes BundleDeployments by the name of the Content they deploy.
 	ByContent = "fleet.cattle.io/by-content"
+	// ByRepo indexes BundleDeployments by "bundleNamespace/gitRepoName".
+	ByRepo = "fleet.cattle.io/by-repo"
 )
+
+// RepoKey is the ByRepo value of a BundleDeployment, or "" when it comes from no GitRepo.
+func RepoKey(bd *fleet.BundleDeployment) string {
+	ns, repo := bd.Labels[fleet.BundleNamespaceLabel], bd.Labels[fleet.RepoLabel]
+	if ns == "" || repo == "" {
+		return ""
+	}
+	return ns + "/" + repo
+}
 
 // BundleKey is the ByBundle value of a BundleDeployment, or "" when it is not labelled.
 func BundleKey(bd *fleet.BundleDeployment) string {
@@ -28,6 +39,12 @@ func BundleKey(bd *fleet.BundleDeployment) string {
 func Register(bds fleetcontrollers.BundleDeploymentController) {
 	bds.Cache().AddIndexer(ByBundle, func(bd *fleet.BundleDeployment) ([]string, error) {
 		if k := BundleKey(bd); k != "" {
+			return []string{k}, nil
+		}
+		return nil, nil
+	})
+	bds.Cache().AddIndexer(ByRepo, func(bd *fleet.BundleDeployment) ([]string, error) {
+		if k := RepoKey(bd); k != "" {
 			return []string{k}, nil
 		}
 		return nil, nil

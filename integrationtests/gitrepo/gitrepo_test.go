@@ -1,0 +1,263 @@
+package gitrepo_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"sort"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/rancher/wrangler/v3/pkg/condition"
+)
+
+func newGitRepo(name, repo string, mutate func(*fleet.GitRepoSpec)) {
+	spec := fleet.GitRepoSpec{Repo: git.RepoURL(repo), Branch: "main", ClientSecretName: credentials,
+		PollingInterval: &metav1.Duration{Duration: 2 * time.Second}}
+	if mutate != nil {
+		mutate(&spec)
+	}
+	_, err := api.GitRepo().Create(&fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fleet.DefaultNamespace}, Spec: spec})
+	Expect(err).NotTo(HaveOccurred())
+}
+
+func gitRepo(name string) *fleet.GitRepo {
+	gr, err := api.GitRepo().Get(fleet.DefaultNamespace, name, metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	return gr
+}
+
+// bundlesOf returns the names of the GitRepo's Bundles and the commit label each carries.
+func bundlesOf(repo string) map[string]string {
+	list, err := api.Bundle().List(fleet.DefaultNamespace, metav1.ListOptions{LabelSelector: labels.Set{fleet.RepoLabel: repo}.String()})
+	Expect(err).NotTo(HaveOccurred())
+	out := map[string]string{}
+	for _, b := range list.Items {
+		out[b.Name] = b.Labels[fleet.CommitLabel]
+	}
+	return out
+}
+
+func names(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func cond(gr *fleet.GitRepo, t string) (corev1.ConditionStatus, string) {
+	c := fleet.FindCondition(gr.Status.Conditions, condition.Cond(t))
+	if c == nil {
+		return "", ""
+	}
+	return c.Status, c.Message
+}
+
+var _ = Describe("GitRepo", func() {
+	It("turns a pushed commit into Bundles within one polling interval, prunes removed paths and deletes its Bundles with it", func() {
+		first := publish("poll", "main", map[string]string{"one/cm.yaml": configMap("one", "a"), "two/cm.yaml": configMap("two", "a")})
+		newGitRepo("poll", "poll", nil)
+		Eventually(func() map[string]string { return bundlesOf("poll") }).Should(Equal(map[string]string{"poll-one": first, "poll-two": first}))
+		Eventually(func(g Gomega) {
+			gr := gitRepo("poll")
+			g.Expect(gr.Status.Commit).To(Equal(first))
+			g.Expect(gr.Status.PollingCommit).To(Equal(first))
+			g.Expect(gr.Status.GitJobStatus).To(Equal("Current"))
+			s, _ := cond(gr, "GitPolling")
+			g.Expect(s).To(Equal(corev1.ConditionTrue))
+			s, _ = cond(gr, "Stalled")
+			g.Expect(s).To(Equal(corev1.ConditionFalse))
+		}).Should(Succeed())
+
+		// A new commit without path two: within one polling interval (2 s) plus the run.
+		second := publish("poll", "main", map[string]string{"one/cm.yaml": configMap("one", "b")})
+		start := time.Now()
+		Eventually(func() map[string]string { return bundlesOf("poll") }, 10*time.Second, 100*time.Millisecond).
+			Should(Equal(map[string]string{"poll-one": second}))
+		Expect(time.Since(start)).To(BeNumerically("<", 2*time.Second+3*time.Second), "polling every 2 s (with a tenth of jitter) and a run")
+
+		Expect(api.GitRepo().Delete(fleet.DefaultNamespace, "poll", &metav1.DeleteOptions{})).To(Succeed())
+		Eventually(func() map[string]string { return bundlesOf("poll") }).Should(BeEmpty())
+		Eventually(func() bool {
+			_, err := api.GitRepo().Get(fleet.DefaultNamespace, "poll", metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		}).Should(BeTrue())
+	})
+
+	It("passes serviceAccount, targetNamespace, paused, keepResources, deleteNamespace, correctDrift and targets down to its Bundles", func() {
+		commit := publish("passdown", "main", map[string]string{"app/cm.yaml": configMap("app", "x")})
+		newGitRepo("passdown", "passdown", func(s *fleet.GitRepoSpec) {
+			s.ServiceAccount, s.TargetNamespace, s.Paused, s.KeepResources, s.DeleteNamespace = "deployer", "apps", true, true, true
+			s.CorrectDrift = &fleet.CorrectDrift{Enabled: true}
+			s.Targets = []fleet.GitTarget{{Name: "dev", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "dev"}}}}
+		})
+		Eventually(func() map[string]string { return bundlesOf("passdown") }).Should(Equal(map[string]string{"passdown-app": commit}))
+		b, err := api.Bundle().Get(fleet.DefaultNamespace, "passdown-app", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(b.Spec.ServiceAccount).To(Equal("deployer"))
+		Expect(b.Spec.TargetNamespace).To(Equal("apps"))
+		Expect(b.Spec.Paused).To(BeTrue())
+		Expect(b.Spec.KeepResources).To(BeTrue())
+		Expect(b.Spec.DeleteNamespace).To(BeTrue())
+		Expect(b.Spec.CorrectDrift).NotTo(BeNil())
+		Expect(b.Spec.CorrectDrift.Enabled).To(BeTrue())
+		Expect(b.Spec.Targets).NotTo(BeEmpty())
+		Expect(b.Spec.Targets[len(b.Spec.Targets)-1].ClusterSelector.MatchLabels).To(HaveKeyWithValue("env", "dev"))
+	})
+
+	It("reports wrong credentials, a missing branch and an unreachable repository, and deletes no Bundle", func() {
+		commit := publish("bad", "main", map[string]string{"app/cm.yaml": configMap("app", "x")})
+		newGitRepo("bad", "bad", nil)
+		Eventually(func() map[string]string { return bundlesOf("bad") }).Should(Equal(map[string]string{"bad-app": commit}))
+
+		_, err := kube.CoreV1().Secrets(fleet.DefaultNamespace).Create(context.Background(), &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "wrong-credentials", Namespace: fleet.DefaultNamespace}, Type: corev1.SecretTypeBasicAuth,
+			StringData: map[string]string{corev1.BasicAuthUsernameKey: gitUser, corev1.BasicAuthPasswordKey: "wrong"}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		for _, c := range []struct {
+			mutate func(*fleet.GitRepoSpec)
+			want   string
+		}{
+			{func(s *fleet.GitRepoSpec) { s.ClientSecretName = "wrong-credentials" }, "authentication required"},
+			{func(s *fleet.GitRepoSpec) { s.ClientSecretName, s.Branch = credentials, "nope" }, "branch nope not found"},
+			{func(s *fleet.GitRepoSpec) { s.Branch, s.Repo = "main", "http://127.0.0.1:1/unreachable.git" }, "connection refused"},
+		} {
+			gr := gitRepo("bad")
+			c.mutate(&gr.Spec)
+			_, err := api.GitRepo().Update(gr)
+			Expect(err).NotTo(HaveOccurred())
+			Eventually(func(g Gomega) {
+				gr := gitRepo("bad")
+				s, msg := cond(gr, "GitPolling")
+				g.Expect(s).To(Equal(corev1.ConditionFalse))
+				g.Expect(msg).To(ContainSubstring(c.want))
+				s, msg = cond(gr, "Ready")
+				g.Expect(s).To(Equal(corev1.ConditionFalse))
+				g.Expect(msg).To(ContainSubstring(c.want))
+			}).Should(Succeed())
+			Expect(bundlesOf("bad")).To(Equal(map[string]string{"bad-app": commit}), "no Bundle is deleted")
+		}
+	})
+
+	It("stalls on a broken fleet.yaml in one path, naming the file, and changes no Bundle", func() {
+		good := publish("broken", "main", map[string]string{"a/cm.yaml": configMap("a", "1"), "b/cm.yaml": configMap("b", "1")})
+		newGitRepo("broken", "broken", func(s *fleet.GitRepoSpec) { s.Paths = []string{"a", "b"} })
+		Eventually(func() map[string]string { return bundlesOf("broken") }).Should(Equal(map[string]string{"broken-a": good, "broken-b": good}))
+		publish("broken", "main", map[string]string{"a/cm.yaml": configMap("a", "2"), "b/cm.yaml": configMap("b", "2"),
+			"b/fleet.yaml": "defaultNamespace: [not, a, string\n"})
+		Eventually(func(g Gomega) {
+			gr := gitRepo("broken")
+			s, msg := cond(gr, "Stalled")
+			g.Expect(s).To(Equal(corev1.ConditionTrue))
+			g.Expect(msg).To(ContainSubstring("fleet.yaml"))
+			g.Expect(gr.Status.GitJobStatus).To(Equal("Failed"))
+			s, _ = cond(gr, "Ready")
+			g.Expect(s).To(Equal(corev1.ConditionFalse))
+		}).Should(Succeed())
+		Consistently(func() map[string]string { return bundlesOf("broken") }, 3*time.Second).
+			Should(Equal(map[string]string{"broken-a": good, "broken-b": good}), "nothing is applied from a commit with a broken bundle")
+	})
+
+	Describe("webhooks", func() {
+		type provider struct {
+			name    string
+			headers func(body []byte) map[string]string
+			payload func(url, commit string) map[string]interface{}
+		}
+		hmacHex := func(key string, body []byte) string {
+			m := hmac.New(sha256.New, []byte(key))
+			m.Write(body)
+			return hex.EncodeToString(m.Sum(nil))
+		}
+		providers := []provider{
+			{"github", func(b []byte) map[string]string {
+				return map[string]string{"X-GitHub-Event": "push", "X-Hub-Signature-256": "sha256=" + hmacHex("gh-secret", b)}
+			}, func(url, commit string) map[string]interface{} {
+				return map[string]interface{}{"ref": "refs/heads/main", "after": commit, "repository": map[string]interface{}{"clone_url": url, "html_url": "https://example.invalid/x"}}
+			}},
+			{"gitlab", func(b []byte) map[string]string {
+				return map[string]string{"X-Gitlab-Event": "Push Hook", "X-Gitlab-Token": "gl-token"}
+			}, func(url, commit string) map[string]interface{} {
+				return map[string]interface{}{"object_kind": "push", "ref": "refs/heads/main", "checkout_sha": commit, "project": map[string]interface{}{"git_http_url": url}}
+			}},
+			{"gogs", func(b []byte) map[string]string {
+				return map[string]string{"X-Gogs-Event": "push", "X-Gogs-Signature": hmacHex("gogs-secret", b)}
+			}, func(url, commit string) map[string]interface{} {
+				return map[string]interface{}{"ref": "refs/heads/main", "after": commit, "repository": map[string]interface{}{"clone_url": url}}
+			}},
+			{"bitbucket", func(b []byte) map[string]string {
+				return map[string]string{"X-Event-Key": "repo:push", "X-Hook-UUID": "bb-uuid"}
+			}, func(url, commit string) map[string]interface{} {
+				return map[string]interface{}{"push": map[string]interface{}{"changes": []interface{}{map[string]interface{}{"new": map[string]interface{}{
+					"type": "branch", "name": "main", "target": map[string]interface{}{"hash": commit}}}}},
+					"repository": map[string]interface{}{"links": map[string]interface{}{"html": map[string]interface{}{"href": url}}}}
+			}},
+			{"bitbucket-server", func(b []byte) map[string]string {
+				return map[string]string{"X-Event-Key": "repo:refs_changed", "X-Hub-Signature": "sha256=" + hmacHex("bbs-secret", b)}
+			}, func(url, commit string) map[string]interface{} {
+				return map[string]interface{}{"eventKey": "repo:refs_changed", "changes": []interface{}{map[string]interface{}{"refId": "refs/heads/main", "toHash": commit}},
+					"repository": map[string]interface{}{"links": map[string]interface{}{"clone": []interface{}{map[string]interface{}{"href": url, "name": "http"}}}}}
+			}},
+			{"azure-devops", func(b []byte) map[string]string {
+				return map[string]string{"Authorization": basic("az-user", "az-pass")}
+			}, func(url, commit string) map[string]interface{} {
+				return map[string]interface{}{"eventType": "git.push", "resource": map[string]interface{}{
+					"refUpdates": []interface{}{map[string]interface{}{"name": "refs/heads/main", "newObjectId": commit}},
+					"repository": map[string]interface{}{"remoteUrl": url}}}
+			}},
+		}
+		post := func(headers map[string]string, body []byte) int {
+			req, err := http.NewRequest(http.MethodPost, webhookURL, bytes.NewReader(body))
+			Expect(err).NotTo(HaveOccurred())
+			req.Header.Set("Content-Type", "application/json")
+			for k, v := range headers {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			Expect(err).NotTo(HaveOccurred())
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+		for _, p := range providers {
+			It("takes a "+p.name+" push within 2 seconds and refuses a bad signature with 401", func() {
+				repo := "wh-" + p.name
+				first := publish(repo, "main", map[string]string{"app/cm.yaml": configMap("app", "1")})
+				newGitRepo(repo, repo, func(s *fleet.GitRepoSpec) { s.DisablePolling, s.WebhookSecret = true, webhookSecret })
+				// Without polling, the GitRepo has no commit until a webhook brings one.
+				Consistently(func() map[string]string { return bundlesOf(repo) }, 2*time.Second).Should(BeEmpty())
+
+				body, _ := json.Marshal(p.payload(git.RepoURL(repo), first))
+				bad := p.headers(body)
+				secretHeader := map[string]string{"github": "X-Hub-Signature-256", "gitlab": "X-Gitlab-Token", "gogs": "X-Gogs-Signature",
+					"bitbucket": "X-Hook-UUID", "bitbucket-server": "X-Hub-Signature", "azure-devops": "Authorization"}[p.name]
+				bad[secretHeader] = map[bool]string{true: basic("az-user", "wrong"), false: bad[secretHeader][:len(bad[secretHeader])-1] + "x"}[p.name == "azure-devops"]
+				Expect(post(bad, body)).To(Equal(http.StatusUnauthorized))
+				Consistently(func() string { return gitRepo(repo).Status.WebhookCommit }, time.Second).Should(BeEmpty(), "a refused webhook changes nothing")
+
+				Expect(post(p.headers(body), body)).To(Equal(http.StatusOK))
+				Eventually(func() map[string]string { return bundlesOf(repo) }, 2*time.Second, 50*time.Millisecond).
+					Should(Equal(map[string]string{repo + "-app": first}))
+				Expect(gitRepo(repo).Status.WebhookCommit).To(Equal(first))
+			})
+		}
+	})
+})
+
+func basic(user, pass string) string {
+	req, _ := http.NewRequest(http.MethodGet, "http://x", nil)
+	req.SetBasicAuth(user, pass)
+	return req.Header.Get("Authorization")
+}

@@ -1,0 +1,423 @@
+// Package gitrepo turns GitRepos into Bundles: it polls each repository for the commit of its
+// branch or revision (and takes commits from webhooks), runs a clone-and-apply for every new
+// commit or spec change, and rolls the Bundles' deployments up into the GitRepo's status.
+// (manager)
+package gitrepo
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/bundlereader"
+	"github.com/fleetgo/fleet/pkg/cli/apply"
+	"github.com/fleetgo/fleet/pkg/controller/index"
+	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/gitsource"
+	"github.com/fleetgo/fleet/pkg/summary"
+)
+
+// Defaults and timings.
+const (
+	// DefaultPollingInterval is how often a repository is polled unless pollingInterval says.
+	DefaultPollingInterval = 15 * time.Second
+	// failedRetry is how soon a failed run of the same commit and spec is tried again.
+	failedRetry = time.Minute
+	// rollupDelay coalesces the roll-ups that Bundle and BundleDeployment changes trigger.
+	rollupDelay = time.Second
+	// StateGitUpdating is display.state while a run is in flight.
+	StateGitUpdating = "GitUpdating"
+	// Job statuses (status.gitJobStatus), as kstatus names them.
+	JobCurrent    = "Current"
+	JobInProgress = "InProgress"
+	JobFailed     = "Failed"
+)
+
+// Deps are what the controller reads and writes.
+type Deps struct {
+	Kube              kubernetes.Interface
+	GitRepos          fleetcontrollers.GitRepoController
+	Bundles           fleetcontrollers.BundleController
+	BundleDeployments fleetcontrollers.BundleDeploymentController
+	Clusters          fleetcontrollers.ClusterController
+	// Runs bounds the clone-and-apply runs in flight (default 4).
+	Runs int
+	// CheckinInterval is the agents' check-in interval (for offline clusters).
+	CheckinInterval func() time.Duration
+}
+
+// attempt is one clone-and-apply run of a commit and spec generation.
+type attempt struct {
+	commit     string
+	generation int64
+	done       bool
+	err        error
+	finished   time.Time
+}
+
+type handler struct {
+	Deps
+	slots chan struct{}
+	// runs maps a GitRepo's key to its latest attempt.
+	mu   sync.Mutex
+	runs map[string]*attempt
+	now  func() time.Time
+}
+
+// Register starts the GitRepo controller.
+func Register(ctx context.Context, d Deps) {
+	if d.Runs <= 0 {
+		d.Runs = 4
+	}
+	h := &handler{Deps: d, slots: make(chan struct{}, d.Runs), runs: map[string]*attempt{}, now: time.Now}
+	d.GitRepos.OnChange(ctx, "gitrepo", h.onChange)
+	// Bundles and deployments of a GitRepo bring its roll-up up to date.
+	d.Bundles.OnChange(ctx, "gitrepo-bundles", func(_ string, b *fleet.Bundle) (*fleet.Bundle, error) {
+		if b != nil && b.Labels[fleet.RepoLabel] != "" {
+			d.GitRepos.EnqueueAfter(b.Namespace, b.Labels[fleet.RepoLabel], rollupDelay)
+		}
+		return b, nil
+	})
+	d.BundleDeployments.OnChange(ctx, "gitrepo-deployments", func(_ string, bd *fleet.BundleDeployment) (*fleet.BundleDeployment, error) {
+		if bd != nil {
+			if ns, repo := bd.Labels[fleet.BundleNamespaceLabel], bd.Labels[fleet.RepoLabel]; ns != "" && repo != "" {
+				d.GitRepos.EnqueueAfter(ns, repo, rollupDelay)
+			}
+		}
+		return bd, nil
+	})
+}
+
+func (h *handler) log(gr *fleet.GitRepo) *logrus.Entry {
+	return logrus.WithFields(logrus.Fields{"controller": "gitrepo", "namespace": gr.Namespace, "name": gr.Name})
+}
+
+func (h *handler) onChange(key string, gr *fleet.GitRepo) (*fleet.GitRepo, error) {
+	if gr == nil {
+		h.mu.Lock()
+		delete(h.runs, key)
+		h.mu.Unlock()
+		return nil, nil
+	}
+	if gr.DeletionTimestamp != nil {
+		return h.finalize(gr)
+	}
+	if !slices.Contains(gr.Finalizers, fleet.GitRepoFinalizer) {
+		gr = gr.DeepCopy()
+		gr.Finalizers = append(gr.Finalizers, fleet.GitRepoFinalizer)
+		return h.GitRepos.Update(gr)
+	}
+	now := h.now()
+	status := gr.Status.DeepCopy()
+	fleet.SetCondition(&status.Conditions, fleet.ConditionAccepted, corev1.ConditionTrue, "", "", now)
+	src, err := h.source(gr)
+	if err != nil {
+		// A credentials Secret that is missing or wrong: the user must fix it.
+		fleet.SetCondition(&status.Conditions, fleet.ConditionGitPolling, corev1.ConditionFalse, "Error", err.Error(), now)
+		h.rollup(gr, status, now)
+		return h.write(gr, status)
+	}
+
+	if !gr.Spec.DisablePolling {
+		interval := DefaultPollingInterval
+		if gr.Spec.PollingInterval != nil && gr.Spec.PollingInterval.Duration > 0 {
+			interval = gr.Spec.PollingInterval.Duration
+		}
+		due := status.LastPollingTime.Add(interval)
+		if status.LastPollingTime.IsZero() || !now.Before(due) || gr.Generation != status.ObservedGeneration {
+			h.poll(gr, src, status, now)
+			due = now.Add(interval)
+		}
+		// Jitter of a tenth keeps many repositories from polling in step.
+		wait := due.Sub(now) + time.Duration(rand.Int64N(int64(interval/10)+1))
+		h.GitRepos.EnqueueAfter(gr.Namespace, gr.Name, wait)
+	}
+
+	commit := wantedCommit(gr, status)
+	if c := fleet.FindCondition(status.Conditions, fleet.ConditionGitPolling); c == nil || c.Status != corev1.ConditionFalse || gr.Spec.DisablePolling {
+		// (While the repository cannot be polled, its last commit may be of another branch or
+		// repository than the spec now names: nothing runs.)
+		h.run(key, gr, src, commit, status, now)
+	}
+	h.rollup(gr, status, now)
+	return h.write(gr, status)
+}
+
+// wantedCommit is the commit the GitRepo should be at: the newer of what polling and the
+// webhook found.
+func wantedCommit(gr *fleet.GitRepo, s *fleet.GitRepoStatus) string {
+	if s.WebhookCommit != "" && (s.PollingCommit == "" || !s.LastWebhookTime.Before(&s.LastPollingTime)) {
+		return s.WebhookCommit
+	}
+	if s.PollingCommit != "" {
+		return s.PollingCommit
+	}
+	return ""
+}
+
+func (h *handler) poll(gr *fleet.GitRepo, src gitsource.Source, status *fleet.GitRepoStatus, now time.Time) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	commit, err := gitsource.LatestCommit(ctx, src)
+	status.LastPollingTime = metav1.NewTime(now)
+	if err != nil {
+		fleet.SetCondition(&status.Conditions, fleet.ConditionGitPolling, corev1.ConditionFalse, "Error", err.Error(), now)
+		return
+	}
+	fleet.SetCondition(&status.Conditions, fleet.ConditionGitPolling, corev1.ConditionTrue, "", "", now)
+	status.PollingCommit = commit
+}
+
+// run starts a clone-and-apply of commit when the GitRepo is not at it (or its spec changed),
+// and records the outcome of a finished one in status.
+func (h *handler) run(key string, gr *fleet.GitRepo, src gitsource.Source, commit string, status *fleet.GitRepoStatus, now time.Time) {
+	if commit == "" {
+		return
+	}
+	h.mu.Lock()
+	a := h.runs[key]
+	h.mu.Unlock()
+	if a != nil && a.done && a.commit == commit && a.generation == gr.Generation {
+		if a.err == nil {
+			status.Commit, status.ObservedGeneration, status.GitJobStatus = commit, gr.Generation, JobCurrent
+			status.UpdateGeneration = gr.Spec.ForceSyncGeneration
+			fleet.SetCondition(&status.Conditions, fleet.ConditionReconciling, corev1.ConditionFalse, "", "", now)
+			fleet.SetCondition(&status.Conditions, fleet.ConditionStalled, corev1.ConditionFalse, "", "", now)
+			return
+		}
+		status.GitJobStatus = JobFailed
+		fleet.SetCondition(&status.Conditions, fleet.ConditionReconciling, corev1.ConditionFalse, "", "", now)
+		fleet.SetCondition(&status.Conditions, fleet.ConditionStalled, corev1.ConditionTrue, "Error", a.err.Error(), now)
+		if wait := failedRetry - now.Sub(a.finished); wait > 0 {
+			h.GitRepos.EnqueueAfter(gr.Namespace, gr.Name, wait)
+			return
+		}
+		// Tried long enough ago (an unreachable server may be back): again.
+	} else if a != nil && !a.done {
+		status.GitJobStatus = JobInProgress
+		return
+	} else if status.Commit == commit && status.ObservedGeneration == gr.Generation && a == nil {
+		// Applied before this controller (re)started.
+		return
+	}
+	next := &attempt{commit: commit, generation: gr.Generation}
+	h.mu.Lock()
+	h.runs[key] = next
+	h.mu.Unlock()
+	status.GitJobStatus = JobInProgress
+	fleet.SetCondition(&status.Conditions, fleet.ConditionReconciling, corev1.ConditionTrue, "", "applying commit "+commit, now)
+	opts := h.applyOptions(gr, commit)
+	go func() {
+		h.slots <- struct{}{}
+		err := h.cloneAndApply(gr, src, commit, opts)
+		<-h.slots
+		if err != nil {
+			h.log(gr).WithError(err).Warn("clone and apply failed")
+		}
+		h.mu.Lock()
+		next.done, next.err, next.finished = true, err, h.now()
+		h.mu.Unlock()
+		h.GitRepos.Enqueue(gr.Namespace, gr.Name)
+	}()
+}
+
+func (h *handler) applyOptions(gr *fleet.GitRepo, commit string) apply.Options {
+	o := apply.Options{Paths: gr.Spec.Paths}
+	o.Name, o.Namespace, o.Commit = gr.Name, gr.Namespace, commit
+	o.Targets = gr.Spec.Targets
+	o.ServiceAccount, o.TargetNamespace = gr.Spec.ServiceAccount, gr.Spec.TargetNamespace
+	o.Paused, o.KeepResources, o.DeleteNamespace = gr.Spec.Paused, gr.Spec.KeepResources, gr.Spec.DeleteNamespace
+	o.CorrectDrift = gr.Spec.CorrectDrift
+	if len(o.Paths) == 0 {
+		o.Paths = []string{"/"}
+	}
+	return o
+}
+
+func (h *handler) cloneAndApply(gr *fleet.GitRepo, src gitsource.Source, commit string, o apply.Options) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	dir, err := os.MkdirTemp("", "gitrepo-"+gr.Name+"-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if _, err := gitsource.Checkout(ctx, src, dir, commit); err != nil {
+		return err
+	}
+	auth, caFile, err := h.helmAuth(gr, dir)
+	if err != nil {
+		return err
+	}
+	o.ChartAuth = auth
+	if caFile != "" {
+		o.ChartAuth.CAFile = caFile
+	}
+	o.Root = dir
+	return apply.Run(ctx, o, h.Bundles, io.Discard)
+}
+
+// helmAuth reads helmSecretName (username, password, cacerts) for chart downloads.
+func (h *handler) helmAuth(gr *fleet.GitRepo, dir string) (bundlereader.ChartAuth, string, error) {
+	var a bundlereader.ChartAuth
+	a.InsecureSkipTLSVerify = gr.Spec.InsecureSkipTLSVerify
+	if gr.Spec.HelmSecretName == "" {
+		return a, "", nil
+	}
+	s, err := h.Kube.CoreV1().Secrets(gr.Namespace).Get(context.Background(), gr.Spec.HelmSecretName, metav1.GetOptions{})
+	if err != nil {
+		return a, "", fmt.Errorf("helmSecretName %s: %w", gr.Spec.HelmSecretName, err)
+	}
+	a.Username, a.Password = string(s.Data["username"]), string(s.Data["password"])
+	if ca := s.Data["cacerts"]; len(ca) > 0 {
+		f := dir + ".cacerts"
+		if err := os.WriteFile(f, ca, 0o600); err != nil {
+			return a, "", err
+		}
+		return a, f, nil
+	}
+	return a, "", nil
+}
+
+// source is the GitRepo's repository with its credentials (clientSecretName).
+func (h *handler) source(gr *fleet.GitRepo) (gitsource.Source, error) {
+	src := gitsource.Source{URL: gr.Spec.Repo, Branch: gr.Spec.Branch, Revision: gr.Spec.Revision,
+		CABundle: gr.Spec.CABundle, InsecureSkipTLSVerify: gr.Spec.InsecureSkipTLSVerify}
+	if gr.Spec.Repo == "" {
+		return src, fmt.Errorf("spec.repo is empty")
+	}
+	if gr.Spec.ClientSecretName == "" {
+		return src, nil
+	}
+	s, err := h.Kube.CoreV1().Secrets(gr.Namespace).Get(context.Background(), gr.Spec.ClientSecretName, metav1.GetOptions{})
+	if err != nil {
+		return src, fmt.Errorf("clientSecretName %s: %w", gr.Spec.ClientSecretName, err)
+	}
+	src.Auth = gitsource.Auth{Username: string(s.Data[corev1.BasicAuthUsernameKey]), Password: string(s.Data[corev1.BasicAuthPasswordKey]),
+		SSHPrivateKey: s.Data[corev1.SSHAuthPrivateKey], KnownHosts: s.Data["known_hosts"]}
+	return src, nil
+}
+
+// rollup fills the status from the GitRepo's Bundles and BundleDeployments.
+func (h *handler) rollup(gr *fleet.GitRepo, status *fleet.GitRepoStatus, now time.Time) {
+	bundles, _ := h.Bundles.Cache().List(gr.Namespace, labels.SelectorFromSet(labels.Set{fleet.RepoLabel: gr.Name}))
+	sort.Slice(bundles, func(i, j int) bool { return bundles[i].Name < bundles[j].Name })
+	bds, _ := h.BundleDeployments.Cache().GetByIndex(index.ByRepo, gr.Namespace+"/"+gr.Name)
+	var s fleet.BundleSummary
+	var counts fleet.ResourceCounts
+	clusters := map[string]bool{} // cluster namespace → all ready
+	interval := time.Duration(0)
+	if h.CheckinInterval != nil {
+		interval = h.CheckinInterval()
+	}
+	for _, bd := range bds {
+		state := summary.State(bd)
+		if c := h.cluster(bd); c != nil && interval > 0 && summary.Offline(c, interval, now) {
+			state = fleet.BundleState("") // unknown: counted in desiredReady only
+		}
+		if state != "" {
+			summary.Increment(&s, state)
+		}
+		s.DesiredReady++
+		if bd.Status.ResourceCounts != nil {
+			summary.AddCounts(&counts, *bd.Status.ResourceCounts)
+		}
+		ready, seen := clusters[bd.Namespace]
+		clusters[bd.Namespace] = (ready || !seen) && state == fleet.Ready
+	}
+	status.Summary, status.ResourceCounts = s, counts
+	status.DesiredReadyClusters, status.ReadyClusters = len(clusters), 0
+	for _, ready := range clusters {
+		if ready {
+			status.ReadyClusters++
+		}
+	}
+	status.Display.ReadyBundleDeployments = fmt.Sprintf("%d/%d", s.Ready, s.DesiredReady)
+	status.Display.Error, status.Display.Message = false, ""
+
+	ready, msg := corev1.ConditionTrue, ""
+	if c := fleet.FindCondition(status.Conditions, fleet.ConditionGitPolling); c != nil && c.Status == corev1.ConditionFalse {
+		ready, msg = corev1.ConditionFalse, c.Message
+	} else if c := fleet.FindCondition(status.Conditions, fleet.ConditionStalled); c != nil && c.Status == corev1.ConditionTrue {
+		ready, msg = corev1.ConditionFalse, c.Message
+	} else {
+		for _, b := range bundles {
+			if c := fleet.FindCondition(b.Status.Conditions, fleet.ConditionReady); c != nil && c.Status != corev1.ConditionTrue {
+				ready, msg = c.Status, "Bundle "+b.Name+": "+c.Message
+				break
+			}
+		}
+		if ready == corev1.ConditionTrue && s.Ready < s.DesiredReady {
+			ready, msg = corev1.ConditionFalse, summary.ReadyMessage(s)
+		}
+	}
+	switch {
+	case status.GitJobStatus == JobInProgress:
+		status.Display.State = StateGitUpdating
+	case ready == corev1.ConditionTrue:
+		status.Display.State = string(fleet.Ready)
+	default:
+		status.Display.State = string(summary.WorstState(s))
+		if status.Display.State == "" || status.Display.State == string(fleet.Ready) {
+			status.Display.State = "NotReady"
+		}
+		status.Display.Error, status.Display.Message = ready == corev1.ConditionFalse, msg
+	}
+	fleet.SetCondition(&status.Conditions, fleet.ConditionReady, ready, "", msg, now)
+}
+
+func (h *handler) cluster(bd *fleet.BundleDeployment) *fleet.Cluster {
+	ns, name := bd.Labels[fleet.ClusterNamespaceLabel], bd.Labels[fleet.ClusterLabel]
+	if ns == "" || name == "" {
+		return nil
+	}
+	c, err := h.Clusters.Cache().Get(ns, name)
+	if err != nil {
+		return nil
+	}
+	return c
+}
+
+func (h *handler) write(gr *fleet.GitRepo, status *fleet.GitRepoStatus) (*fleet.GitRepo, error) {
+	if equality.Semantic.DeepEqual(&gr.Status, status) {
+		return gr, nil
+	}
+	gr = gr.DeepCopy()
+	gr.Status = *status
+	return h.GitRepos.UpdateStatus(gr)
+}
+
+// finalize deletes the GitRepo's Bundles (their deployments follow; with keepResources the
+// workloads stay), then lets it go.
+func (h *handler) finalize(gr *fleet.GitRepo) (*fleet.GitRepo, error) {
+	bundles, err := h.Bundles.Cache().List(gr.Namespace, labels.SelectorFromSet(labels.Set{fleet.RepoLabel: gr.Name}))
+	if err != nil {
+		return gr, err
+	}
+	for _, b := range bundles {
+		if err := h.Bundles.Delete(b.Namespace, b.Name, &metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return gr, fmt.Errorf("deleting bundle %s/%s of gitrepo %s: %w", b.Namespace, b.Name, gr.Name, err)
+		}
+	}
+	if !slices.Contains(gr.Finalizers, fleet.GitRepoFinalizer) {
+		return gr, nil
+	}
+	gr = gr.DeepCopy()
+	gr.Finalizers = slices.DeleteFunc(gr.Finalizers, func(f string) bool { return f == fleet.GitRepoFinalizer })
+	return h.GitRepos.Update(gr)
+}

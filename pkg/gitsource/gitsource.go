@@ -1,0 +1,226 @@
+// Package gitsource talks to git servers with go-git: it finds the commit a branch or revision
+// points at (ls-remote) and checks one out. The GitRepo controller, its in-process runner and
+// `fleet gitcloner` use it.
+package gitsource
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/http"
+	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+	"github.com/go-git/go-git/v5/storage/memory"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+)
+
+// DefaultBranch is used when a GitRepo names neither branch nor revision.
+const DefaultBranch = "master"
+
+// Source is a repository and what of it to take.
+type Source struct {
+	URL string
+	// Branch is followed; Revision (a commit or tag), when set, pins instead.
+	Branch, Revision string
+	Auth             Auth
+	// CABundle is PEM of CAs to trust for HTTPS; InsecureSkipTLSVerify trusts any certificate.
+	CABundle              []byte
+	InsecureSkipTLSVerify bool
+}
+
+// Auth are credentials: basic auth for HTTP(S), or an SSH key (with known_hosts; without it
+// any host key is refused).
+type Auth struct {
+	Username, Password string
+	SSHPrivateKey      []byte
+	KnownHosts         []byte
+}
+
+var fullSHA = regexp.MustCompile(`^[0-9a-f]{40}$`)
+
+// method returns go-git's auth for the source's URL.
+func (s Source) method() (transport.AuthMethod, error) {
+	a := s.Auth
+	if len(a.SSHPrivateKey) > 0 {
+		user := a.Username
+		if user == "" {
+			user = "git"
+			if ep, err := transport.NewEndpoint(s.URL); err == nil && ep.User != "" {
+				user = ep.User
+			}
+		}
+		keys, err := gitssh.NewPublicKeys(user, a.SSHPrivateKey, a.Password)
+		if err != nil {
+			return nil, fmt.Errorf("ssh private key: %w", err)
+		}
+		if len(a.KnownHosts) == 0 {
+			return nil, errors.New("ssh: known_hosts is required to check the server's host key")
+		}
+		cb, err := hostKeyCallback(a.KnownHosts)
+		if err != nil {
+			return nil, err
+		}
+		keys.HostKeyCallback = cb
+		return keys, nil
+	}
+	if a.Username != "" || a.Password != "" {
+		return &http.BasicAuth{Username: a.Username, Password: a.Password}, nil
+	}
+	return nil, nil
+}
+
+func hostKeyCallback(knownHosts []byte) (ssh.HostKeyCallback, error) {
+	f, err := os.CreateTemp("", "known_hosts-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(knownHosts); err != nil {
+		f.Close()
+		return nil, err
+	}
+	f.Close()
+	cb, err := knownhosts.New(f.Name())
+	if err != nil {
+		return nil, fmt.Errorf("known_hosts: %w", err)
+	}
+	return cb, nil
+}
+
+// LatestCommit returns the commit the source's branch (or revision) points at now.
+func LatestCommit(ctx context.Context, s Source) (string, error) {
+	if fullSHA.MatchString(s.Revision) {
+		return s.Revision, nil
+	}
+	auth, err := s.method()
+	if err != nil {
+		return "", err
+	}
+	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{s.URL}})
+	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth, CABundle: s.CABundle, InsecureSkipTLS: s.InsecureSkipTLSVerify})
+	if err != nil {
+		return "", fmt.Errorf("listing %s: %w", s.URL, err)
+	}
+	want := map[plumbing.ReferenceName]bool{}
+	if s.Revision != "" {
+		want[plumbing.NewTagReferenceName(s.Revision)] = true
+		want[plumbing.NewBranchReferenceName(s.Revision)] = true
+	} else {
+		branch := s.Branch
+		if branch == "" {
+			branch = DefaultBranch
+		}
+		want[plumbing.NewBranchReferenceName(branch)] = true
+	}
+	var found string
+	for _, r := range refs {
+		if !want[r.Name()] {
+			continue
+		}
+		// An annotated tag is listed with its peeled commit as <tag>^{}; go-git lists the tag
+		// object, which the checkout resolves.
+		found = r.Hash().String()
+		if r.Name().IsBranch() {
+			break
+		}
+	}
+	if found == "" {
+		what := "branch " + s.Branch
+		if s.Branch == "" {
+			what = "branch " + DefaultBranch
+		}
+		if s.Revision != "" {
+			what = "revision " + s.Revision
+		}
+		return "", fmt.Errorf("%s not found in %s", what, s.URL)
+	}
+	return found, nil
+}
+
+// Checkout clones the source into dir (which must not exist or be empty) and checks out commit
+// (empty: the branch's head).
+func Checkout(ctx context.Context, s Source, dir, commit string) (string, error) {
+	auth, err := s.method()
+	if err != nil {
+		return "", err
+	}
+	opts := &git.CloneOptions{URL: s.URL, Auth: auth, CABundle: s.CABundle, InsecureSkipTLS: s.InsecureSkipTLSVerify,
+		Tags: git.NoTags}
+	if s.Revision == "" {
+		branch := s.Branch
+		if branch == "" {
+			branch = DefaultBranch
+		}
+		opts.ReferenceName, opts.SingleBranch = plumbing.NewBranchReferenceName(branch), true
+	} else if !fullSHA.MatchString(s.Revision) {
+		opts.Tags = git.AllTags
+	}
+	repo, err := git.PlainCloneContext(ctx, dir, false, opts)
+	if err != nil {
+		return "", fmt.Errorf("cloning %s: %w", s.URL, err)
+	}
+	target := commit
+	if target == "" && s.Revision != "" {
+		target = s.Revision
+	}
+	if target == "" {
+		head, err := repo.Head()
+		if err != nil {
+			return "", err
+		}
+		return head.Hash().String(), nil
+	}
+	hash, err := repo.ResolveRevision(plumbing.Revision(target))
+	if err != nil {
+		return "", fmt.Errorf("revision %s of %s: %w", target, s.URL, err)
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		return "", err
+	}
+	if err := wt.Checkout(&git.CheckoutOptions{Hash: *hash, Force: true}); err != nil {
+		return "", fmt.Errorf("checking out %s of %s: %w", hash, s.URL, err)
+	}
+	return hash.String(), nil
+}
+
+// SameRepo tells whether two repository URLs name the same repository, whatever the scheme,
+// user, port or a trailing ".git" (webhook payloads and GitRepos spell them differently).
+func SameRepo(a, b string) bool { return normalize(a) == normalize(b) && normalize(a) != "" }
+
+func normalize(u string) string {
+	u = strings.TrimSpace(strings.ToLower(u))
+	for _, p := range []string{"https://", "http://", "ssh://", "git://"} {
+		u = strings.TrimPrefix(u, p)
+	}
+	if i := strings.Index(u, "@"); i >= 0 && i < strings.IndexAny(u+"/", "/:") {
+		u = u[i+1:]
+	}
+	// scp-like host:path and host:port/path both become host/path.
+	if i := strings.Index(u, ":"); i >= 0 {
+		rest := u[i+1:]
+		if j := strings.Index(rest, "/"); j > 0 && isDigits(rest[:j]) {
+			rest = rest[j+1:]
+		}
+		u = u[:i] + "/" + rest
+	}
+	u = strings.TrimSuffix(strings.TrimSuffix(u, "/"), ".git")
+	return u
+}
+
+func isDigits(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
