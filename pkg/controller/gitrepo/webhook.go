@@ -358,4 +358,3 @@ func parseAzure(r *http.Request, secret map[string][]byte) (*push, error) {
 	}
 	return &push{urls: []string{p.Resource.Repository.RemoteURL}, ref: p.Resource.RefUpdates[0].Name, commit: p.Resource.RefUpdates[0].NewObjectID}, nil
 }
-
