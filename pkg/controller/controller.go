@@ -10,6 +10,7 @@ import (
 
 	lassocache "github.com/rancher/lasso/pkg/cache"
 	lassocontroller "github.com/rancher/lasso/pkg/controller"
+	"github.com/rancher/wrangler/v3/pkg/generated/controllers/batch"
 	"github.com/rancher/wrangler/v3/pkg/generated/controllers/core"
 	"github.com/rancher/wrangler/v3/pkg/leader"
 	"github.com/rancher/wrangler/v3/pkg/schemes"
@@ -55,6 +56,9 @@ type Options struct {
 	RegistrationNamespace string
 	// WebhookAddr serves the git providers' push webhooks (empty disables).
 	WebhookAddr string
+	// GitJobImage, when set, runs GitRepos' clone-and-apply as Jobs of this image (holding the
+	// fleet binary); empty runs them in this process.
+	GitJobImage string
 	// GitRuns bounds the GitRepo clone-and-apply runs in flight (in the controller's process);
 	// zero means 4.
 	GitRuns int
@@ -182,8 +186,17 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 		RegistrationNamespace: o.RegistrationNamespace, CredentialLifetime: o.CredentialLifetime}); err != nil {
 		return err
 	}
+	var jobs *gitrepo.JobRunner
+	if o.GitJobImage != "" {
+		bf, err := batch.NewFactoryFromConfigWithOptions(cfg, &batch.FactoryOptions{SharedControllerFactory: scf})
+		if err != nil {
+			return err
+		}
+		jobs = &gitrepo.JobRunner{Jobs: bf.Batch().V1().Job(), Image: o.GitJobImage}
+	}
 	gitrepo.Register(ctx, gitrepo.Deps{Kube: kube, GitRepos: f.GitRepo(), Bundles: f.Bundle(), BundleDeployments: f.BundleDeployment(),
-		Clusters: f.Cluster(), Runs: o.GitRuns, CheckinInterval: func() time.Duration { return config.Get().AgentCheckinInterval.Duration }})
+		Clusters: f.Cluster(), Runs: o.GitRuns, CheckinInterval: func() time.Duration { return config.Get().AgentCheckinInterval.Duration },
+		JobRunner: jobs})
 	serve.Run(ctx, o.WebhookAddr, &gitrepo.Webhook{Kube: kube, GitRepos: f.GitRepo(), SystemNamespace: o.SystemNamespace})
 	clusterimport.Register(ctx, clusterimport.Deps{Kube: kube, Clusters: f.Cluster(), Tokens: f.ClusterRegistrationToken(), AgentImage: o.AgentImage})
 	content.Register(ctx, f.Content(), f.BundleDeployment())

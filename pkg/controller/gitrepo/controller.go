@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -59,6 +60,8 @@ type Deps struct {
 	Runs int
 	// CheckinInterval is the agents' check-in interval (for offline clusters).
 	CheckinInterval func() time.Duration
+	// JobRunner, when set, runs clone-and-apply as Jobs; otherwise runs happen in this process.
+	JobRunner *JobRunner
 }
 
 // attempt is one clone-and-apply run of a commit and spec generation.
@@ -93,6 +96,14 @@ func Register(ctx context.Context, d Deps) {
 		}
 		return b, nil
 	})
+	if d.JobRunner != nil {
+		d.JobRunner.Jobs.OnChange(ctx, "gitrepo-jobs", func(_ string, j *batchv1.Job) (*batchv1.Job, error) {
+			if j != nil && j.Labels[fleet.RepoLabel] != "" {
+				d.GitRepos.Enqueue(j.Namespace, j.Labels[fleet.RepoLabel])
+			}
+			return j, nil
+		})
+	}
 	d.BundleDeployments.OnChange(ctx, "gitrepo-deployments", func(_ string, bd *fleet.BundleDeployment) (*fleet.BundleDeployment, error) {
 		if bd != nil {
 			if ns, repo := bd.Labels[fleet.BundleNamespaceLabel], bd.Labels[fleet.RepoLabel]; ns != "" && repo != "" {
@@ -187,6 +198,14 @@ func (h *handler) poll(gr *fleet.GitRepo, src gitsource.Source, status *fleet.Gi
 // and records the outcome of a finished one in status.
 func (h *handler) run(key string, gr *fleet.GitRepo, src gitsource.Source, commit string, status *fleet.GitRepoStatus, now time.Time) {
 	if commit == "" {
+		return
+	}
+	if h.JobRunner != nil {
+		if err := h.runJob(gr, commit, status); err != nil {
+			status.GitJobStatus = JobFailed
+			fleet.SetCondition(&status.Conditions, fleet.ConditionStalled, corev1.ConditionTrue, "Error", err.Error(), now)
+			h.GitRepos.EnqueueAfter(gr.Namespace, gr.Name, failedRetry)
+		}
 		return
 	}
 	h.mu.Lock()

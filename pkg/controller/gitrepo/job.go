@@ -1,0 +1,264 @@
+package gitrepo
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+
+	batchcontrollers "github.com/rancher/wrangler/v3/pkg/generated/controllers/batch/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/yaml"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/cli/apply"
+	"github.com/fleetgo/fleet/pkg/names"
+)
+
+// Paths inside a GitRepo Job's pod.
+const (
+	jobWorkspace   = "/workspace"
+	jobCheckout    = jobWorkspace + "/repo"
+	jobConfig      = "/run/config"
+	jobGitSecret   = "/run/secrets/git"
+	jobHelmSecret  = "/run/secrets/helm"
+	targetsFileKey = "targets.yaml"
+	caFileKey      = "ca.pem"
+)
+
+// JobRunner runs clone-and-apply as a Job per commit: a pod whose init container runs
+// `fleet gitcloner` and whose container runs `fleet apply`, as the GitRepo's own
+// ServiceAccount, which may only touch the GitRepo's namespace's Bundles.
+type JobRunner struct {
+	Jobs batchcontrollers.JobController
+	// Image holds the fleet binary (the controller's own image).
+	Image string
+}
+
+// JobName is the Job of a GitRepo's commit and spec generation.
+func JobName(gr *fleet.GitRepo, commit string) string {
+	sum := sha256.Sum256([]byte(gr.Name + "/" + commit + "/" + strconv.FormatInt(gr.Generation, 10)))
+	return names.SafeConcatName(gr.Name, hex.EncodeToString(sum[:])[:5])
+}
+
+// runJob starts (or follows) the Job of commit and records its outcome in status.
+func (h *handler) runJob(gr *fleet.GitRepo, commit string, status *fleet.GitRepoStatus) error {
+	name := JobName(gr, commit)
+	job, err := h.JobRunner.Jobs.Cache().Get(gr.Namespace, name)
+	if apierrors.IsNotFound(err) {
+		if status.Commit == commit && status.ObservedGeneration == gr.Generation {
+			return nil // applied before (its Job since deleted)
+		}
+		if err := h.createJob(gr, commit, name); err != nil {
+			return err
+		}
+		status.GitJobStatus = JobInProgress
+		fleet.SetCondition(&status.Conditions, fleet.ConditionReconciling, corev1.ConditionTrue, "", "job "+name+" applies commit "+commit, h.now())
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	now := h.now()
+	switch {
+	case job.Status.Succeeded > 0:
+		status.Commit, status.ObservedGeneration, status.GitJobStatus = commit, gr.Generation, JobCurrent
+		status.UpdateGeneration = gr.Spec.ForceSyncGeneration
+		fleet.SetCondition(&status.Conditions, fleet.ConditionReconciling, corev1.ConditionFalse, "", "", now)
+		fleet.SetCondition(&status.Conditions, fleet.ConditionStalled, corev1.ConditionFalse, "", "", now)
+	case job.Status.Failed > 0 || jobFailed(job):
+		status.GitJobStatus = JobFailed
+		fleet.SetCondition(&status.Conditions, fleet.ConditionReconciling, corev1.ConditionFalse, "", "", now)
+		fleet.SetCondition(&status.Conditions, fleet.ConditionStalled, corev1.ConditionTrue, "Error", h.jobMessage(job), now)
+	default:
+		status.GitJobStatus = JobInProgress
+		fleet.SetCondition(&status.Conditions, fleet.ConditionReconciling, corev1.ConditionTrue, "", "job "+name+" applies commit "+commit, now)
+	}
+	return nil
+}
+
+func jobFailed(job *batchv1.Job) bool {
+	for _, c := range job.Status.Conditions {
+		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// jobMessage is the termination message of the Job's failed container (what fleet gitcloner or
+// fleet apply said), else the Job's own reason.
+func (h *handler) jobMessage(job *batchv1.Job) string {
+	pods, err := h.Kube.CoreV1().Pods(job.Namespace).List(context.Background(), metav1.ListOptions{
+		LabelSelector: labels.Set{"job-name": job.Name}.String()})
+	if err == nil {
+		for _, p := range pods.Items {
+			for _, cs := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+				if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+					msg := strings.TrimSpace(t.Message)
+					if msg == "" {
+						msg = t.Reason
+					}
+					return fmt.Sprintf("job %s, container %s: %s", job.Name, cs.Name, msg)
+				}
+			}
+		}
+	}
+	for _, c := range job.Status.Conditions {
+		if c.Type == batchv1.JobFailed {
+			return fmt.Sprintf("job %s failed: %s %s", job.Name, c.Reason, c.Message)
+		}
+	}
+	return "job " + job.Name + " failed"
+}
+
+// createJob writes the GitRepo's ServiceAccount and Role, its config, and the Job; older Jobs of
+// the GitRepo are deleted.
+func (h *handler) createJob(gr *fleet.GitRepo, commit, name string) error {
+	ctx := context.Background()
+	ns := gr.Namespace
+	owner := []metav1.OwnerReference{{APIVersion: fleet.SchemeGroupVersion.String(), Kind: "GitRepo", Name: gr.Name, UID: gr.UID}}
+	sa := names.SafeConcatName("git", gr.Name)
+	lbl := map[string]string{fleet.RepoLabel: gr.Name}
+	if _, err := h.Kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns,
+		OwnerReferences: owner, Labels: lbl}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating service account %s/%s: %w", ns, sa, err)
+	}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns, OwnerReferences: owner, Labels: lbl}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{fleet.SchemeGroupVersion.Group}, Resources: []string{"bundles"}, Verbs: []string{"get", "list", "create", "update", "delete"}},
+		{APIGroups: []string{fleet.SchemeGroupVersion.Group}, Resources: []string{"gitrepos"}, Verbs: []string{"get"}},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}},
+	}}
+	if _, err := h.Kube.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating role %s/%s: %w", ns, sa, err)
+	}
+	if _, err := h.Kube.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns,
+		OwnerReferences: owner, Labels: lbl},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: sa},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating role binding %s/%s: %w", ns, sa, err)
+	}
+
+	targets, err := yaml.Marshal(apply.TargetsFile{Targets: gr.Spec.Targets})
+	if err != nil {
+		return err
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name + "-config", Namespace: ns, OwnerReferences: owner, Labels: lbl},
+		Data: map[string]string{targetsFileKey: string(targets)}}
+	if len(gr.Spec.CABundle) > 0 {
+		cm.Data[caFileKey] = string(gr.Spec.CABundle)
+	}
+	if _, err := h.Kube.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating configmap %s/%s: %w", ns, cm.Name, err)
+	}
+
+	clone := []string{"gitcloner", gr.Spec.Repo, jobCheckout, "--commit", commit}
+	if gr.Spec.Revision != "" {
+		clone = append(clone, "--revision", gr.Spec.Revision)
+	} else if gr.Spec.Branch != "" {
+		clone = append(clone, "--branch", gr.Spec.Branch)
+	}
+	if gr.Spec.InsecureSkipTLSVerify {
+		clone = append(clone, "--insecure-skip-tls")
+	}
+	if len(gr.Spec.CABundle) > 0 {
+		clone = append(clone, "--ca-bundle-file", jobConfig+"/"+caFileKey)
+	}
+	var env []corev1.EnvVar
+	mounts := []corev1.VolumeMount{{Name: "workspace", MountPath: jobWorkspace}, {Name: "config", MountPath: jobConfig}}
+	volumes := []corev1.Volume{
+		{Name: "workspace", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm.Name}}}},
+	}
+	if sec := gr.Spec.ClientSecretName; sec != "" {
+		s, err := h.Kube.CoreV1().Secrets(ns).Get(ctx, sec, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("clientSecretName %s: %w", sec, err)
+		}
+		volumes = append(volumes, corev1.Volume{Name: "git-credentials", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: sec}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: "git-credentials", MountPath: jobGitSecret, ReadOnly: true})
+		if _, ok := s.Data[corev1.SSHAuthPrivateKey]; ok {
+			clone = append(clone, "--ssh-private-key-file", jobGitSecret+"/"+corev1.SSHAuthPrivateKey, "--known-hosts-file", jobGitSecret+"/known_hosts")
+		} else {
+			env = append(env, secretEnv("GIT_USERNAME", sec, corev1.BasicAuthUsernameKey))
+			clone = append(clone, "--username", "$(GIT_USERNAME)", "--password-file", jobGitSecret+"/"+corev1.BasicAuthPasswordKey)
+		}
+	}
+
+	o := h.applyOptions(gr, commit)
+	applyArgs := []string{"apply", "--root", jobCheckout, "--targets-file", jobConfig + "/" + targetsFileKey, "--commit", commit, "-n", ns}
+	if o.ServiceAccount != "" {
+		applyArgs = append(applyArgs, "--service-account", o.ServiceAccount)
+	}
+	if o.TargetNamespace != "" {
+		applyArgs = append(applyArgs, "--target-namespace", o.TargetNamespace)
+	}
+	for flag, on := range map[string]bool{"--paused": o.Paused, "--keep-resources": o.KeepResources, "--delete-namespace": o.DeleteNamespace,
+		"--insecure-skip-tls-verify": gr.Spec.InsecureSkipTLSVerify} {
+		if on {
+			applyArgs = append(applyArgs, flag)
+		}
+	}
+	if cd := o.CorrectDrift; cd != nil && cd.Enabled {
+		applyArgs = append(applyArgs, "--correct-drift")
+		if cd.Force {
+			applyArgs = append(applyArgs, "--correct-drift-force")
+		}
+		if cd.KeepFailHistory {
+			applyArgs = append(applyArgs, "--correct-drift-keep-failed-history")
+		}
+	}
+	applyMounts := append([]corev1.VolumeMount{}, mounts...)
+	if sec := gr.Spec.HelmSecretName; sec != "" {
+		volumes = append(volumes, corev1.Volume{Name: "helm-credentials", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: sec}}})
+		applyMounts = append(applyMounts, corev1.VolumeMount{Name: "helm-credentials", MountPath: jobHelmSecret, ReadOnly: true})
+		env = append(env, secretEnv("HELM_USERNAME", sec, "username"))
+		applyArgs = append(applyArgs, "--username", "$(HELM_USERNAME)", "--password-file", jobHelmSecret+"/password")
+	}
+	applyArgs = append(applyArgs, "--", gr.Name)
+	applyArgs = append(applyArgs, o.Paths...)
+	env = append(env, corev1.EnvVar{Name: "COMMIT", Value: commit})
+
+	backoff := int32(0)
+	uid := int64(1000)
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, OwnerReferences: owner, Labels: lbl,
+			Annotations: map[string]string{fleet.CommitAnnotation: commit}},
+		Spec: batchv1.JobSpec{BackoffLimit: &backoff, Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: lbl},
+			Spec: corev1.PodSpec{
+				ServiceAccountName: sa, RestartPolicy: corev1.RestartPolicyNever, Volumes: volumes,
+				SecurityContext: &corev1.PodSecurityContext{RunAsUser: &uid, RunAsNonRoot: boolPtr(true), FSGroup: &uid},
+				InitContainers: []corev1.Container{{Name: "gitcloner", Image: h.JobRunner.Image, Command: []string{"fleet"}, Args: clone,
+					Env: env, VolumeMounts: mounts, TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError}},
+				Containers: []corev1.Container{{Name: "fleet", Image: h.JobRunner.Image, Command: []string{"fleet"}, Args: applyArgs,
+					Env: env, VolumeMounts: applyMounts, TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError}},
+			}}}}
+	if _, err := h.JobRunner.Jobs.Create(job); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating job %s/%s: %w", ns, name, err)
+	}
+	// A newer commit replaces the Jobs of older ones.
+	old, _ := h.JobRunner.Jobs.Cache().List(ns, labels.SelectorFromSet(lbl))
+	bg := metav1.DeletePropagationBackground
+	for _, j := range old {
+		if j.Name != name {
+			_ = h.JobRunner.Jobs.Delete(ns, j.Name, &metav1.DeleteOptions{PropagationPolicy: &bg})
+			_ = h.Kube.CoreV1().ConfigMaps(ns).Delete(ctx, j.Name+"-config", metav1.DeleteOptions{})
+		}
+	}
+	return nil
+}
+
+func secretEnv(name, secret, key string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: key}}}
+}
+
+func boolPtr(b bool) *bool { return &b }
