@@ -171,6 +171,50 @@ var _ = Describe("GitRepo", func() {
 			Should(Equal(map[string]string{"broken-a": good, "broken-b": good}), "nothing is applied from a commit with a broken bundle")
 	})
 
+	It("applies the namespace's GitRepoRestrictions: defaults reach the Bundles, a disallowed repository is not accepted", func() {
+		_, err := api.GitRepoRestriction().Create(&fleet.GitRepoRestriction{ObjectMeta: metav1.ObjectMeta{Name: "team", Namespace: "restricted"},
+			DefaultServiceAccount: "team-deployer", DefaultClientSecretName: credentials, AllowedRepoPatterns: []string{`/allowed\.git$`}})
+		if apierrors.IsNotFound(err) {
+			_, err = kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "restricted"}}, metav1.CreateOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			_, err = api.GitRepoRestriction().Create(&fleet.GitRepoRestriction{ObjectMeta: metav1.ObjectMeta{Name: "team", Namespace: "restricted"},
+				DefaultServiceAccount: "team-deployer", DefaultClientSecretName: credentials, AllowedRepoPatterns: []string{`/allowed\.git$`}})
+		}
+		Expect(err).NotTo(HaveOccurred())
+		secret, err := kube.CoreV1().Secrets(fleet.DefaultNamespace).Get(context.Background(), credentials, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = kube.CoreV1().Secrets("restricted").Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: credentials, Namespace: "restricted"},
+			Type: secret.Type, Data: secret.Data}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		commit := publish("allowed", "main", map[string]string{"app/cm.yaml": configMap("app", "1")})
+		publish("other", "main", map[string]string{"app/cm.yaml": configMap("app", "1")})
+		for name, repo := range map[string]string{"allowed": "allowed", "other": "other"} {
+			_, err := api.GitRepo().Create(&fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "restricted"},
+				Spec: fleet.GitRepoSpec{Repo: git.RepoURL(repo), Branch: "main", PollingInterval: &metav1.Duration{Duration: 2 * time.Second}}})
+			Expect(err).NotTo(HaveOccurred())
+		}
+		Eventually(func(g Gomega) {
+			b, err := api.Bundle().Get("restricted", "allowed-app", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(b.Labels).To(HaveKeyWithValue(fleet.CommitLabel, commit))
+			g.Expect(b.Spec.ServiceAccount).To(Equal("team-deployer"), "defaultServiceAccount")
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			gr, err := api.GitRepo().Get("restricted", "other", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			c := fleet.FindCondition(gr.Status.Conditions, "Accepted")
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(corev1.ConditionFalse))
+			g.Expect(c.Message).To(ContainSubstring("allowedRepoPatterns"))
+			s, _ := cond(gr, "Ready")
+			g.Expect(s).To(Equal(corev1.ConditionFalse))
+		}).Should(Succeed())
+		Consistently(func() (bool, error) {
+			list, err := api.Bundle().List("restricted", metav1.ListOptions{LabelSelector: labels.Set{fleet.RepoLabel: "other"}.String()})
+			return len(list.Items) == 0, err
+		}, 2*time.Second).Should(BeTrue())
+	})
+
 	Describe("webhooks", func() {
 		type provider struct {
 			name    string

@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -62,6 +63,8 @@ type Deps struct {
 	CheckinInterval func() time.Duration
 	// JobRunner, when set, runs clone-and-apply as Jobs; otherwise runs happen in this process.
 	JobRunner *JobRunner
+	// Restrictions are the GitRepoRestrictions (per namespace).
+	Restrictions fleetcontrollers.GitRepoRestrictionController
 }
 
 // attempt is one clone-and-apply run of a commit and spec generation.
@@ -96,6 +99,16 @@ func Register(ctx context.Context, d Deps) {
 		}
 		return b, nil
 	})
+	if d.Restrictions != nil {
+		d.Restrictions.OnChange(ctx, "gitrepo-restrictions", func(key string, r *fleet.GitRepoRestriction) (*fleet.GitRepoRestriction, error) {
+			ns, _, _ := strings.Cut(key, "/")
+			repos, _ := d.GitRepos.Cache().List(ns, labels.Everything())
+			for _, gr := range repos {
+				d.GitRepos.Enqueue(gr.Namespace, gr.Name)
+			}
+			return r, nil
+		})
+	}
 	if d.JobRunner != nil {
 		d.JobRunner.Jobs.OnChange(ctx, "gitrepo-jobs", func(_ string, j *batchv1.Job) (*batchv1.Job, error) {
 			if j != nil && j.Labels[fleet.RepoLabel] != "" {
@@ -135,6 +148,23 @@ func (h *handler) onChange(key string, gr *fleet.GitRepo) (*fleet.GitRepo, error
 	}
 	now := h.now()
 	status := gr.Status.DeepCopy()
+	if h.Restrictions != nil {
+		rs, err := h.Restrictions.Cache().List(gr.Namespace, labels.Everything())
+		if err != nil {
+			return gr, err
+		}
+		spec, err := restrict(gr.Spec, rs)
+		if err != nil {
+			fleet.SetCondition(&status.Conditions, fleet.ConditionAccepted, corev1.ConditionFalse, "Restricted", err.Error(), now)
+			h.rollup(gr, status, now)
+			return h.write(gr, status)
+		}
+		// What runs is the spec with the namespace's defaults; the object keeps what the user wrote.
+		// (Status writes ignore the spec.)
+		restricted := gr.DeepCopy()
+		restricted.Spec = spec
+		gr = restricted
+	}
 	fleet.SetCondition(&status.Conditions, fleet.ConditionAccepted, corev1.ConditionTrue, "", "", now)
 	src, err := h.source(gr)
 	if err != nil {
@@ -370,7 +400,9 @@ func (h *handler) rollup(gr *fleet.GitRepo, status *fleet.GitRepoStatus, now tim
 	status.Display.Error, status.Display.Message = false, ""
 
 	ready, msg := corev1.ConditionTrue, ""
-	if c := fleet.FindCondition(status.Conditions, fleet.ConditionGitPolling); c != nil && c.Status == corev1.ConditionFalse {
+	if c := fleet.FindCondition(status.Conditions, fleet.ConditionAccepted); c != nil && c.Status == corev1.ConditionFalse {
+		ready, msg = corev1.ConditionFalse, c.Message
+	} else if c := fleet.FindCondition(status.Conditions, fleet.ConditionGitPolling); c != nil && c.Status == corev1.ConditionFalse {
 		ready, msg = corev1.ConditionFalse, c.Message
 	} else if c := fleet.FindCondition(status.Conditions, fleet.ConditionStalled); c != nil && c.Status == corev1.ConditionTrue {
 		ready, msg = corev1.ConditionFalse, c.Message
