@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"sort"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/localserver"
 	"github.com/rancher/wrangler/v3/pkg/condition"
 )
 
@@ -169,6 +171,28 @@ var _ = Describe("GitRepo", func() {
 		}).Should(Succeed())
 		Consistently(func() map[string]string { return bundlesOf("broken") }, 3*time.Second).
 			Should(Equal(map[string]string{"broken-a": good, "broken-b": good}), "nothing is applied from a commit with a broken bundle")
+	})
+
+	It("clones over SSH with a key and known_hosts, and refuses an unknown host key", func(ctx context.Context) {
+		sshd, err := localserver.StartSSHGitServer(ctx, git.Root)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(sshd.Close)
+		commit := publish("over-ssh", "main", map[string]string{"app/cm.yaml": configMap("app", "1")})
+		for name, knownHosts := range map[string][]byte{"ssh-key": sshd.KnownHosts,
+			"ssh-wrong-host": []byte(strings.Replace(string(sshd.KnownHosts), "127.0.0.1", "127.0.0.9", 1))} {
+			_, err = kube.CoreV1().Secrets(fleet.DefaultNamespace).Create(ctx, &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fleet.DefaultNamespace}, Type: corev1.SecretTypeSSHAuth,
+				Data: map[string][]byte{corev1.SSHAuthPrivateKey: sshd.ClientKey, "known_hosts": knownHosts}}, metav1.CreateOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			newGitRepo(name, "over-ssh", func(s *fleet.GitRepoSpec) { s.Repo, s.ClientSecretName = sshd.RepoURL("over-ssh"), name })
+		}
+		Eventually(func() map[string]string { return bundlesOf("ssh-key") }).Should(Equal(map[string]string{"ssh-key-app": commit}))
+		Eventually(func(g Gomega) {
+			s, msg := cond(gitRepo("ssh-wrong-host"), "GitPolling")
+			g.Expect(s).To(Equal(corev1.ConditionFalse))
+			g.Expect(msg).To(ContainSubstring("key is unknown"))
+		}).Should(Succeed())
+		Expect(bundlesOf("ssh-wrong-host")).To(BeEmpty())
 	})
 
 	It("applies the namespace's GitRepoRestrictions: defaults reach the Bundles, a disallowed repository is not accepted", func() {
