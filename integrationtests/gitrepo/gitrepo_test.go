@@ -195,6 +195,62 @@ var _ = Describe("GitRepo", func() {
 		Expect(bundlesOf("ssh-wrong-host")).To(BeEmpty())
 	})
 
+	It("rolls its BundleDeployments up: ready clusters, per-state counts, resources per cluster, Ready", func() {
+		for _, name := range []string{"roll-a", "roll-b"} {
+			_, err := api.Cluster().Create(&fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fleet.DefaultNamespace,
+				Labels: map[string]string{"rollup": "yes"}}})
+			Expect(err).NotTo(HaveOccurred())
+		}
+		publish("rollup", "main", map[string]string{"app/cm.yaml": configMap("app", "1")})
+		newGitRepo("rollup", "rollup", func(s *fleet.GitRepoSpec) {
+			s.Targets = []fleet.GitTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"rollup": "yes"}}}}
+		})
+		var bds []fleet.BundleDeployment
+		Eventually(func() int {
+			list, err := api.BundleDeployment().List("", metav1.ListOptions{LabelSelector: labels.Set{fleet.RepoLabel: "rollup"}.String()})
+			Expect(err).NotTo(HaveOccurred())
+			bds = list.Items
+			return len(bds)
+		}).Should(Equal(2))
+		Eventually(func() string { return gitRepo("rollup").Status.Display.ReadyBundleDeployments }).Should(Equal("0/2"))
+		res := fleet.BundleDeploymentResource{APIVersion: "v1", Kind: "ConfigMap", Namespace: "app", Name: "app"}
+		for i, bd := range bds {
+			ready := i == 0
+			Eventually(func() error {
+				cur, err := api.BundleDeployment().Get(bd.Namespace, bd.Name, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				cur.Status.AppliedDeploymentID, cur.Status.Ready, cur.Status.NonModified = cur.Spec.DeploymentID, ready, true
+				cur.Status.Resources = []fleet.BundleDeploymentResource{res}
+				if !ready {
+					cur.Status.NonReadyStatus = []fleet.NonReadyStatus{{APIVersion: "v1", Kind: "ConfigMap", Namespace: "app", Name: "app"}}
+				}
+				fleet.SetCondition(&cur.Status.Conditions, fleet.ConditionDeployed, corev1.ConditionTrue, "", "", time.Now())
+				_, err = api.BundleDeployment().UpdateStatus(cur)
+				return err
+			}).Should(Succeed())
+		}
+		Eventually(func(g Gomega) {
+			st := gitRepo("rollup").Status
+			g.Expect(st.Display.ReadyBundleDeployments).To(Equal("1/2"))
+			g.Expect(st.ReadyClusters).To(Equal(1))
+			g.Expect(st.DesiredReadyClusters).To(Equal(2))
+			g.Expect(st.Summary.Ready).To(Equal(1))
+			g.Expect(st.Summary.NotReady).To(Equal(1))
+			g.Expect(st.Resources).To(HaveLen(1))
+			r := st.Resources[0]
+			g.Expect(r.Type).To(Equal("configmap"))
+			g.Expect(r.ID).To(Equal("app/app"))
+			g.Expect(r.State).To(Equal("NotReady"))
+			g.Expect(r.PerClusterState.Ready).To(HaveLen(1))
+			g.Expect(r.PerClusterState.NotReady).To(HaveLen(1))
+			s, msg := cond(gitRepo("rollup"), "Ready")
+			g.Expect(s).To(Equal(corev1.ConditionFalse))
+			g.Expect(msg).NotTo(BeEmpty())
+		}).Should(Succeed())
+	})
+
 	It("applies the namespace's GitRepoRestrictions: defaults reach the Bundles, a disallowed repository is not accepted", func() {
 		_, err := api.GitRepoRestriction().Create(&fleet.GitRepoRestriction{ObjectMeta: metav1.ObjectMeta{Name: "team", Namespace: "restricted"},
 			DefaultServiceAccount: "team-deployer", DefaultClientSecretName: credentials, AllowedRepoPatterns: []string{`/allowed\.git$`}})

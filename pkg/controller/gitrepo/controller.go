@@ -374,15 +374,17 @@ func (h *handler) rollup(gr *fleet.GitRepo, status *fleet.GitRepoStatus, now tim
 	if h.CheckinInterval != nil {
 		interval = h.CheckinInterval()
 	}
+	var perCluster []clusterResource
 	for _, bd := range bds {
 		state := summary.State(bd)
+		offline := false
 		if c := h.cluster(bd); c != nil && interval > 0 && summary.Offline(c, interval, now) {
-			state = fleet.BundleState("") // unknown: counted in desiredReady only
+			state, offline = fleet.BundleState(""), true // unknown: counted in desiredReady only
 		}
-		if state != "" {
-			summary.Increment(&s, state)
-		}
-		s.DesiredReady++
+		perCluster = append(perCluster, clusterResource{bd: bd, offline: offline,
+			cluster: bd.Labels[fleet.ClusterNamespaceLabel] + "/" + bd.Labels[fleet.ClusterLabel]})
+		// (An unknown state counts as desired, not as any state.)
+		summary.Increment(&s, state)
 		if bd.Status.ResourceCounts != nil {
 			summary.AddCounts(&counts, *bd.Status.ResourceCounts)
 		}
@@ -390,6 +392,7 @@ func (h *handler) rollup(gr *fleet.GitRepo, status *fleet.GitRepoStatus, now tim
 		clusters[bd.Namespace] = (ready || !seen) && state == fleet.Ready
 	}
 	status.Summary, status.ResourceCounts = s, counts
+	status.Resources = resources(perCluster)
 	status.DesiredReadyClusters, status.ReadyClusters = len(clusters), 0
 	for _, ready := range clusters {
 		if ready {
