@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -193,6 +194,30 @@ var _ = Describe("GitRepo", func() {
 			g.Expect(msg).To(ContainSubstring("key is unknown"))
 		}).Should(Succeed())
 		Expect(bundlesOf("ssh-wrong-host")).To(BeEmpty())
+	})
+
+	It("downloads charts with the credentials helmSecretNameForPaths gives each path", func(ctx context.Context) {
+		repo, err := localserver.StartChartRepo(filepath.Join(GinkgoT().TempDir(), "charts"), localserver.BasicAuth{Username: "charts", Password: "chart-pass"})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(repo.Close)
+		chartDir := files(map[string]string{"Chart.yaml": "apiVersion: v2\nname: web\nversion: 1.0.0\n",
+			"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n"})
+		_, err = repo.AddChart(chartDir)
+		Expect(err).NotTo(HaveOccurred())
+		commit := publish("charted", "main", map[string]string{
+			"private/fleet.yaml": "helm:\n  repo: " + repo.URL + "\n  chart: web\n  version: 1.0.0\n"})
+		_, err = kube.CoreV1().Secrets(fleet.DefaultNamespace).Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "chart-paths", Namespace: fleet.DefaultNamespace},
+			StringData: map[string]string{"secrets.yaml": "private:\n  username: charts\n  password: chart-pass\n"}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		newGitRepo("charted-without", "charted", nil)
+		newGitRepo("charted", "charted", func(s *fleet.GitRepoSpec) { s.HelmSecretNameForPaths = "chart-paths" })
+		Eventually(func() map[string]string { return bundlesOf("charted") }).Should(Equal(map[string]string{"charted-private": commit}))
+		Eventually(func(g Gomega) {
+			s, msg := cond(gitRepo("charted-without"), "Stalled")
+			g.Expect(s).To(Equal(corev1.ConditionTrue))
+			g.Expect(msg).To(ContainSubstring("401"))
+		}).Should(Succeed())
 	})
 
 	It("rolls its BundleDeployments up: ready clusters, per-state counts, resources per cluster, Ready", func() {

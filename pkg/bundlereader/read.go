@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -34,8 +35,11 @@ type Options struct {
 	KeepResources   bool
 	DeleteNamespace bool
 	CorrectDrift    *fleet.CorrectDrift
-	// ChartAuth is used for every chart download.
-	ChartAuth ChartAuth
+	// ChartAuth is used for every chart download, unless ChartAuthByPath has the bundle's
+	// folder (relative to the root, forward slashes, as the GitRepo's helmSecretNameForPaths
+	// lists them).
+	ChartAuth       ChartAuth
+	ChartAuthByPath map[string]ChartAuth
 }
 
 // Read turns the folders under root selected by paths into Bundles. It validates every bundle
@@ -100,14 +104,20 @@ func readBundle(root string, d BundleDir, all []BundleDir, o Options) (*fleet.Bu
 	dirAbs := filepath.Join(root, filepath.FromSlash(d.Path))
 
 	spec := fy.BundleSpec.DeepCopy()
-	extra, err := prepareOptions(file, dirAbs, &spec.BundleDeploymentOptions, o.ChartAuth)
+	auth := o.ChartAuth
+	if a, ok := o.ChartAuthByPath[d.Path]; ok {
+		auth = a
+	} else if a, ok := o.ChartAuthByPath[strings.TrimPrefix(d.Path, "./")]; ok {
+		auth = a
+	}
+	extra, err := prepareOptions(file, dirAbs, &spec.BundleDeploymentOptions, auth)
 	if err != nil {
 		return nil, err
 	}
 	targets := make([]fleet.BundleTarget, 0, len(fy.TargetCustomizations)+len(o.Targets))
 	for i := range fy.TargetCustomizations {
 		t := fy.TargetCustomizations[i].DeepCopy()
-		more, err := prepareOptions(fmt.Sprintf("%s: targetCustomizations[%d]", file, i), dirAbs, &t.BundleDeploymentOptions, o.ChartAuth)
+		more, err := prepareOptions(fmt.Sprintf("%s: targetCustomizations[%d]", file, i), dirAbs, &t.BundleDeploymentOptions, auth)
 		if err != nil {
 			return nil, err
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/bundlereader"
 	"github.com/fleetgo/fleet/pkg/cli/apply"
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
 )
@@ -19,6 +20,7 @@ func newApply() *cobra.Command {
 		labels       []string
 		correctDrift fleet.CorrectDrift
 		passwordFile string
+		pathAuthFile string
 	)
 	c := &cobra.Command{
 		Use:   "apply [flags] NAME PATH...",
@@ -49,6 +51,20 @@ func newApply() *cobra.Command {
 					return fmt.Errorf("--password-file: %w", err)
 				}
 				o.ChartAuth.Password = strings.TrimSpace(string(data))
+			}
+			if pathAuthFile != "" {
+				data, err := os.ReadFile(pathAuthFile)
+				if err != nil {
+					return fmt.Errorf("--helm-credentials-by-path-file: %w", err)
+				}
+				dir, err := os.MkdirTemp("", "fleet-apply-")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(dir)
+				if o.ChartAuthByPath, err = bundlereader.ParsePathCredentials(data, dir); err != nil {
+					return fmt.Errorf("--helm-credentials-by-path-file %s: %w", pathAuthFile, err)
+				}
 			}
 			if o.Output != "" {
 				return apply.Run(cmd.Context(), o, nil, cmd.OutOrStdout())
@@ -82,6 +98,7 @@ func newApply() *cobra.Command {
 	fl.BoolVar(&correctDrift.KeepFailHistory, "correct-drift-keep-failed-history", false, "keep the Helm history of failed corrections")
 	fl.StringVar(&o.ChartAuth.Username, "username", "", "username for Helm chart repositories and OCI registries")
 	fl.StringVar(&passwordFile, "password-file", "", "file holding the password for Helm chart repositories and OCI registries")
+	fl.StringVar(&pathAuthFile, "helm-credentials-by-path-file", "", "YAML of chart credentials per bundle folder (folder: {username, password, caBundle, insecureSkipVerify}), as in a helmSecretNameForPaths Secret")
 	fl.StringVar(&o.ChartAuth.CAFile, "cacerts-file", "", "PEM file of CAs to trust for chart downloads")
 	fl.BoolVar(&o.ChartAuth.InsecureSkipTLSVerify, "insecure-skip-tls-verify", false, "do not verify TLS certificates of chart sources")
 	fl.BoolVar(&o.ChartAuth.PlainHTTP, "plain-http", false, "talk to OCI registries over plain HTTP")

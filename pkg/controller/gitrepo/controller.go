@@ -292,6 +292,10 @@ func (h *handler) applyOptions(gr *fleet.GitRepo, commit string) apply.Options {
 	o.ServiceAccount, o.TargetNamespace = gr.Spec.ServiceAccount, gr.Spec.TargetNamespace
 	o.Paused, o.KeepResources, o.DeleteNamespace = gr.Spec.Paused, gr.Spec.KeepResources, gr.Spec.DeleteNamespace
 	o.CorrectDrift = gr.Spec.CorrectDrift
+	o.Labels = map[string]string{}
+	for k, v := range gr.Labels {
+		o.Labels[k] = v
+	}
 	if len(o.Paths) == 0 {
 		o.Paths = []string{"/"}
 	}
@@ -306,6 +310,11 @@ func (h *handler) cloneAndApply(gr *fleet.GitRepo, src gitsource.Source, commit 
 		return err
 	}
 	defer os.RemoveAll(dir)
+	if err := os.MkdirAll(dir+".paths", 0o700); err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir + ".paths")
+	defer os.Remove(dir + ".cacerts")
 	if _, err := gitsource.Checkout(ctx, src, dir, commit); err != nil {
 		return err
 	}
@@ -316,6 +325,15 @@ func (h *handler) cloneAndApply(gr *fleet.GitRepo, src gitsource.Source, commit 
 	o.ChartAuth = auth
 	if caFile != "" {
 		o.ChartAuth.CAFile = caFile
+	}
+	if sec := gr.Spec.HelmSecretNameForPaths; sec != "" {
+		s, err := h.Kube.CoreV1().Secrets(gr.Namespace).Get(ctx, sec, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("helmSecretNameForPaths %s: %w", sec, err)
+		}
+		if o.ChartAuthByPath, err = bundlereader.ParsePathCredentials(s.Data[bundlereader.PathCredentialsKey], dir+".paths"); err != nil {
+			return fmt.Errorf("helmSecretNameForPaths %s: %w", sec, err)
+		}
 	}
 	o.Root = dir
 	return apply.Run(ctx, o, h.Bundles, io.Discard)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/bundlereader"
 	"github.com/fleetgo/fleet/pkg/cli/apply"
 	"github.com/fleetgo/fleet/pkg/names"
 )
@@ -29,6 +31,7 @@ const (
 	jobConfig      = "/run/config"
 	jobGitSecret   = "/run/secrets/git"
 	jobHelmSecret  = "/run/secrets/helm"
+	jobHelmPaths   = "/run/secrets/helm-paths"
 	targetsFileKey = "targets.yaml"
 	caFileKey      = "ca.pem"
 )
@@ -134,6 +137,7 @@ func (h *handler) createJob(gr *fleet.GitRepo, commit, name string) error {
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns, OwnerReferences: owner, Labels: lbl}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{fleet.SchemeGroupVersion.Group}, Resources: []string{"bundles"}, Verbs: []string{"get", "list", "create", "update", "delete"}},
 		{APIGroups: []string{fleet.SchemeGroupVersion.Group}, Resources: []string{"gitrepos"}, Verbs: []string{"get"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}},
 	}}
 	if _, err := h.Kube.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -221,6 +225,19 @@ func (h *handler) createJob(gr *fleet.GitRepo, commit, name string) error {
 		applyMounts = append(applyMounts, corev1.VolumeMount{Name: "helm-credentials", MountPath: jobHelmSecret, ReadOnly: true})
 		env = append(env, secretEnv("HELM_USERNAME", sec, "username"))
 		applyArgs = append(applyArgs, "--username", "$(HELM_USERNAME)", "--password-file", jobHelmSecret+"/password")
+	}
+	if sec := gr.Spec.HelmSecretNameForPaths; sec != "" {
+		volumes = append(volumes, corev1.Volume{Name: "helm-paths", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: sec}}})
+		applyMounts = append(applyMounts, corev1.VolumeMount{Name: "helm-paths", MountPath: jobHelmPaths, ReadOnly: true})
+		applyArgs = append(applyArgs, "--helm-credentials-by-path-file", jobHelmPaths+"/"+bundlereader.PathCredentialsKey)
+	}
+	keys := make([]string, 0, len(o.Labels))
+	for k := range o.Labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		applyArgs = append(applyArgs, "--label", k+"="+o.Labels[k])
 	}
 	applyArgs = append(applyArgs, "--", gr.Name)
 	applyArgs = append(applyArgs, o.Paths...)
