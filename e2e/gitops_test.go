@@ -56,12 +56,7 @@ func fleetCmd(args ...string) string {
 }
 
 func kubectlApply(c *localcluster.Cluster, manifest string) {
-	dir, err := localcluster.BinDir()
-	Expect(err).NotTo(HaveOccurred())
-	cmd := exec.Command(filepath.Join(dir, "kubectl"), "--kubeconfig", c.Kubeconfig, "apply", "-f", "-")
-	cmd.Stdin = strings.NewReader(manifest)
-	out, err := cmd.CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), string(out))
+	Expect(testenv.KubectlApply(c.Kubeconfig, manifest, nil)).To(Succeed())
 }
 
 var _ = BeforeSuite(func(ctx context.Context) {

@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +23,6 @@ import (
 
 	"github.com/fleetgo/fleet/integrationtests/testenv"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
-	"github.com/fleetgo/fleet/pkg/cmd"
 	"github.com/fleetgo/fleet/pkg/config"
 	"github.com/fleetgo/fleet/pkg/controller"
 	"github.com/fleetgo/fleet/pkg/localcluster"
@@ -76,12 +74,7 @@ var _ = Describe("a downstream cluster with outbound-only reach to the manager",
 		}()
 
 		kubectl := func(manifest string) {
-			dir, err := localcluster.BinDir()
-			Expect(err).NotTo(HaveOccurred())
-			c := netns.Command(filepath.Join(dir, "kubectl"), "--kubeconfig", down.Kubeconfig, "apply", "-f", "-")
-			c.Stdin = strings.NewReader(manifest)
-			out, err := c.CombinedOutput()
-			Expect(err).NotTo(HaveOccurred(), string(out))
+			Expect(testenv.KubectlApply(down.Kubeconfig, manifest, netns.Command)).To(Succeed())
 		}
 		_, err = api.ClusterGroup().Create(&fleet.ClusterGroup{ObjectMeta: metav1.ObjectMeta{Name: "north", Namespace: fleet.DefaultNamespace},
 			Spec: fleet.ClusterGroupSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "north"}}}})
@@ -136,10 +129,7 @@ var _ = Describe("a downstream cluster with outbound-only reach to the manager",
 
 // fleetCLI runs the fleet command line in-process and returns what it printed.
 func fleetCLI(args ...string) string {
-	var out strings.Builder
-	c := cmd.New()
-	c.SetArgs(args)
-	c.SetOut(&out)
-	Expect(c.ExecuteContext(context.Background())).To(Succeed())
-	return out.String()
+	out, err := testenv.FleetCLI(args...)
+	Expect(err).NotTo(HaveOccurred())
+	return out
 }

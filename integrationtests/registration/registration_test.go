@@ -1,12 +1,9 @@
 package registration_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -21,10 +18,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fleetgo/fleet/integrationtests/testenv"
 	"github.com/fleetgo/fleet/pkg/agent"
 	"github.com/fleetgo/fleet/pkg/agent/register"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
-	"github.com/fleetgo/fleet/pkg/cmd"
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/localcluster"
@@ -35,22 +32,14 @@ const agentNS = "cattle-fleet-system"
 
 // fleetCLI runs the fleet command line in-process and returns what it printed.
 func fleetCLI(args ...string) string {
-	var out bytes.Buffer
-	c := cmd.New()
-	c.SetArgs(args)
-	c.SetOut(&out)
-	Expect(c.ExecuteContext(context.Background())).To(Succeed())
-	return out.String()
+	out, err := testenv.FleetCLI(args...)
+	Expect(err).NotTo(HaveOccurred())
+	return out
 }
 
 // kubectlApply applies a manifest to the cluster as a user would.
 func kubectlApply(d *localcluster.Cluster, manifest string) {
-	dir, err := localcluster.BinDir()
-	Expect(err).NotTo(HaveOccurred())
-	c := exec.Command(filepath.Join(dir, "kubectl"), "--kubeconfig", d.Kubeconfig, "apply", "-f", "-")
-	c.Stdin = strings.NewReader(manifest)
-	out, err := c.CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), string(out))
+	Expect(testenv.KubectlApply(d.Kubeconfig, manifest, nil)).To(Succeed())
 }
 
 // tokenValues reads the values a token's Secret hands out.
