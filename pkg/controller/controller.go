@@ -113,10 +113,21 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	return nil
 }
 
+// fewWorkers are the worker counts of kinds that change rarely (registration, restrictions, the
+// configuration): every worker is a goroutine waiting on its queue, and fifty each would only
+// hold stacks.
+var fewWorkers = map[schema.GroupVersionKind]int{
+	fleet.SchemeGroupVersion.WithKind("ClusterRegistration"):      2,
+	fleet.SchemeGroupVersion.WithKind("ClusterRegistrationToken"): 2,
+	fleet.SchemeGroupVersion.WithKind("GitRepoRestriction"):       1,
+	fleet.SchemeGroupVersion.WithKind("BundleNamespaceMapping"):   1,
+	corev1.SchemeGroupVersion.WithKind("ConfigMap"):               1,
+}
+
 // start registers every controller and starts the caches and workers.
 func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o Options) error {
 	scf, err := lassocontroller.NewSharedControllerFactoryFromConfigWithOptions(cfg, schemes.All,
-		&lassocontroller.SharedControllerFactoryOptions{DefaultWorkers: o.Workers, CacheOptions: &lassocache.SharedCacheFactoryOptions{
+		&lassocontroller.SharedControllerFactoryOptions{DefaultWorkers: o.Workers, KindWorkers: fewWorkers, CacheOptions: &lassocache.SharedCacheFactoryOptions{
 			// The only ConfigMap the manager reads is its configuration.
 			KindNamespace: map[schema.GroupVersionKind]string{corev1.SchemeGroupVersion.WithKind("ConfigMap"): o.SystemNamespace},
 		}})
