@@ -30,8 +30,9 @@ import (
 	"github.com/fleetgo/fleet/pkg/registration"
 )
 
-// errNoSecret: the Cluster's kubeconfig Secret does not exist (yet).
-var errNoSecret = errors.New("secret not found")
+// errTokenPending: the Cluster's registration token is not issued yet (the token controller
+// does that in a moment).
+var errTokenPending = errors.New("registration token not issued yet")
 
 // TokenTTL is how long the registration token of an imported cluster is valid.
 const TokenTTL = 12 * time.Hour
@@ -94,6 +95,10 @@ func (h *handler) onChange(key string, c *fleet.Cluster) (*fleet.Cluster, error)
 		return h.Clusters.Update(c)
 	}
 	err := h.importCluster(c)
+	if errors.Is(err, errTokenPending) {
+		h.Clusters.EnqueueAfter(c.Namespace, c.Name, 500*time.Millisecond)
+		return c, nil
+	}
 	if err != nil {
 		h.failed.Store(key, failure{at: time.Now(), generation: c.Generation})
 		h.Clusters.EnqueueAfter(c.Namespace, c.Name, retryFailed)
@@ -126,9 +131,6 @@ func (h *handler) importCluster(c *fleet.Cluster) error {
 		secretNS = c.Namespace
 	}
 	secret, err := h.Kube.CoreV1().Secrets(secretNS).Get(ctx, c.Spec.KubeConfigSecret, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("%w: kubeConfigSecret %s/%s", errNoSecret, secretNS, c.Spec.KubeConfigSecret)
-	}
 	if err != nil {
 		return fmt.Errorf("reading kubeConfigSecret %s/%s: %w", secretNS, c.Spec.KubeConfigSecret, err)
 	}
@@ -192,14 +194,12 @@ func (h *handler) token(ctx context.Context, c *fleet.Cluster) (registration.Val
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return v, fmt.Errorf("creating registration token %s/%s: %w", c.Namespace, name, err)
 	}
-	// The token controller issues it in a moment.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		s, err := h.Kube.CoreV1().Secrets(c.Namespace).Get(ctx, name, metav1.GetOptions{})
-		if err == nil {
-			return v, yaml.Unmarshal(s.Data[registration.ValuesKey], &v)
-		}
-		if time.Now().After(deadline) {
-			return v, fmt.Errorf("registration token %s/%s was not issued: %w", c.Namespace, name, err)
-		}
+	s, err := h.Kube.CoreV1().Secrets(c.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return v, errTokenPending
 	}
+	if err != nil {
+		return v, fmt.Errorf("reading registration token %s/%s: %w", c.Namespace, name, err)
+	}
+	return v, yaml.Unmarshal(s.Data[registration.ValuesKey], &v)
 }

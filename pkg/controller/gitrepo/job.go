@@ -21,6 +21,7 @@ import (
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/bundlereader"
 	"github.com/fleetgo/fleet/pkg/cli/apply"
+	"github.com/fleetgo/fleet/pkg/ensure"
 	"github.com/fleetgo/fleet/pkg/names"
 )
 
@@ -130,24 +131,20 @@ func (h *handler) createJob(gr *fleet.GitRepo, commit, name string) error {
 	owner := []metav1.OwnerReference{{APIVersion: fleet.SchemeGroupVersion.String(), Kind: "GitRepo", Name: gr.Name, UID: gr.UID}}
 	sa := names.SafeConcatName("git", gr.Name)
 	lbl := map[string]string{fleet.RepoLabel: gr.Name}
-	if _, err := h.Kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns,
-		OwnerReferences: owner, Labels: lbl}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating service account %s/%s: %w", ns, sa, err)
+	if err := ensure.ServiceAccount(ctx, h.Kube, ns, sa, owner, lbl); err != nil {
+		return err
 	}
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns, OwnerReferences: owner, Labels: lbl}, Rules: []rbacv1.PolicyRule{
+	rules := []rbacv1.PolicyRule{
 		{APIGroups: []string{fleet.SchemeGroupVersion.Group}, Resources: []string{"bundles"}, Verbs: []string{"get", "list", "create", "update", "delete"}},
 		{APIGroups: []string{fleet.SchemeGroupVersion.Group}, Resources: []string{"gitrepos"}, Verbs: []string{"get"}},
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}},
-	}}
-	if _, err := h.Kube.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating role %s/%s: %w", ns, sa, err)
 	}
-	if _, err := h.Kube.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns,
-		OwnerReferences: owner, Labels: lbl},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: sa},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating role binding %s/%s: %w", ns, sa, err)
+	if err := ensure.Role(ctx, h.Kube, ns, sa, rules, owner, lbl); err != nil {
+		return err
+	}
+	if err := ensure.RoleBinding(ctx, h.Kube, ns, sa, "Role", sa, ns, sa, owner, lbl); err != nil {
+		return err
 	}
 
 	targets, err := yaml.Marshal(apply.TargetsFile{Targets: gr.Spec.Targets})

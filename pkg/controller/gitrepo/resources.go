@@ -87,29 +87,15 @@ func resources(bds []clusterResource) []fleet.GitRepoResource {
 		r.State = worst
 		r.Error = worst == "Missing" || worst == "Modified" || worst == "Orphaned"
 		r.Transitioning = worst == "NotReady" || worst == "WaitApplied" || worst == "Pending"
+		field := map[string]*[]string{"Ready": &r.PerClusterState.Ready, "WaitApplied": &r.PerClusterState.WaitApplied,
+			"Pending": &r.PerClusterState.Pending, "Modified": &r.PerClusterState.Modified, "NotReady": &r.PerClusterState.NotReady,
+			"Orphaned": &r.PerClusterState.Orphaned, "Missing": &r.PerClusterState.Missing, "Unknown": &r.PerClusterState.Unknown}
 		for state, clusters := range lists {
 			sort.Strings(clusters)
 			if len(clusters) > maxPerState {
 				clusters, r.IncompleteState = clusters[:maxPerState], true
 			}
-			switch state {
-			case "Ready":
-				r.PerClusterState.Ready = clusters
-			case "WaitApplied":
-				r.PerClusterState.WaitApplied = clusters
-			case "Pending":
-				r.PerClusterState.Pending = clusters
-			case "Modified":
-				r.PerClusterState.Modified = clusters
-			case "NotReady":
-				r.PerClusterState.NotReady = clusters
-			case "Orphaned":
-				r.PerClusterState.Orphaned = clusters
-			case "Missing":
-				r.PerClusterState.Missing = clusters
-			case "Unknown":
-				r.PerClusterState.Unknown = clusters
-			}
+			*field[state] = clusters
 		}
 		out = append(out, r)
 	}

@@ -16,6 +16,7 @@ import (
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/config"
+	"github.com/fleetgo/fleet/pkg/ensure"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/names"
 	"github.com/fleetgo/fleet/pkg/registration"
@@ -38,6 +39,9 @@ type Deps struct {
 // a day and still renew it when it is back.
 const DefaultCredentialLifetime = 24 * time.Hour
 
+// byClientID indexes Clusters by "namespace/spec.clientID".
+const byClientID = "fleet.cattle.io/by-client-id"
+
 // credentialSecretTTL is how long a credential Secret stays in the registration namespace for
 // its agent to pick up.
 const credentialSecretTTL = 40 * time.Minute
@@ -52,6 +56,12 @@ func Register(ctx context.Context, d Deps) error {
 	}
 	t := &tokens{kube: d.Kube, tokens: d.Tokens, regNS: d.RegistrationNamespace, now: time.Now}
 	d.Tokens.OnChange(ctx, "clusterregistrationtoken", t.onChange)
+	d.Clusters.Cache().AddIndexer(byClientID, func(c *fleet.Cluster) ([]string, error) {
+		if c.Spec.ClientID == "" {
+			return nil, nil
+		}
+		return []string{c.Namespace + "/" + c.Spec.ClientID}, nil
+	})
 	r := &registrations{Deps: d}
 	d.ClusterRegistrations.OnChange(ctx, "clusterregistration", r.onChange)
 	return nil
@@ -62,7 +72,7 @@ func ensureSharedRoles(ctx context.Context, kube kubernetes.Interface, regNS str
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %s: %w", regNS, err)
 	}
-	if err := ensureRole(ctx, kube, regNS, registration.CredentialReaderRole, registration.CredentialReaderRules(), nil, nil); err != nil {
+	if err := ensure.Role(ctx, kube, regNS, registration.CredentialReaderRole, registration.CredentialReaderRules(), nil, nil); err != nil {
 		return err
 	}
 	cr := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: registration.ContentReaderRole}, Rules: registration.ContentReaderRules()}
@@ -136,7 +146,7 @@ func (r *registrations) onChange(_ string, reg *fleet.ClusterRegistration) (*fle
 			registration.KeyClusterName: []byte(cluster.Name), registration.KeyClusterObjectNamespace: []byte(cluster.Namespace),
 			registration.KeyServiceAccount: []byte(registration.AgentServiceAccount),
 		}}
-	if err := upsertSecret(ctx, r.Kube, secret); err != nil {
+	if err := ensure.Secret(ctx, r.Kube, secret); err != nil {
 		return reg, err
 	}
 	// Older requests of the same agent are done with.
@@ -160,13 +170,9 @@ func (r *registrations) cluster(reg *fleet.ClusterRegistration) (*fleet.Cluster,
 	if c, err := r.Clusters.Cache().Get(reg.Namespace, name); err == nil {
 		return c, nil
 	}
-	// A Cluster made ahead of time by an admin, with spec.clientID.
-	if all, err := r.Clusters.Cache().List(reg.Namespace, labels.Everything()); err == nil {
-		for _, c := range all {
-			if c.Spec.ClientID == reg.Spec.ClientID {
-				return c, nil
-			}
-		}
+	// A Cluster made ahead of time (by an admin, or to be imported) with spec.clientID.
+	if found, err := r.Clusters.Cache().GetByIndex(byClientID, reg.Namespace+"/"+reg.Spec.ClientID); err == nil && len(found) > 0 {
+		return found[0], nil
 	}
 	c, err := r.Clusters.Create(&fleet.Cluster{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: reg.Namespace, Labels: registration.SanitizeLabels(reg.Spec.ClusterLabels),
@@ -187,20 +193,20 @@ func (r *registrations) grant(ctx context.Context, c *fleet.Cluster) (string, er
 	ns := c.Status.Namespace
 	sa := registration.AgentServiceAccount
 	owner := []metav1.OwnerReference{{APIVersion: fleet.SchemeGroupVersion.String(), Kind: "Cluster", Name: c.Name, UID: c.UID}}
-	if err := ensureServiceAccount(ctx, r.Kube, ns, sa, nil, nil); err != nil {
+	if err := ensure.ServiceAccount(ctx, r.Kube, ns, sa, nil, nil); err != nil {
 		return "", err
 	}
-	if err := ensureRole(ctx, r.Kube, ns, sa, registration.AgentRules(), nil, nil); err != nil {
+	if err := ensure.Role(ctx, r.Kube, ns, sa, registration.AgentRules(), nil, nil); err != nil {
 		return "", err
 	}
-	if err := ensureRoleBinding(ctx, r.Kube, ns, sa, "Role", sa, ns, sa, nil, nil); err != nil {
+	if err := ensure.RoleBinding(ctx, r.Kube, ns, sa, "Role", sa, ns, sa, nil, nil); err != nil {
 		return "", err
 	}
 	statusRole := names.SafeConcatName("fleet-agent", c.Name)
-	if err := ensureRole(ctx, r.Kube, c.Namespace, statusRole, registration.ClusterStatusRules(c.Name), owner, nil); err != nil {
+	if err := ensure.Role(ctx, r.Kube, c.Namespace, statusRole, registration.ClusterStatusRules(c.Name), owner, nil); err != nil {
 		return "", err
 	}
-	if err := ensureRoleBinding(ctx, r.Kube, c.Namespace, statusRole, "Role", statusRole, ns, sa, owner, nil); err != nil {
+	if err := ensure.RoleBinding(ctx, r.Kube, c.Namespace, statusRole, "Role", statusRole, ns, sa, owner, nil); err != nil {
 		return "", err
 	}
 	_, err := r.Kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{

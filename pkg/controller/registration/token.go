@@ -11,14 +11,15 @@ import (
 	"github.com/sirupsen/logrus"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/yaml"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/config"
+	"github.com/fleetgo/fleet/pkg/ensure"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/names"
 	"github.com/fleetgo/fleet/pkg/registration"
@@ -45,7 +46,10 @@ func (t *tokens) log(tok *fleet.ClusterRegistrationToken) *logrus.Entry {
 // onChange gives a token its import identity and values Secret, and deletes it once expired.
 func (t *tokens) onChange(key string, tok *fleet.ClusterRegistrationToken) (*fleet.ClusterRegistrationToken, error) {
 	if tok == nil {
-		ns, name := splitKey(key)
+		ns, name, err := cache.SplitMetaNamespaceKey(key)
+		if err != nil {
+			return nil, err
+		}
 		return nil, t.revoke(ns, name)
 	}
 	if tok.DeletionTimestamp != nil {
@@ -82,16 +86,16 @@ func (t *tokens) onChange(key string, tok *fleet.ClusterRegistrationToken) (*fle
 	sa := registration.ImportServiceAccount(tok.Name)
 	owner := []metav1.OwnerReference{{APIVersion: fleet.SchemeGroupVersion.String(), Kind: "ClusterRegistrationToken", Name: tok.Name, UID: tok.UID}}
 	labels := map[string]string{registration.TokenLabel: names.SafeConcatName(tok.Namespace, tok.Name)}
-	if err := ensureServiceAccount(ctx, t.kube, tok.Namespace, sa, owner, labels); err != nil {
+	if err := ensure.ServiceAccount(ctx, t.kube, tok.Namespace, sa, owner, labels); err != nil {
 		return tok, err
 	}
-	if err := ensureRole(ctx, t.kube, tok.Namespace, sa, registration.ImportRules(), owner, labels); err != nil {
+	if err := ensure.Role(ctx, t.kube, tok.Namespace, sa, registration.ImportRules(), owner, labels); err != nil {
 		return tok, err
 	}
-	if err := ensureRoleBinding(ctx, t.kube, tok.Namespace, sa, "Role", sa, tok.Namespace, sa, owner, labels); err != nil {
+	if err := ensure.RoleBinding(ctx, t.kube, tok.Namespace, sa, "Role", sa, tok.Namespace, sa, owner, labels); err != nil {
 		return tok, err
 	}
-	if err := ensureRoleBinding(ctx, t.kube, t.regNS, importBinding(tok.Namespace, tok.Name), "Role", registration.CredentialReaderRole,
+	if err := ensure.RoleBinding(ctx, t.kube, t.regNS, importBinding(tok.Namespace, tok.Name), "Role", registration.CredentialReaderRole,
 		tok.Namespace, sa, nil, labels); err != nil {
 		return tok, err
 	}
@@ -109,7 +113,7 @@ func (t *tokens) onChange(key string, tok *fleet.ClusterRegistrationToken) (*fle
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: tok.Name, Namespace: tok.Namespace, OwnerReferences: owner, Labels: labels},
 		Type: "fleet.cattle.io/cluster-registration-values", Data: map[string][]byte{registration.ValuesKey: values}}
-	if err := upsertSecret(ctx, t.kube, secret); err != nil {
+	if err := ensure.Secret(ctx, t.kube, secret); err != nil {
 		return tok, err
 	}
 	tok = tok.DeepCopy()
@@ -137,66 +141,3 @@ func (t *tokens) revoke(ns, name string) error {
 }
 
 func importBinding(ns, name string) string { return names.SafeConcatName("import", ns, name) }
-
-func ensureServiceAccount(ctx context.Context, kube kubernetes.Interface, ns, name string, owner []metav1.OwnerReference, labels map[string]string) error {
-	_, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{
-		Name: name, Namespace: ns, OwnerReferences: owner, Labels: labels}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating service account %s/%s: %w", ns, name, err)
-	}
-	return nil
-}
-
-func ensureRole(ctx context.Context, kube kubernetes.Interface, ns, name string, rules []rbacv1.PolicyRule, owner []metav1.OwnerReference, labels map[string]string) error {
-	want := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, OwnerReferences: owner, Labels: labels}, Rules: rules}
-	_, err := kube.RbacV1().Roles(ns).Create(ctx, want, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
-		cur, gerr := kube.RbacV1().Roles(ns).Get(ctx, name, metav1.GetOptions{})
-		if gerr != nil {
-			return gerr
-		}
-		cur.Rules = rules
-		_, err = kube.RbacV1().Roles(ns).Update(ctx, cur, metav1.UpdateOptions{})
-	}
-	if err != nil {
-		return fmt.Errorf("writing role %s/%s: %w", ns, name, err)
-	}
-	return nil
-}
-
-func ensureRoleBinding(ctx context.Context, kube kubernetes.Interface, ns, name, roleKind, role, saNS, sa string, owner []metav1.OwnerReference, labels map[string]string) error {
-	_, err := kube.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, OwnerReferences: owner, Labels: labels},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: roleKind, Name: role},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: saNS, Name: sa}},
-	}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating role binding %s/%s: %w", ns, name, err)
-	}
-	return nil
-}
-
-func upsertSecret(ctx context.Context, kube kubernetes.Interface, s *corev1.Secret) error {
-	_, err := kube.CoreV1().Secrets(s.Namespace).Create(ctx, s, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
-		cur, gerr := kube.CoreV1().Secrets(s.Namespace).Get(ctx, s.Name, metav1.GetOptions{})
-		if gerr != nil {
-			return gerr
-		}
-		cur.Data, cur.Labels = s.Data, s.Labels
-		_, err = kube.CoreV1().Secrets(s.Namespace).Update(ctx, cur, metav1.UpdateOptions{})
-	}
-	if err != nil {
-		return fmt.Errorf("writing secret %s/%s: %w", s.Namespace, s.Name, err)
-	}
-	return nil
-}
-
-func splitKey(key string) (string, string) {
-	for i := 0; i < len(key); i++ {
-		if key[i] == '/' {
-			return key[:i], key[i+1:]
-		}
-	}
-	return "", key
-}
