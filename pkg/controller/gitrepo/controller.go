@@ -34,6 +34,9 @@ import (
 	"github.com/fleetgo/fleet/pkg/summary"
 )
 
+// bundlesByRepo indexes Bundles by "namespace/gitRepoName".
+const bundlesByRepo = "fleet.cattle.io/bundles-by-repo"
+
 // Defaults and timings.
 const (
 	// DefaultPollingInterval is how often a repository is polled unless pollingInterval says.
@@ -91,6 +94,12 @@ func Register(ctx context.Context, d Deps) {
 		d.Runs = 4
 	}
 	h := &handler{Deps: d, slots: make(chan struct{}, d.Runs), runs: map[string]*attempt{}, now: time.Now}
+	d.Bundles.Cache().AddIndexer(bundlesByRepo, func(b *fleet.Bundle) ([]string, error) {
+		if repo := b.Labels[fleet.RepoLabel]; repo != "" {
+			return []string{b.Namespace + "/" + repo}, nil
+		}
+		return nil, nil
+	})
 	d.GitRepos.OnChange(ctx, "gitrepo", h.onChange)
 	// Bundles and deployments of a GitRepo bring its roll-up up to date.
 	d.Bundles.OnChange(ctx, "gitrepo-bundles", func(_ string, b *fleet.Bundle) (*fleet.Bundle, error) {
@@ -382,7 +391,7 @@ func (h *handler) source(gr *fleet.GitRepo) (gitsource.Source, error) {
 
 // rollup fills the status from the GitRepo's Bundles and BundleDeployments.
 func (h *handler) rollup(gr *fleet.GitRepo, status *fleet.GitRepoStatus, now time.Time) {
-	bundles, _ := h.Bundles.Cache().List(gr.Namespace, labels.SelectorFromSet(labels.Set{fleet.RepoLabel: gr.Name}))
+	bundles, _ := h.Bundles.Cache().GetByIndex(bundlesByRepo, gr.Namespace+"/"+gr.Name)
 	sort.Slice(bundles, func(i, j int) bool { return bundles[i].Name < bundles[j].Name })
 	bds, _ := h.BundleDeployments.Cache().GetByIndex(index.ByRepo, gr.Namespace+"/"+gr.Name)
 	var s fleet.BundleSummary
