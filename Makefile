@@ -15,7 +15,7 @@ export FLEET_CONTROLPLANE_BIN := $(CURDIR)/dev/bin
 # Integration and e2e suites start real clusters: one suite at a time keeps two cores responsive.
 TEST_TIMEOUT ?= 45m
 
-.PHONY: help build controlplane test test-unit test-integration e2e generate verify verify-fast bench quickstart up down clean
+.PHONY: help build controlplane test test-unit test-integration e2e generate verify verify-fast bench quickstart quickstart-check up down clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -26,7 +26,7 @@ build: ## build bin/fleet
 controlplane: ## build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok into dev/bin (skips what is current)
 	cd dev/controlplane && $(GO) run . -out $(FLEET_CONTROLPLANE_BIN)
 
-test: verify-fast test-unit test-integration e2e ## everything CI runs
+test: verify-fast test-unit test-integration e2e quickstart-check ## everything CI runs
 
 test-unit: ## unit tests of the pure packages
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /integrationtests/ -e /e2e)
@@ -68,13 +68,19 @@ bench: build controlplane ## benchmarks: JSON and plots in benchmarks/results (n
 	$(GO) run ./benchmarks/controller -fleet bin/fleet -out benchmarks/results -bundles $(BENCH_BUNDLES) -clusters $(BENCH_CLUSTERS)
 	$(GO) run ./benchmarks/agent -fleet bin/fleet -out benchmarks/results
 
-quickstart: build ## start a management and two downstream clusters in the background
-	dev/up
+quickstart: build controlplane ## the whole system locally: three clusters, controller, agents, git and chart repositories, example GitRepos
+	$(GO) build -o dev/bin/quickstart ./dev/quickstart
+	dev/bin/quickstart -fleet bin/fleet -root .
+
+quickstart-check: build controlplane ## the quickstart, stopped once every GitRepo is Ready (fails otherwise)
+	$(GO) build -o dev/bin/quickstart ./dev/quickstart
+	dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && dev/bin/quickstart -fleet bin/fleet -root . -dir "$$dir" -timeout 5m -exit-when-ready
 
 up: ## start the dev clusters in the background (dev/up)
 	dev/up
 
-down: ## stop the dev clusters (dev/down)
+down: ## stop the quickstart and the dev clusters
+	@if [ -x dev/bin/quickstart ]; then dev/bin/quickstart --down; fi
 	dev/down
 
 clean: ## remove build output (keeps the control-plane binaries)

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
@@ -33,6 +34,25 @@ var _ = Describe("bootstrap", func() {
 			}
 			return c.Status.Display.State
 		}).Should(Equal("WaitCheckIn"), "a cluster whose agent never checked in says so")
+
+		// The local cluster's agent is installed through the kubeconfig the controller wrote for
+		// its own cluster, into a namespace apart from the manager's.
+		var secret *corev1.Secret
+		Eventually(func() (err error) {
+			secret, err = kube.CoreV1().Secrets("fleet-local").Get(ctx, "local-cluster", metav1.GetOptions{})
+			return err
+		}).Should(Succeed())
+		kc, err := clientcmd.RESTConfigFromKubeConfig(secret.Data["value"])
+		Expect(err).NotTo(HaveOccurred())
+		Expect(kc.Host).To(Equal(cluster.RESTConfig().Host))
+		Eventually(func() error {
+			_, err := kube.CoreV1().Secrets("cattle-fleet-local-system").Get(ctx, "fleet-agent-bootstrap", metav1.GetOptions{})
+			return err
+		}).Should(Succeed(), "the agent chart was applied through that kubeconfig")
+		c, err := api.Cluster().Get("fleet-local", "local", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c.Spec.AgentNamespace).To(Equal("cattle-fleet-local-system"))
+		Expect(c.Spec.ClientID).NotTo(BeEmpty())
 	})
 })
 

@@ -74,6 +74,9 @@ var _ = Describe("GitRepo", func() {
 		first := publish("poll", "main", map[string]string{"one/cm.yaml": configMap("one", "a"), "two/cm.yaml": configMap("two", "a")})
 		newGitRepo("poll", "poll", nil)
 		Eventually(func() map[string]string { return bundlesOf("poll") }).Should(Equal(map[string]string{"poll-one": first, "poll-two": first}))
+		b, err := api.Bundle().Get(fleet.DefaultNamespace, "poll-one", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(b.Spec.Targets).To(Equal([]fleet.BundleTarget{{Name: "default", ClusterGroup: "default"}}), "a GitRepo without targets targets the ClusterGroup default")
 		Eventually(func(g Gomega) {
 			gr := gitRepo("poll")
 			g.Expect(gr.Status.Commit).To(Equal(first))

@@ -160,7 +160,7 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 			return err
 		}
 	}
-	if err := bootstrap.Run(ctx, o.SystemNamespace, kube, f); err != nil {
+	if err := bootstrap.Run(ctx, o.SystemNamespace, cfg, kube, f); err != nil {
 		return err
 	}
 	index.Register(f.BundleDeployment())

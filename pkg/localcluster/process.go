@@ -113,3 +113,35 @@ func tailFile(path string, n int) string {
 	}
 	return string(bytes.Join(lines, []byte("\n")))
 }
+
+// Process is a local process run the way control-plane components are: in its own process
+// group, its output in logDir/<component>.log, killed if the process that started it dies. The
+// quickstart runs the fleet controller and agents with it.
+type Process struct{ p *process }
+
+// StartProcess starts bin with args as component.
+func StartProcess(component, bin string, args []string, logDir string) (*Process, error) {
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return nil, err
+	}
+	p, err := startProcess(component, bin, args, logDir)
+	if err != nil {
+		return nil, err
+	}
+	return &Process{p: p}, nil
+}
+
+// Stop ends the process: SIGTERM, then SIGKILL after a grace period.
+func (p *Process) Stop() { p.p.stop() }
+
+// Done is closed when the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.p.done }
+
+// LogPath is the file holding the process's output.
+func (p *Process) LogPath() string { return p.p.logPath }
+
+// DiedError describes the process's exit with the last lines of its log.
+func (p *Process) DiedError() error { return p.p.diedError() }
+
+// Tail returns the last n lines of the process's log.
+func (p *Process) Tail(n int) string { return tailFile(p.p.logPath, n) }

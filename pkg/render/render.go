@@ -50,8 +50,16 @@ func Chart(files Files, opts *fleet.BundleDeploymentOptions, name string) (*char
 		return nil, nil, err
 	}
 	kdir := kustomizeDir(files, opts)
-	if opts.Helm != nil && opts.Helm.Chart != "" {
-		c, err := carriedChart(files, opts.Helm.Chart)
+	ref := ""
+	if opts.Helm != nil {
+		ref = opts.Helm.Chart
+	}
+	if _, ok := files["Chart.yaml"]; ok && ref == "" {
+		// A bundle folder that is a chart is deployed as that chart.
+		ref = "."
+	}
+	if ref != "" {
+		c, err := carriedChart(files, ref)
 		if err != nil {
 			return nil, nil, err
 		}

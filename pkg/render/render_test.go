@@ -1,6 +1,8 @@
 package render
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -130,5 +132,36 @@ func TestRenderErrorsNameTheChart(t *testing.T) {
 	_, err := Manifests(files, &fleet.BundleDeploymentOptions{}, "broken")
 	if err == nil || !strings.Contains(err.Error(), "rendering chart broken") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestBundleFolderThatIsAChart(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"Chart.yaml":               "apiVersion: v2\nname: folder-chart\nversion: 0.1.0\n",
+		"values.yaml":              "color: grey\n",
+		"dev.yaml":                 "color: green\n",
+		"fleet.yaml":               "helm:\n  valuesFiles: [dev.yaml]\n",
+		"templates/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  color: {{ .Values.color }}\n",
+	}
+	for name, content := range files {
+		p := filepath.Join(dir, "bundle", filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bs, err := bundlereader.Read(dir, []string{"bundle"}, bundlereader.Options{Name: "r", Namespace: "fleet-local"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := render(t, bs[0], bs[0].Spec.BundleDeploymentOptions)
+	if !strings.Contains(out, "color: green") {
+		t.Errorf("the folder's chart must render with the values file:\n%s", out)
+	}
+	if strings.Contains(out, "Chart.yaml") || strings.Contains(out, "values.yaml") {
+		t.Errorf("Chart.yaml and values.yaml are the chart's, not manifests:\n%s", out)
 	}
 }

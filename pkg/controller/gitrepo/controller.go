@@ -294,10 +294,19 @@ func (h *handler) run(key string, gr *fleet.GitRepo, src gitsource.Source, commi
 	}()
 }
 
+// Targets are the GitRepo's targets; a GitRepo that names none targets the ClusterGroup
+// "default" of its namespace (fleet-local has one holding every cluster there).
+func Targets(gr *fleet.GitRepo) []fleet.GitTarget {
+	if len(gr.Spec.Targets) == 0 {
+		return []fleet.GitTarget{{Name: "default", ClusterGroup: fleet.DefaultClusterGroup}}
+	}
+	return gr.Spec.Targets
+}
+
 func (h *handler) applyOptions(gr *fleet.GitRepo, commit string) apply.Options {
 	o := apply.Options{Paths: gr.Spec.Paths}
 	o.Name, o.Namespace, o.Commit = gr.Name, gr.Namespace, commit
-	o.Targets = gr.Spec.Targets
+	o.Targets = Targets(gr)
 	o.ServiceAccount, o.TargetNamespace = gr.Spec.ServiceAccount, gr.Spec.TargetNamespace
 	o.Paused, o.KeepResources, o.DeleteNamespace = gr.Spec.Paused, gr.Spec.KeepResources, gr.Spec.DeleteNamespace
 	o.CorrectDrift = gr.Spec.CorrectDrift
@@ -436,6 +445,9 @@ func (h *handler) rollup(gr *fleet.GitRepo, status *fleet.GitRepoStatus, now tim
 		ready, msg = corev1.ConditionFalse, c.Message
 	} else if c := fleet.FindCondition(status.Conditions, fleet.ConditionStalled); c != nil && c.Status == corev1.ConditionTrue {
 		ready, msg = corev1.ConditionFalse, c.Message
+	} else if status.Commit == "" {
+		// Nothing applied yet: no Bundles is not the same as all Bundles ready.
+		ready, msg = corev1.ConditionUnknown, "no commit applied yet"
 	} else {
 		for _, b := range bundles {
 			if c := fleet.FindCondition(b.Status.Conditions, fleet.ConditionReady); c != nil && c.Status != corev1.ConditionTrue {
