@@ -37,6 +37,9 @@ func slimDeployment(obj interface{}) (interface{}, error) {
 	if bd.Spec.StagedDeploymentID == bd.Spec.DeploymentID && equality.Semantic.DeepEqual(bd.Spec.StagedOptions, bd.Spec.Options) {
 		bd.Spec.Options = bd.Spec.StagedOptions
 	}
+	// The manager compares and writes values, never reads them.
+	bd.Spec.StagedOptions.CompactValues()
+	bd.Spec.Options.CompactValues()
 	if bd.Labels != nil {
 		labels := make(map[string]string, len(bd.Labels))
 		for k, v := range bd.Labels {

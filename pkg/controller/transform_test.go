@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"encoding/json"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -33,18 +34,37 @@ func TestSlimDeployment(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := out.(*fleet.BundleDeployment)
-	if !equality.Semantic.DeepEqual(got, want) {
-		t.Fatalf("the cached deployment differs from the stored one:\n%+v\n%+v", got, want)
+	gotJSON, _ := json.Marshal(got)
+	wantJSON, _ := json.Marshal(want)
+	if string(gotJSON) != string(wantJSON) {
+		t.Fatalf("the cached deployment writes differently from the stored one:\n%s\n%s", gotJSON, wantJSON)
 	}
 	if got.Spec.Options.Helm != got.Spec.StagedOptions.Helm {
 		t.Fatal("equal promoted options are shared")
+	}
+	if got.Spec.Options.Helm.Values.Data != nil || got.Spec.Options.Helm.Values.Compacted != `{"replicas":1}` {
+		t.Fatalf("values are held as JSON: %+v", got.Spec.Options.Helm.Values)
+	}
+	// What the bundle controller renders compares equal once compacted the same way.
+	next := deployment(1)
+	next.ManagedFields = nil
+	next.Spec.Options.CompactValues()
+	next.Spec.StagedOptions.CompactValues()
+	if !equality.Semantic.DeepEqual(got.Spec, next.Spec) {
+		t.Fatal("a compacted rendering equals the cached deployment")
+	}
+	next.Spec.Options.Helm.Values = &fleet.GenericMap{Data: map[string]interface{}{"replicas": float64(2)}}
+	next.Spec.Options.CompactValues()
+	if equality.Semantic.DeepEqual(got.Spec, next.Spec) {
+		t.Fatal("different values compare different")
 	}
 
 	held := deployment(3) // staged options not promoted yet
 	held.Spec.StagedDeploymentID = "s-1:b"
 	out, _ = slimDeployment(held)
 	got = out.(*fleet.BundleDeployment)
-	if got.Spec.Options.Helm == got.Spec.StagedOptions.Helm || got.Spec.Options.Helm.Values.Data["replicas"] != float64(1) {
+	if got.Spec.Options.Helm == got.Spec.StagedOptions.Helm || got.Spec.Options.Helm.Values.Compacted != `{"replicas":1}` ||
+		got.Spec.StagedOptions.Helm.Values.Compacted != `{"replicas":3}` {
 		t.Fatal("options held back by a rollout stay apart")
 	}
 }

@@ -436,6 +436,9 @@ func (h *handler) write(cur, next *fleet.BundleDeployment) (*fleet.BundleDeploym
 		}
 		return bd, nil
 	}
+	// Cached deployments hold their values compacted (controller.slimDeployment).
+	next.Spec.Options.CompactValues()
+	next.Spec.StagedOptions.CompactValues()
 	if equality.Semantic.DeepEqual(cur.Spec, next.Spec) && labelsContain(cur.Labels, next.Labels) {
 		return cur, nil
 	}
