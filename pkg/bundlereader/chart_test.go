@@ -86,16 +86,24 @@ func TestFetchChartFromRepository(t *testing.T) {
 	}
 }
 
-func TestPackageLocalChartBuildsDependencies(t *testing.T) {
+// repoWithDep serves a chart repository holding chart dep 0.1.0 and returns it with a folder
+// for more charts.
+func repoWithDep(t *testing.T) (*localserver.ChartRepo, string) {
+	t.Helper()
 	r, err := localserver.StartChartRepo(t.TempDir(), localserver.BasicAuth{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
+	t.Cleanup(r.Close)
 	src := t.TempDir()
 	if _, err := r.AddChart(writeChart(t, src, "dep", "0.1.0", "")); err != nil {
 		t.Fatal(err)
 	}
+	return r, src
+}
+
+func TestPackageLocalChartBuildsDependencies(t *testing.T) {
+	r, src := repoWithDep(t)
 	parent := writeChart(t, src, "parent", "1.0.0", "dependencies:\n- name: dep\n  version: ^0.1.0\n  repository: "+r.URL+"\n")
 
 	c, err := packageLocalChart(parent, true, ChartAuth{})
@@ -115,5 +123,42 @@ func TestPackageLocalChartBuildsDependencies(t *testing.T) {
 
 	if _, err := packageLocalChart(parent, false, ChartAuth{}); err != nil {
 		t.Fatalf("without updating dependencies the chart still packages: %v", err)
+	}
+}
+
+func TestBundleFolderThatIsAChartGetsItsDependencies(t *testing.T) {
+	r, src := repoWithDep(t)
+	writeChart(t, src, "parent", "1.0.0", "dependencies:\n- name: dep\n  version: ^0.1.0\n  repository: "+r.URL+"\n")
+	writeChart(t, src, "plain", "1.0.0", "")
+
+	bs, err := Read(src, []string{"parent-1.0.0", "plain-1.0.0"}, Options{Name: "r", Namespace: "fleet-local"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*fleet.Bundle{}
+	for _, b := range bs {
+		byName[b.Name] = b
+	}
+	parent := byName["r-parent-1.0.0"]
+	if parent == nil || parent.Spec.Helm == nil || parent.Spec.Helm.Chart == "" || parent.Spec.Helm.Chart == "." {
+		t.Fatalf("the chart with dependencies is packaged with them: %+v", byName)
+	}
+	var archive []byte
+	for _, res := range parent.Spec.Resources {
+		if res.Name == parent.Spec.Helm.Chart {
+			if archive, err = Decode(res); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ch, err := loader.LoadArchive(strings.NewReader(string(archive)))
+	if err != nil {
+		t.Fatalf("embedded archive %q: %v", parent.Spec.Helm.Chart, err)
+	}
+	if len(ch.Dependencies()) != 1 {
+		t.Fatalf("dependencies %v", ch.Dependencies())
+	}
+	if plain := byName["r-plain-1.0.0"]; plain == nil || plain.Spec.Helm != nil && plain.Spec.Helm.Chart != "" {
+		t.Fatalf("a chart folder with nothing to fetch is deployed from its files: %+v", plain)
 	}
 }

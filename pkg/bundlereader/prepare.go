@@ -61,6 +61,16 @@ func prepareOptions(where, dir string, o *fleet.BundleDeploymentOptions, auth Ch
 	return nil, nil
 }
 
+// chartMissingDependencies reports whether dir is a chart whose Chart.yaml declares dependencies
+// its charts/ folder lacks.
+func chartMissingDependencies(dir string) bool {
+	if _, err := os.Stat(filepath.Join(dir, "Chart.yaml")); err != nil {
+		return false
+	}
+	c, err := loader.LoadDir(dir)
+	return err == nil && len(c.Metadata.Dependencies) > 0 && action.CheckDependencies(c, c.Metadata.Dependencies) != nil
+}
+
 // prepareLocalChart checks a chart folder named relative to the bundle. A chart inside the
 // bundle whose dependencies are present is deployed from the bundle's own files; one outside
 // the bundle, or one whose dependencies must be downloaded, is packaged and embedded.

@@ -104,6 +104,14 @@ func readBundle(root string, d BundleDir, all []BundleDir, o Options) (*fleet.Bu
 	dirAbs := filepath.Join(root, filepath.FromSlash(d.Path))
 
 	spec := fy.BundleSpec.DeepCopy()
+	if h := spec.Helm; (h == nil || h.Chart == "") && chartMissingDependencies(dirAbs) {
+		// A bundle folder that is a chart, declaring dependencies it does not carry: they are
+		// fetched and the chart packaged, as for a helm.chart naming a folder.
+		if spec.Helm == nil {
+			spec.Helm = &fleet.HelmOptions{}
+		}
+		spec.Helm.Chart = "."
+	}
 	auth := o.ChartAuth
 	if a, ok := o.ChartAuthByPath[d.Path]; ok {
 		auth = a
