@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -64,24 +65,50 @@ func Run(ctx context.Context, systemNamespace string, cfg *rest.Config, kube kub
 }
 
 // localKubeconfig writes the Secret local-cluster from cfg (files read into the kubeconfig; the
-// server and its CA also as apiServerURL and apiServerCA), when it does not exist.
+// server and its CA also as apiServerURL and apiServerCA). A Secret it wrote before (labelled
+// managed) is brought up to date, so a restarted manager hands on its current credential (in a
+// pod, a ServiceAccount token that expires); one a user made is left alone.
 func localKubeconfig(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface) error {
 	if cfg == nil {
 		return nil
 	}
-	_, err := kube.CoreV1().Secrets(fleet.LocalNamespace).Get(ctx, LocalKubeconfigSecret, metav1.GetOptions{})
-	if err == nil || !apierrors.IsNotFound(err) {
+	data, err := kubeconfigData(cfg)
+	if err != nil {
 		return err
 	}
+	secrets := kube.CoreV1().Secrets(fleet.LocalNamespace)
+	cur, err := secrets.Get(ctx, LocalKubeconfigSecret, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err = secrets.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: LocalKubeconfigSecret, Namespace: fleet.LocalNamespace,
+				Labels: map[string]string{fleet.ManagedLabel: "true"}},
+			Data: data}, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			err = nil
+		}
+	case err == nil && cur.Labels[fleet.ManagedLabel] == "true" && !reflect.DeepEqual(cur.Data, data):
+		cur = cur.DeepCopy()
+		cur.Data = data
+		_, err = secrets.Update(ctx, cur, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("bootstrap: secret %s/%s: %w", fleet.LocalNamespace, LocalKubeconfigSecret, err)
+	}
+	return nil
+}
+
+// kubeconfigData is the Secret data for the manager's connection cfg.
+func kubeconfigData(cfg *rest.Config) (map[string][]byte, error) {
 	c := rest.CopyConfig(cfg)
 	if err := rest.LoadTLSFiles(c); err != nil {
-		return fmt.Errorf("bootstrap: reading the manager's TLS files: %w", err)
+		return nil, fmt.Errorf("bootstrap: reading the manager's TLS files: %w", err)
 	}
 	token := c.BearerToken
 	if c.BearerTokenFile != "" {
 		b, err := os.ReadFile(c.BearerTokenFile)
 		if err != nil {
-			return fmt.Errorf("bootstrap: reading the manager's token: %w", err)
+			return nil, fmt.Errorf("bootstrap: reading the manager's token: %w", err)
 		}
 		token = strings.TrimSpace(string(b))
 	}
@@ -90,16 +117,10 @@ func localKubeconfig(ctx context.Context, cfg *rest.Config, kube kubernetes.Inte
 	kc.AuthInfos["local"] = &clientcmdapi.AuthInfo{Token: token, ClientCertificateData: c.CertData, ClientKeyData: c.KeyData}
 	kc.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "local"}
 	kc.CurrentContext = "local"
-	data, err := clientcmd.Write(*kc)
+	value, err := clientcmd.Write(*kc)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = kube.CoreV1().Secrets(fleet.LocalNamespace).Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: LocalKubeconfigSecret, Namespace: fleet.LocalNamespace},
-		// The agent of this cluster reaches the manager the way the manager reaches itself.
-		Data: map[string][]byte{"value": data, registration.KeyAPIServerURL: []byte(c.Host), registration.KeyAPIServerCA: c.CAData}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("bootstrap: secret %s/%s: %w", fleet.LocalNamespace, LocalKubeconfigSecret, err)
-	}
-	return nil
+	// The agent of this cluster reaches the manager the way the manager reaches itself.
+	return map[string][]byte{"value": value, registration.KeyAPIServerURL: []byte(c.Host), registration.KeyAPIServerCA: c.CAData}, nil
 }
