@@ -196,6 +196,9 @@ func Checkout(ctx context.Context, s Source, dir, commit string) (string, error)
 // user, port or a trailing ".git" (webhook payloads and GitRepos spell them differently).
 func SameRepo(a, b string) bool { return normalize(a) == normalize(b) && normalize(a) != "" }
 
+// RepoKey is the same for every spelling of one repository's URL (see SameRepo); empty for none.
+func RepoKey(u string) string { return normalize(u) }
+
 func normalize(u string) string {
 	u = strings.TrimSpace(strings.ToLower(u))
 	for _, p := range []string{"https://", "http://", "ssh://", "git://"} {

@@ -37,6 +37,9 @@ import (
 // bundlesByRepo indexes Bundles by "namespace/gitRepoName".
 const bundlesByRepo = "fleet.cattle.io/bundles-by-repo"
 
+// byRepoURL indexes GitRepos by their repository (gitsource.RepoKey), for webhooks.
+const byRepoURL = "fleet.cattle.io/gitrepos-by-repo-url"
+
 // Defaults and timings.
 const (
 	// DefaultPollingInterval is how often a repository is polled unless pollingInterval says.
@@ -94,6 +97,12 @@ func Register(ctx context.Context, d Deps) {
 		d.Runs = 4
 	}
 	h := &handler{Deps: d, slots: make(chan struct{}, d.Runs), runs: map[string]*attempt{}, now: time.Now}
+	d.GitRepos.Cache().AddIndexer(byRepoURL, func(gr *fleet.GitRepo) ([]string, error) {
+		if k := gitsource.RepoKey(gr.Spec.Repo); k != "" {
+			return []string{k}, nil
+		}
+		return nil, nil
+	})
 	d.Bundles.Cache().AddIndexer(bundlesByRepo, func(b *fleet.Bundle) ([]string, error) {
 		if repo := b.Labels[fleet.RepoLabel]; repo != "" {
 			return []string{b.Namespace + "/" + repo}, nil

@@ -19,7 +19,6 @@ import (
 	"github.com/sirupsen/logrus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
@@ -109,15 +108,24 @@ func (w *Webhook) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		rw.WriteHeader(http.StatusOK)
 		return
 	}
-	repos, err := w.GitRepos.Cache().List("", labels.Everything())
-	if err != nil {
-		http.Error(rw, err.Error(), http.StatusInternalServerError)
-		return
-	}
+	// The GitRepos of the pushed repository, however its URL is spelt (index of Register).
 	var matched []*fleet.GitRepo
-	for _, gr := range repos {
-		if matches(gr, pushed) {
-			matched = append(matched, gr)
+	seen := map[string]bool{}
+	for _, u := range pushed.urls {
+		k := gitsource.RepoKey(u)
+		if k == "" || seen[k] {
+			continue
+		}
+		seen[k] = true
+		repos, err := w.GitRepos.Cache().GetByIndex(byRepoURL, k)
+		if err != nil {
+			http.Error(rw, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		for _, gr := range repos {
+			if matches(gr, pushed) {
+				matched = append(matched, gr)
+			}
 		}
 	}
 	if len(matched) == 0 {
