@@ -189,9 +189,16 @@ func (h *handler) importCluster(c *fleet.Cluster) error {
 func (h *handler) token(ctx context.Context, c *fleet.Cluster) (registration.Values, error) {
 	var v registration.Values
 	name := TokenName(c.Name)
-	_, err := h.Tokens.Create(&fleet.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace},
-		Spec: fleet.ClusterRegistrationTokenSpec{TTL: &metav1.Duration{Duration: TokenTTL}}})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
+	// Created once; while its Secret is pending the Cluster comes back here.
+	_, err := h.Tokens.Cache().Get(c.Namespace, name)
+	if apierrors.IsNotFound(err) {
+		_, err = h.Tokens.Create(&fleet.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace},
+			Spec: fleet.ClusterRegistrationTokenSpec{TTL: &metav1.Duration{Duration: TokenTTL}}})
+		if apierrors.IsAlreadyExists(err) {
+			err = nil
+		}
+	}
+	if err != nil {
 		return v, fmt.Errorf("creating registration token %s/%s: %w", c.Namespace, name, err)
 	}
 	s, err := h.Kube.CoreV1().Secrets(c.Namespace).Get(ctx, name, metav1.GetOptions{})
