@@ -303,9 +303,9 @@ func (h *handler) run(key string, gr *fleet.GitRepo, src gitsource.Source, commi
 	}()
 }
 
-// Targets are the GitRepo's targets; a GitRepo that names none targets the ClusterGroup
+// targetsOf are the GitRepo's targets; a GitRepo that names none targets the ClusterGroup
 // "default" of its namespace (fleet-local has one holding every cluster there).
-func Targets(gr *fleet.GitRepo) []fleet.GitTarget {
+func targetsOf(gr *fleet.GitRepo) []fleet.GitTarget {
 	if len(gr.Spec.Targets) == 0 {
 		return []fleet.GitTarget{{Name: "default", ClusterGroup: fleet.DefaultClusterGroup}}
 	}
@@ -315,7 +315,7 @@ func Targets(gr *fleet.GitRepo) []fleet.GitTarget {
 func (h *handler) applyOptions(gr *fleet.GitRepo, commit string) apply.Options {
 	o := apply.Options{Paths: gr.Spec.Paths}
 	o.Name, o.Namespace, o.Commit = gr.Name, gr.Namespace, commit
-	o.Targets = Targets(gr)
+	o.Targets = targetsOf(gr)
 	o.ServiceAccount, o.TargetNamespace = gr.Spec.ServiceAccount, gr.Spec.TargetNamespace
 	o.Paused, o.KeepResources, o.DeleteNamespace = gr.Spec.Paused, gr.Spec.KeepResources, gr.Spec.DeleteNamespace
 	o.CorrectDrift = gr.Spec.CorrectDrift

@@ -147,7 +147,7 @@ func (h *handler) createJob(gr *fleet.GitRepo, commit, name string) error {
 		return err
 	}
 
-	targets, err := yaml.Marshal(apply.TargetsFile{Targets: Targets(gr)})
+	targets, err := yaml.Marshal(apply.TargetsFile{Targets: targetsOf(gr)})
 	if err != nil {
 		return err
 	}
