@@ -79,3 +79,23 @@ func TestTailFile(t *testing.T) {
 		t.Error("a missing log must be reported as unreadable")
 	}
 }
+
+func TestPanicLineLeadsACrashReport(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kwok.log")
+	log := "starting\npanic: runtime error: invalid memory address\n\ngoroutine 1 [running]:\n"
+	for i := 0; i < 40; i++ {
+		log += "frame\n"
+	}
+	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := panicLine(path); got != "panic: runtime error: invalid memory address\n...\n" {
+		t.Fatalf("panicLine = %q", got)
+	}
+	if err := os.WriteFile(path, []byte("fine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := panicLine(path); got != "" {
+		t.Fatalf("no panic, no line: %q", got)
+	}
+}

@@ -469,10 +469,32 @@ func (s *starter) scheduler() error {
 	return s.waitFor(p, "running", func(context.Context) (bool, error) { return true, nil })
 }
 
+// kwokAttempts is how often kwok is started before its start counts as failed: kwok 0.8 now and
+// then panics while it sets up its metrics at start, and starts fine the next time.
+const kwokAttempts = 2
+
 func (s *starter) kwok() error {
+	var err error
+	for i := 0; i < kwokAttempts; i++ {
+		var p *process
+		p, err = s.kwokOnce()
+		if err == nil || p == nil {
+			return err
+		}
+		if done, _ := p.exited(); !done {
+			return err
+		}
+		// It crashed: forget the dead process (its log stays, appended to) and start another.
+		s.c.procs = s.c.procs[:len(s.c.procs)-1]
+	}
+	return err
+}
+
+// kwokOnce starts kwok and waits for the fake node; it returns the process when it started one.
+func (s *starter) kwokOnce() (*process, error) {
 	ports, err := freePorts(1)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	p, err := s.run("kwok",
 		"--kubeconfig="+s.c.Kubeconfig,
@@ -481,18 +503,18 @@ func (s *starter) kwok() error {
 		"--server-address=127.0.0.1:"+strconv.Itoa(ports[0]),
 	)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cs, err := s.c.Clientset()
 	if err != nil {
-		return err
+		return p, err
 	}
 	node := fakeNode()
 	if _, err := cs.CoreV1().Nodes().Create(s.ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating fake node: %w", err)
+		return p, fmt.Errorf("creating fake node: %w", err)
 	}
 	// Schedulable means Ready and rid of the not-ready taint the node lifecycle controller lifts.
-	return s.waitFor(p, "node "+FakeNodeName+" Ready and untainted", func(ctx context.Context) (bool, error) {
+	return p, s.waitFor(p, "node "+FakeNodeName+" Ready and untainted", func(ctx context.Context) (bool, error) {
 		n, err := cs.CoreV1().Nodes().Get(ctx, FakeNodeName, metav1.GetOptions{})
 		if err != nil {
 			return false, err

@@ -78,7 +78,7 @@ func (p *process) diedError() error {
 	if err == nil {
 		err = errors.New("exit status 0")
 	}
-	return fmt.Errorf("%s exited unexpectedly (%v); log %s:\n%s", p.component, err, p.logPath, tailFile(p.logPath, 20))
+	return fmt.Errorf("%s exited unexpectedly (%v); log %s:\n%s%s", p.component, err, p.logPath, panicLine(p.logPath), tailFile(p.logPath, 20))
 }
 
 // stop sends SIGTERM to the component's process group and SIGKILL after stopGrace.
@@ -93,6 +93,24 @@ func (p *process) stop() {
 	}
 	// Children the component may have started in its group.
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+}
+
+// panicLine returns the log's last "panic:" line and a newline, or nothing: a crash's stack
+// trace can be longer than the tail shown.
+func panicLine(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	i := bytes.LastIndex(data, []byte("\npanic: "))
+	if i < 0 {
+		return ""
+	}
+	line := data[i+1:]
+	if j := bytes.IndexByte(line, '\n'); j >= 0 {
+		line = line[:j]
+	}
+	return string(line) + "\n...\n"
 }
 
 // tailFile returns the last n lines of a file, or a note that it cannot be read.
