@@ -92,6 +92,12 @@ func TestPanicLineLeadsACrashReport(t *testing.T) {
 	if got := panicLine(path); got != "panic: runtime error: invalid memory address\n...\n" {
 		t.Fatalf("panicLine = %q", got)
 	}
+	if err := os.WriteFile(path, []byte("x\nfatal error: concurrent map writes\n\ngoroutine 7\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := panicLine(path); got != "fatal error: concurrent map writes\n...\n" {
+		t.Fatalf("panicLine = %q", got)
+	}
 	if err := os.WriteFile(path, []byte("fine\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -470,7 +470,8 @@ func (s *starter) scheduler() error {
 }
 
 // kwokAttempts is how often kwok is started before its start counts as failed: kwok 0.8 now and
-// then panics while it sets up its metrics at start, and starts fine the next time.
+// then crashes while it sets up its metrics at start (seen once in an e2e run), and starts fine
+// the next time.
 const kwokAttempts = 2
 
 func (s *starter) kwok() error {

@@ -95,14 +95,14 @@ func (p *process) stop() {
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 }
 
-// panicLine returns the log's last "panic:" line and a newline, or nothing: a crash's stack
-// trace can be longer than the tail shown.
+// panicLine returns the log's last "panic:" or "fatal error:" line and a newline, or nothing:
+// a Go crash's stack trace can be longer than the tail shown.
 func panicLine(path string) string {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return ""
 	}
-	i := bytes.LastIndex(data, []byte("\npanic: "))
+	i := max(bytes.LastIndex(data, []byte("\npanic: ")), bytes.LastIndex(data, []byte("\nfatal error: ")))
 	if i < 0 {
 		return ""
 	}
