@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/fleetgo/fleet/dev/example"
+	"github.com/fleetgo/fleet/integrationtests/testenv"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/localcluster"
 )
@@ -72,7 +73,7 @@ var _ = Describe("the documented journey", Ordered, func() {
 			_, err := time.Parse(time.RFC3339, f[2])
 			Expect(err).NotTo(HaveOccurred(), "LAST-SEEN of %s: %s", f[0], table)
 		}
-		Expect(unreachable(prod.Cluster)).To(Succeed(), "prod is reached by nobody: it only reaches out")
+		Expect(testenv.Unreachable(prod.Cluster, netns)).To(Succeed(), "prod is reached by nobody: it only reaches out")
 	})
 
 	It("deploys a namespace from a GitRepo in fleet-local to the management cluster's own agent", func(ctx context.Context) {

@@ -15,11 +15,8 @@ package e2e_test
 
 import (
 	"context"
-	"crypto/tls"
-	"encoding/json"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,6 +37,7 @@ import (
 	"github.com/fleetgo/fleet/integrationtests/testenv"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/chartinstall"
+	"github.com/fleetgo/fleet/pkg/config"
 	"github.com/fleetgo/fleet/pkg/controller/bootstrap"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/localcluster"
@@ -48,10 +46,7 @@ import (
 )
 
 func TestE2E(t *testing.T) {
-	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(2 * time.Minute)
-	SetDefaultEventuallyPollingInterval(250 * time.Millisecond)
-	RunSpecs(t, "fleet end to end")
+	testenv.RunSuite(t, "fleet end to end", 2*time.Minute, 250*time.Millisecond)
 }
 
 // downstreamCluster is a registered downstream cluster and its agent.
@@ -184,12 +179,11 @@ var _ = BeforeSuite(func(ctx context.Context) {
 
 	// The manager's configuration, as the fleet chart writes it: agents reach the manager at the
 	// host's end of the namespace's link.
-	managerPort := manager.Server[strings.LastIndex(manager.Server, ":")+1:]
-	managerURL := "https://" + net.JoinHostPort(netns.HostIP.String(), managerPort)
-	conf, _ := json.Marshal(map[string]string{"apiServerURL": managerURL, "apiServerCA": string(manager.RESTConfig().CAData), "agentCheckinInterval": "2s"})
-	_, err = managerKube.CoreV1().ConfigMaps(fleet.SystemNamespace).Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "fleet-controller", Namespace: fleet.SystemNamespace},
-		Data:       map[string]string{"config": string(conf)}}, metav1.CreateOptions{})
+	managerURL := testenv.HostURL(manager, netns)
+	cm, err := config.Config{APIServerURL: managerURL, APIServerCA: string(manager.RESTConfig().CAData),
+		AgentCheckinInterval: metav1.Duration{Duration: 2 * time.Second}}.ConfigMap(fleet.SystemNamespace)
+	Expect(err).NotTo(HaveOccurred())
+	_, err = managerKube.CoreV1().ConfigMaps(fleet.SystemNamespace).Create(ctx, cm, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())
 
 	controller = startFleet("controller", nil, "controller", "--kubeconfig", manager.Kubeconfig, "--leader-elect=false",
@@ -271,18 +265,6 @@ func clusterOf(d *downstreamCluster) *localcluster.Cluster {
 		return nil
 	}
 	return d.Cluster
-}
-
-// unreachable reports whether nothing on the host can open a connection to c's apiserver.
-func unreachable(c *localcluster.Cluster) error {
-	port := c.Server[strings.LastIndex(c.Server, ":")+1:]
-	insecure := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	for _, addr := range []string{"127.0.0.1", netns.NSIP.String()} {
-		if _, err := insecure.Get("https://" + net.JoinHostPort(addr, port) + "/readyz"); err == nil {
-			return fmt.Errorf("%s's apiserver answers at %s from the host", c.Name, addr)
-		}
-	}
-	return nil
 }
 
 // newGitRepo creates a GitRepo of the example repository.

@@ -9,15 +9,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,6 +29,7 @@ import (
 	"github.com/fleetgo/fleet/dev/example"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/chartinstall"
+	"github.com/fleetgo/fleet/pkg/config"
 	"github.com/fleetgo/fleet/pkg/controller/bootstrap"
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
@@ -304,12 +305,7 @@ func (q *qs) up(ctx context.Context) error {
 	}{{"downstream-dev", example.DevLabels}, {"downstream-prod", example.ProdLabels}} {
 		c := q.clusters[d.name]
 		args := []string{"install", "agent-config"}
-		keys := make([]string, 0, len(d.labels))
-		for k := range d.labels {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(d.labels)) {
 			args = append(args, "-l", k+"="+d.labels[k])
 		}
 		q.step("registering %s: fleet %s | kubectl apply; fleet install agent-token | kubectl apply", d.name, strings.Join(args, " "))
@@ -365,14 +361,12 @@ func (q *qs) configure(ctx context.Context, mgmt *localcluster.Cluster) error {
 		return err
 	}
 	cfg := mgmt.RESTConfig()
-	conf, err := json.Marshal(map[string]string{"apiServerURL": cfg.Host, "apiServerCA": string(cfg.CAData),
-		"agentCheckinInterval": q.checkin.String()})
+	cm, err := config.Config{APIServerURL: cfg.Host, APIServerCA: string(cfg.CAData),
+		AgentCheckinInterval: metav1.Duration{Duration: q.checkin}}.ConfigMap(fleet.SystemNamespace)
 	if err != nil {
 		return err
 	}
-	_, err = kube.CoreV1().ConfigMaps(fleet.SystemNamespace).Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "fleet-controller", Namespace: fleet.SystemNamespace},
-		Data:       map[string]string{"config": string(conf)}}, metav1.CreateOptions{})
+	_, err = kube.CoreV1().ConfigMaps(fleet.SystemNamespace).Create(ctx, cm, metav1.CreateOptions{})
 	return err
 }
 

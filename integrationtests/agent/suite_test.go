@@ -31,16 +31,13 @@ import (
 )
 
 func TestAgent(t *testing.T) {
-	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(60 * time.Second)
-	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 	if os.Getenv("AGENT_DEBUG") != "" {
 		logrus.SetLevel(logrus.DebugLevel)
 		fs := flag.NewFlagSet("klog", flag.ContinueOnError)
 		klog.InitFlags(fs)
 		_ = fs.Set("v", os.Getenv("AGENT_DEBUG"))
 	}
-	RunSpecs(t, "fleet agent")
+	testenv.RunSuite(t, "fleet agent", 60*time.Second, 200*time.Millisecond)
 }
 
 const (
@@ -67,14 +64,8 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	local, err = downstream.Clientset()
 	Expect(err).NotTo(HaveOccurred())
 
-	cfg, _ := config.Parse(`{"agentCheckinInterval":"2s"}`)
-	config.Set(cfg)
-	runCtx, cancel := context.WithCancel(context.Background())
-	DeferCleanup(cancel)
-	go func() {
-		defer GinkgoRecover()
-		Expect(controller.Run(runCtx, manager.RESTConfig(), controller.Options{SystemNamespace: "cattle-fleet-system", Workers: 4})).To(Succeed())
-	}()
+	stop := testenv.RunController(manager.RESTConfig(), config.Config{AgentCheckinInterval: metav1.Duration{Duration: 2 * time.Second}}, controller.Options{})
+	DeferCleanup(func() { Expect(stop()).To(Succeed()) })
 
 	Eventually(func() error {
 		_, err := api.Cluster().Create(&fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: clusterName, Namespace: fleet.DefaultNamespace,

@@ -11,6 +11,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/fleetgo/fleet/integrationtests/testenv"
@@ -22,10 +23,7 @@ import (
 )
 
 func TestController(t *testing.T) {
-	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(30 * time.Second)
-	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	RunSpecs(t, "fleet controller")
+	testenv.RunSuite(t, "fleet controller", 30*time.Second, 100*time.Millisecond)
 }
 
 var (
@@ -45,17 +43,10 @@ var _ = BeforeSuite(func(ctx context.Context) {
 
 	// Short intervals so time-based behaviour shows within a test.
 	content.GracePeriod = 2 * time.Second
-	cfg, _ := config.Parse(`{"agentCheckinInterval":"2s"}`)
-	config.Set(cfg)
-
 	healthAddr, metricsAddr = freeAddr(), freeAddr()
-	runCtx, cancel := context.WithCancel(context.Background())
-	DeferCleanup(cancel)
-	go func() {
-		defer GinkgoRecover()
-		Expect(controller.Run(runCtx, cluster.RESTConfig(), controller.Options{SystemNamespace: "cattle-fleet-system", Workers: 4,
-			HealthAddr: healthAddr, MetricsAddr: metricsAddr})).To(Succeed())
-	}()
+	stop := testenv.RunController(cluster.RESTConfig(), config.Config{AgentCheckinInterval: metav1.Duration{Duration: 2 * time.Second}},
+		controller.Options{HealthAddr: healthAddr, MetricsAddr: metricsAddr})
+	DeferCleanup(func() { Expect(stop()).To(Succeed()) })
 }, NodeTimeout(5*time.Minute))
 
 var _ = ReportAfterEach(func(r SpecReport) {

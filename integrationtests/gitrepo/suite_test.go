@@ -28,10 +28,7 @@ import (
 )
 
 func TestGitRepo(t *testing.T) {
-	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(30 * time.Second)
-	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	RunSpecs(t, "GitRepo controller")
+	testenv.RunSuite(t, "GitRepo controller", 30*time.Second, 100*time.Millisecond)
 }
 
 const (
@@ -66,15 +63,9 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	Expect(l.Close()).To(Succeed())
 	webhookURL = "http://" + addr + "/"
 
-	cfg, _ := config.Parse(`{"agentCheckinInterval":"5s"}`)
-	config.Set(cfg)
-	runCtx, cancel := context.WithCancel(context.Background())
-	DeferCleanup(cancel)
-	go func() {
-		defer GinkgoRecover()
-		Expect(controller.Run(runCtx, manager.RESTConfig(), controller.Options{SystemNamespace: "cattle-fleet-system", Workers: 4,
-			WebhookAddr: addr})).To(Succeed())
-	}()
+	stop := testenv.RunController(manager.RESTConfig(), config.Config{AgentCheckinInterval: metav1.Duration{Duration: 5 * time.Second}},
+		controller.Options{WebhookAddr: addr})
+	DeferCleanup(func() { Expect(stop()).To(Succeed()) })
 
 	Eventually(func() error {
 		_, err := kube.CoreV1().Secrets(fleet.DefaultNamespace).Create(ctx, &corev1.Secret{

@@ -6,12 +6,9 @@ package nat_test
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -30,10 +27,7 @@ import (
 )
 
 func TestNAT(t *testing.T) {
-	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(90 * time.Second)
-	SetDefaultEventuallyPollingInterval(250 * time.Millisecond)
-	RunSpecs(t, "downstream cluster behind NAT")
+	testenv.RunSuite(t, "downstream cluster behind NAT", 90*time.Second, 250*time.Millisecond)
 }
 
 var _ = Describe("a downstream cluster with outbound-only reach to the manager", func() {
@@ -52,26 +46,14 @@ var _ = Describe("a downstream cluster with outbound-only reach to the manager",
 
 		// The manager's host cannot open a connection to the downstream apiserver, at either
 		// address it might try.
-		port := down.Server[strings.LastIndex(down.Server, ":")+1:]
-		insecure := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-		for _, addr := range []string{"127.0.0.1", netns.NSIP.String()} {
-			_, err := insecure.Get("https://" + net.JoinHostPort(addr, port) + "/readyz")
-			Expect(err).To(HaveOccurred(), "the downstream apiserver must not be reachable at %s from outside", addr)
-		}
+		Expect(testenv.Unreachable(down, netns)).To(Succeed())
 		// From inside, the manager is reachable at the host's end of the link.
-		managerPort := manager.Server[strings.LastIndex(manager.Server, ":")+1:]
-		managerURL := "https://" + net.JoinHostPort(netns.HostIP.String(), managerPort)
+		managerURL := testenv.HostURL(manager, netns)
 
 		mcfg := manager.RESTConfig()
-		cfg, err := config.Parse(fmt.Sprintf(`{"apiServerURL":%q,"apiServerCA":%q,"agentCheckinInterval":"2s"}`, managerURL, string(mcfg.CAData)))
-		Expect(err).NotTo(HaveOccurred())
-		config.Set(cfg)
-		runCtx, cancel := context.WithCancel(context.Background())
-		DeferCleanup(cancel)
-		go func() {
-			defer GinkgoRecover()
-			Expect(controller.Run(runCtx, manager.RESTConfig(), controller.Options{SystemNamespace: "cattle-fleet-system", Workers: 4})).To(Succeed())
-		}()
+		stop := testenv.RunController(mcfg, config.Config{APIServerURL: managerURL, APIServerCA: string(mcfg.CAData),
+			AgentCheckinInterval: metav1.Duration{Duration: 2 * time.Second}}, controller.Options{})
+		DeferCleanup(func() { Expect(stop()).To(Succeed()) })
 
 		kubectl := func(manifest string) {
 			Expect(testenv.KubectlApply(down.Kubeconfig, manifest, netns.Command)).To(Succeed())

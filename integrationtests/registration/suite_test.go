@@ -6,12 +6,12 @@ package registration_test
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/fleetgo/fleet/integrationtests/testenv"
@@ -22,10 +22,7 @@ import (
 )
 
 func TestRegistration(t *testing.T) {
-	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(60 * time.Second)
-	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
-	RunSpecs(t, "cluster registration")
+	testenv.RunSuite(t, "cluster registration", 60*time.Second, 200*time.Millisecond)
 }
 
 var (
@@ -50,18 +47,9 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	}
 
 	mcfg := manager.RESTConfig()
-	raw, err := json.Marshal(map[string]string{"apiServerURL": mcfg.Host, "apiServerCA": string(mcfg.CAData), "agentCheckinInterval": "2s"})
-	Expect(err).NotTo(HaveOccurred())
-	cfg, err := config.Parse(string(raw))
-	Expect(err).NotTo(HaveOccurred())
-	config.Set(cfg)
-	runCtx, cancel := context.WithCancel(context.Background())
-	DeferCleanup(cancel)
-	go func() {
-		defer GinkgoRecover()
-		Expect(controller.Run(runCtx, manager.RESTConfig(), controller.Options{SystemNamespace: "cattle-fleet-system", Workers: 4,
-			CredentialLifetime: 10 * time.Minute})).To(Succeed())
-	}()
+	stop := testenv.RunController(mcfg, config.Config{APIServerURL: mcfg.Host, APIServerCA: string(mcfg.CAData),
+		AgentCheckinInterval: metav1.Duration{Duration: 2 * time.Second}}, controller.Options{CredentialLifetime: 10 * time.Minute})
+	DeferCleanup(func() { Expect(stop()).To(Succeed()) })
 }, NodeTimeout(5*time.Minute))
 
 var _ = ReportAfterEach(func(r SpecReport) {

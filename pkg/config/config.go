@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -45,13 +46,28 @@ func Parse(data string) (*Config, error) {
 			return nil, fmt.Errorf("configmap %s key %s: %w", ConfigMapName, Key, err)
 		}
 	}
+	return c.WithDefaults(), nil
+}
+
+// WithDefaults returns a copy of c with every unset interval at its default.
+func (c Config) WithDefaults() *Config {
 	if c.AgentCheckinInterval.Duration <= 0 {
 		c.AgentCheckinInterval.Duration = DefaultAgentCheckinInterval
 	}
 	if c.GarbageCollectionInterval.Duration <= 0 {
 		c.GarbageCollectionInterval.Duration = DefaultGarbageCollectionInterval
 	}
-	return c, nil
+	return &c
+}
+
+// ConfigMap is the ConfigMap holding c in the system namespace ns, as the fleet chart writes it.
+func (c Config) ConfigMap(ns string) (*corev1.ConfigMap, error) {
+	data, err := json.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: ConfigMapName, Namespace: ns},
+		Data: map[string]string{Key: string(data)}}, nil
 }
 
 var current atomic.Pointer[Config]

@@ -5,7 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -228,12 +229,7 @@ func (h *handler) createJob(gr *fleet.GitRepo, commit, name string) error {
 		applyMounts = append(applyMounts, corev1.VolumeMount{Name: "helm-paths", MountPath: jobHelmPaths, ReadOnly: true})
 		applyArgs = append(applyArgs, "--helm-credentials-by-path-file", jobHelmPaths+"/"+bundlereader.PathCredentialsKey)
 	}
-	keys := make([]string, 0, len(o.Labels))
-	for k := range o.Labels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(o.Labels)) {
 		applyArgs = append(applyArgs, "--label", k+"="+o.Labels[k])
 	}
 	applyArgs = append(applyArgs, "--", gr.Name)

@@ -1,0 +1,36 @@
+package testenv
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/fleetgo/fleet/pkg/config"
+	"github.com/fleetgo/fleet/pkg/controller"
+)
+
+// RunController puts conf in force (unset intervals at their defaults) and runs the manager's
+// controllers in-process against cfg, with the system namespace cattle-fleet-system and four
+// workers unless o says otherwise. stop ends them and returns what the run returned.
+func RunController(cfg *rest.Config, conf config.Config, o controller.Options) (stop func() error) {
+	config.Set(conf.WithDefaults())
+	if o.SystemNamespace == "" {
+		o.SystemNamespace = "cattle-fleet-system"
+	}
+	if o.Workers == 0 {
+		o.Workers = 4
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- controller.Run(ctx, cfg, o) }()
+	return func() error {
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(30 * time.Second):
+			return context.DeadlineExceeded
+		}
+	}
+}
