@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -25,7 +26,9 @@ import (
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/localcluster"
+	"github.com/fleetgo/fleet/pkg/localserver"
 	"github.com/fleetgo/fleet/pkg/registration"
+	"github.com/fleetgo/fleet/pkg/target"
 )
 
 const agentNS = "cattle-fleet-system"
@@ -218,6 +221,41 @@ var _ = Describe("cluster registration", Ordered, func() {
 		}).Should(Succeed())
 	})
 
+	It("installs the agent of its own cluster through the local-cluster kubeconfig it wrote", func(ctx context.Context) {
+		Eventually(func(g Gomega) {
+			c, err := api.Cluster().Get(fleet.LocalNamespace, "local", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			cond := fleet.FindCondition(c.Status.Conditions, "Imported")
+			g.Expect(cond).NotTo(BeNil())
+			g.Expect(cond.Status).To(Equal(corev1.ConditionTrue), cond.Message)
+		}).Should(Succeed())
+		_, err := managerKube.AppsV1().Deployments("cattle-fleet-local-system").Get(ctx, "fleet-agent", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	It("deploys a GitRepo's commit to the registered cluster, and removes it with the GitRepo", func(ctx context.Context) {
+		g, err := localserver.StartGitServer(filepath.Join(GinkgoT().TempDir(), "git"), localserver.BasicAuth{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(g.Close)
+		src := GinkgoT().TempDir()
+		Expect(os.MkdirAll(filepath.Join(src, "app"), 0o755)).To(Succeed())
+		Expect(os.WriteFile(filepath.Join(src, "app", "fleet.yaml"), []byte("defaultNamespace: from-git\n"), 0o644)).To(Succeed())
+		Expect(os.WriteFile(filepath.Join(src, "app", "cm.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-git\ndata:\n  value: git\n"), 0o644)).To(Succeed())
+		_, err = g.Publish(ctx, "apps", "main", src, "first")
+		Expect(err).NotTo(HaveOccurred())
+		_, err = api.GitRepo().Create(&fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "apps", Namespace: fleet.DefaultNamespace},
+			Spec: fleet.GitRepoSpec{Repo: g.RepoURL("apps"), Branch: "main", Paths: []string{"app"},
+				Targets: []fleet.GitTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "dev"}}}}}})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(deployedValue(downA, "from-git"), 2*time.Minute).Should(Equal("git"))
+
+		Expect(api.GitRepo().Delete(fleet.DefaultNamespace, "apps", &metav1.DeleteOptions{})).To(Succeed())
+		Eventually(func() bool {
+			_, err := clientsetOf(downA).CoreV1().ConfigMaps("from-git").Get(ctx, "from-git", metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		}, 2*time.Minute).Should(BeTrue(), "the GitRepo's workload goes with it")
+	})
+
 	It("lets the agent's credential touch nothing but its own BundleDeployments, their status and its Cluster's status", func() {
 		ctx := context.Background()
 		_, err := api.Cluster().Create(&fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: fleet.DefaultNamespace}})
@@ -275,6 +313,84 @@ var _ = Describe("cluster registration", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred(), "the agent gets Contents by name")
 		_, err = fl.ClusterRegistrationToken().List(fleet.DefaultNamespace, metav1.ListOptions{})
 		forbidden(err)
+	})
+
+	It("takes no namespace from what an agent writes: the agent cannot move its Cluster's namespace, and a moved one steers nothing", func() {
+		ctx := context.Background()
+		cred := storedCredential(downA)
+		_, fl := asAgent(cred)
+		other, err := api.Cluster().Get(fleet.DefaultNamespace, "other", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		otherNS := target.ClusterNamespace(other)
+		for _, ns := range []string{otherNS, metav1.NamespaceSystem} {
+			_, err := fl.Cluster().Patch(fleet.DefaultNamespace, clusterA, types.MergePatchType, []byte(`{"status":{"namespace":"`+ns+`"}}`), "status")
+			Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(BeTrue(), "want the admission policy's refusal, got %v", err)
+			Expect(err.Error()).To(ContainSubstring("status.namespace"))
+		}
+		_, err = fl.Cluster().Patch(fleet.DefaultNamespace, clusterA, types.MergePatchType, []byte(`{"status":{"display":{"readyBundles":"99/99"}}}`), "status")
+		Expect(err).To(HaveOccurred(), "no manager-written status field is the agent's to set")
+		c, err := api.Cluster().Get(fleet.DefaultNamespace, clusterA, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c.Status.Namespace).To(Equal(cred.ClusterNamespace))
+
+		// Had the policy been missing: an administrator (whom it does not bind) points a Cluster's
+		// status.namespace at kube-system and at another cluster's namespace. The manager still
+		// writes to, and on deletion removes, only the namespace it derived and created.
+		_, err = api.Cluster().Create(&fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "squatter", Namespace: fleet.DefaultNamespace,
+			Labels: map[string]string{"squat": "yes"}}})
+		Expect(err).NotTo(HaveOccurred())
+		var squatter *fleet.Cluster
+		Eventually(func() string {
+			squatter, _ = api.Cluster().Get(fleet.DefaultNamespace, "squatter", metav1.GetOptions{})
+			if squatter == nil {
+				return ""
+			}
+			return squatter.Status.Namespace
+		}).ShouldNot(BeEmpty())
+		ownNS := target.ClusterNamespace(squatter)
+		Expect(squatter.Status.Namespace).To(Equal(ownNS))
+		moved := squatter.DeepCopy()
+		moved.Status.Namespace = metav1.NamespaceSystem
+		_, err = api.Cluster().UpdateStatus(moved)
+		Expect(err).NotTo(HaveOccurred())
+		configMapBundle("to-squatter", "squat", "yes", "x")
+		Eventually(func() ([]fleet.BundleDeployment, error) {
+			l, err := api.BundleDeployment().List(ownNS, metav1.ListOptions{})
+			if err != nil {
+				return nil, err
+			}
+			return l.Items, nil
+		}).Should(HaveLen(1))
+		for _, ns := range []string{metav1.NamespaceSystem, otherNS} {
+			l, err := api.BundleDeployment().List(ns, metav1.ListOptions{LabelSelector: fleet.BundleLabel + "=to-squatter"})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(l.Items).To(BeEmpty(), "nothing lands in %s", ns)
+		}
+
+		Eventually(func() error {
+			cur, err := api.Cluster().Get(fleet.DefaultNamespace, "squatter", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			cur.Status.Namespace = otherNS
+			_, err = api.Cluster().UpdateStatus(cur)
+			return err
+		}).Should(Succeed())
+		Expect(api.Cluster().Delete(fleet.DefaultNamespace, "squatter", &metav1.DeleteOptions{})).To(Succeed())
+		Eventually(func() bool {
+			_, err := api.Cluster().Get(fleet.DefaultNamespace, "squatter", metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		}, 30*time.Second).Should(BeTrue())
+		Eventually(func() bool {
+			ns, err := managerKube.CoreV1().Namespaces().Get(ctx, ownNS, metav1.GetOptions{})
+			return apierrors.IsNotFound(err) || (err == nil && ns.DeletionTimestamp != nil)
+		}).Should(BeTrue(), "the namespace the manager created for the Cluster goes with it")
+		for _, name := range []string{metav1.NamespaceSystem, otherNS} {
+			ns, err := managerKube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(ns.DeletionTimestamp).To(BeNil(), "namespace %s is left alone", name)
+		}
+		Expect(api.Bundle().Delete(fleet.DefaultNamespace, "to-squatter", &metav1.DeleteOptions{})).To(Succeed())
 	})
 
 	It("registers a second cluster with the same token as a distinct Cluster", func() {
@@ -362,6 +478,37 @@ var _ = Describe("cluster registration", Ordered, func() {
 		Eventually(deployedValue(downB, "imported-only")).Should(Equal("four"))
 	})
 
+	It("uses no kubeconfig of another namespace, and the manager's own local-cluster credential for no other Cluster", func() {
+		imported := func(ns, name string) func(g Gomega) {
+			return func(g Gomega) {
+				c, err := api.Cluster().Get(ns, name, metav1.GetOptions{})
+				g.Expect(err).NotTo(HaveOccurred())
+				cond := fleet.FindCondition(c.Status.Conditions, "Imported")
+				g.Expect(cond).NotTo(BeNil())
+				g.Expect(cond.Status).To(Equal(corev1.ConditionFalse))
+				g.Expect(cond.Message).To(ContainSubstring(c.Spec.KubeConfigSecret))
+			}
+		}
+		// The local Cluster's credential is the manager's own: bootstrap wrote it in fleet-local.
+		_, err := api.Cluster().Create(&fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "borrower", Namespace: fleet.DefaultNamespace},
+			Spec: fleet.ClusterSpec{KubeConfigSecret: "local-cluster", KubeConfigSecretNamespace: fleet.LocalNamespace, AgentNamespace: "borrowed"}})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = api.Cluster().Create(&fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "neighbour", Namespace: fleet.LocalNamespace},
+			Spec: fleet.ClusterSpec{KubeConfigSecret: "local-cluster", AgentNamespace: "borrowed"}})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(imported(fleet.DefaultNamespace, "borrower")).Should(Succeed())
+		Eventually(imported(fleet.LocalNamespace, "neighbour")).Should(Succeed())
+		c, _ := api.Cluster().Get(fleet.DefaultNamespace, "borrower", metav1.GetOptions{})
+		Expect(fleet.FindCondition(c.Status.Conditions, "Imported").Message).To(ContainSubstring("own namespace"))
+		c, _ = api.Cluster().Get(fleet.LocalNamespace, "neighbour", metav1.GetOptions{})
+		Expect(fleet.FindCondition(c.Status.Conditions, "Imported").Message).To(ContainSubstring("cannot be used for cluster fleet-local/neighbour"))
+		_, err = managerKube.AppsV1().Deployments("borrowed").Get(context.Background(), "fleet-agent", metav1.GetOptions{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no agent was installed with a borrowed credential: %v", err)
+		for _, c := range []struct{ ns, name string }{{fleet.DefaultNamespace, "borrower"}, {fleet.LocalNamespace, "neighbour"}} {
+			Expect(api.Cluster().Delete(c.ns, c.name, &metav1.DeleteOptions{})).To(Succeed())
+		}
+	})
+
 	It("refuses an expired token with a clear message", func() {
 		short := newToken("short-lived", 3*time.Second)
 		Eventually(func() bool {
@@ -412,15 +559,3 @@ func updateBundleValue(name, value string) error {
 	_, err = api.Bundle().Update(b)
 	return err
 }
-
-var _ = Describe("fleet install controller", func() {
-	It("prints a manifest the apiserver accepts: the CRDs, the controller, its permissions and configuration", func() {
-		kubectlApply(manager, fleetCLI("install", "controller", "--controller-image", "registry.local:5000/fleet:test", "--system-namespace", "fleet-manager"))
-		d, err := managerKube.AppsV1().Deployments("fleet-manager").Get(context.Background(), "fleet-controller", metav1.GetOptions{})
-		Expect(err).NotTo(HaveOccurred())
-		Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("registry.local:5000/fleet:test"))
-		Expect(d.Spec.Template.Spec.ServiceAccountName).To(Equal("fleet-controller"))
-		_, err = managerKube.CoreV1().ConfigMaps("fleet-manager").Get(context.Background(), "fleet-controller", metav1.GetOptions{})
-		Expect(err).NotTo(HaveOccurred())
-	})
-})

@@ -1,20 +1,25 @@
 // Package registration_test registers real downstream clusters with a real manager: the
-// manager's controllers run in-process, each agent runs in-process against its own apiserver
-// with nothing but the registration token it was given, and every permission claim is checked
-// with the agent's real credential.
+// manager's controllers run in-process with the fleet chart's ServiceAccount token (never an
+// admin credential), each agent runs in-process against its own apiserver with nothing but the
+// registration token it was given, and every permission claim is checked with the agent's real
+// credential.
 package registration_test
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/fleetgo/fleet/integrationtests/testenv"
+	"github.com/fleetgo/fleet/pkg/chartinstall"
 	"github.com/fleetgo/fleet/pkg/config"
 	"github.com/fleetgo/fleet/pkg/controller"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
@@ -46,11 +51,27 @@ var _ = BeforeSuite(func(ctx context.Context) {
 		DeferCleanup(d.Stop)
 	}
 
+	// The manager runs as the fleet chart's own ServiceAccount, with nothing but the chart's
+	// RBAC: every spec of this suite then also proves the chart grants what the manager uses.
 	mcfg := manager.RESTConfig()
-	stop := testenv.RunController(mcfg, config.Config{APIServerURL: mcfg.Host, APIServerCA: string(mcfg.CAData),
-		AgentCheckinInterval: metav1.Duration{Duration: 2 * time.Second}}, controller.Options{CredentialLifetime: 10 * time.Minute})
+	root, err := testenv.RepoRoot()
+	Expect(err).NotTo(HaveOccurred())
+	_, err = chartinstall.InstallOrUpgrade(ctx, chartinstall.Options{Kubeconfig: manager.Kubeconfig, Namespace: systemNS,
+		ReleaseName: "fleet", ChartDir: filepath.Join(root, "charts", "fleet"),
+		Values: map[string]interface{}{"apiServerURL": mcfg.Host, "apiServerCA": string(mcfg.CAData), "agentCheckinInterval": "2s"}})
+	Expect(err).NotTo(HaveOccurred())
+	expiry := int64(24 * 3600)
+	tr, err := managerKube.CoreV1().ServiceAccounts(systemNS).CreateToken(ctx, "fleet-controller",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	asChart := &rest.Config{Host: mcfg.Host, BearerToken: tr.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: mcfg.CAData}}
+	stop := testenv.RunController(asChart, config.Config{APIServerURL: mcfg.Host, APIServerCA: string(mcfg.CAData),
+		AgentCheckinInterval: metav1.Duration{Duration: 2 * time.Second}}, controller.Options{CredentialLifetime: 10 * time.Minute, SystemNamespace: systemNS})
 	DeferCleanup(func() { Expect(stop()).To(Succeed()) })
 }, NodeTimeout(5*time.Minute))
+
+// systemNS is the manager's system namespace (the fleet chart's release namespace).
+const systemNS = "cattle-fleet-system"
 
 var _ = ReportAfterEach(func(r SpecReport) {
 	if r.Failed() {

@@ -36,6 +36,11 @@ type Config struct {
 	AgentCheckinInterval metav1.Duration `json:"agentCheckinInterval,omitempty"`
 	// GarbageCollectionInterval is how often agents remove releases of deleted deployments.
 	GarbageCollectionInterval metav1.Duration `json:"garbageCollectionInterval,omitempty"`
+	// KubeConfigSecretNamespaces are namespaces from which any Cluster may take its
+	// spec.kubeConfigSecret. Otherwise a Cluster's kubeConfigSecretNamespace must be its own
+	// namespace: whoever may write Clusters in one namespace must not be able to make the
+	// manager read (and use) a kubeconfig kept in another.
+	KubeConfigSecretNamespaces []string `json:"kubeConfigSecretNamespaces,omitempty"`
 }
 
 // Parse reads the JSON document and fills in defaults.

@@ -7,12 +7,11 @@ import (
 	"github.com/fleetgo/fleet/pkg/names"
 )
 
-// ClusterNamespace is where a cluster's BundleDeployments live: the namespace the manager
-// recorded in its status, or the one it will create.
+// ClusterNamespace is where a cluster's BundleDeployments live. It is always derived from the
+// Cluster's namespace and name, never read from status.namespace: an agent may patch its
+// Cluster's status, and a namespace it chose there would steer the manager's writes and
+// deletions (status.namespace only shows what the manager derived).
 func ClusterNamespace(c *fleet.Cluster) string {
-	if c.Status.Namespace != "" {
-		return c.Status.Namespace
-	}
 	return names.ClusterNamespace(c.Namespace, c.Name)
 }
 

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -77,19 +78,26 @@ func localKubeconfig(ctx context.Context, cfg *rest.Config, kube kubernetes.Inte
 		return err
 	}
 	secrets := kube.CoreV1().Secrets(fleet.LocalNamespace)
+	// The labels name the one Cluster this credential may serve (see clusterimport).
+	want := map[string]string{fleet.ManagedLabel: "true", fleet.ClusterLabel: LocalClusterName, fleet.ClusterNamespaceLabel: fleet.LocalNamespace}
 	cur, err := secrets.Get(ctx, LocalKubeconfigSecret, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		_, err = secrets.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: LocalKubeconfigSecret, Namespace: fleet.LocalNamespace,
-				Labels: map[string]string{fleet.ManagedLabel: "true"}},
-			Data: data}, metav1.CreateOptions{})
+			ObjectMeta: metav1.ObjectMeta{Name: LocalKubeconfigSecret, Namespace: fleet.LocalNamespace, Labels: want},
+			Data:       data}, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			err = nil
 		}
-	case err == nil && cur.Labels[fleet.ManagedLabel] == "true" && !reflect.DeepEqual(cur.Data, data):
+	case err == nil && cur.Labels[fleet.ManagedLabel] == "true" && (!reflect.DeepEqual(cur.Data, data) || !labels.SelectorFromSet(want).Matches(labels.Set(cur.Labels))):
 		cur = cur.DeepCopy()
 		cur.Data = data
+		if cur.Labels == nil {
+			cur.Labels = map[string]string{}
+		}
+		for k, v := range want {
+			cur.Labels[k] = v
+		}
 		_, err = secrets.Update(ctx, cur, metav1.UpdateOptions{})
 	}
 	if err != nil {

@@ -257,7 +257,9 @@ func (h *handler) plan(b *fleet.Bundle, contentName string) ([]planned, error) {
 		if m == nil {
 			continue
 		}
-		if c.Status.Namespace == "" {
+		// The cluster controller records the namespace once it has created it.
+		ns := target.ClusterNamespace(c)
+		if c.Status.Namespace != ns {
 			out = append(out, planned{cluster: c, info: ci})
 			continue
 		}
@@ -266,7 +268,7 @@ func (h *handler) plan(b *fleet.Bundle, contentName string) ([]planned, error) {
 			errs = append(errs, fmt.Errorf("cluster %s: %w", c.Name, err))
 			continue
 		}
-		out = append(out, planned{cluster: c, info: ci, match: m, fingerprint: fp, namespace: c.Status.Namespace})
+		out = append(out, planned{cluster: c, info: ci, match: m, fingerprint: fp, namespace: ns})
 	}
 	return out, errors.Join(errs...)
 }
@@ -499,7 +501,7 @@ func (h *handler) updateStatus(b *fleet.Bundle, result []synced, r *rollout, pla
 				summary.Increment(&s, fleet.Pending)
 				if len(s.NonReadyResources) < summary.MaxNonReady {
 					msg := "waiting for the cluster's namespace"
-					if r.cluster.Status.Namespace != "" {
+					if r.cluster.Status.Namespace == target.ClusterNamespace(r.cluster) {
 						msg = "waiting to be created"
 					}
 					s.NonReadyResources = append(s.NonReadyResources, fleet.NonReadyResource{Name: name, State: fleet.Pending, Message: msg})

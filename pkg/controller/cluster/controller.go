@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corecontrollers "github.com/rancher/wrangler/v3/pkg/generated/controllers/core/v1"
+	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -219,6 +220,35 @@ func (h *handler) status(c *fleet.Cluster, ns string) (fleet.ClusterStatus, erro
 	return status, nil
 }
 
+// deleteNamespace deletes the cluster's namespace: the one derived from its name, and only when
+// it carries the labels the manager gave it for this Cluster, so that a namespace made by anyone
+// else under that name is never taken down with the Cluster.
+func (h *handler) deleteNamespace(c *fleet.Cluster) error {
+	name := target.ClusterNamespace(c)
+	ns, err := h.namespaces.Get(name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !createdFor(ns, c) {
+		logrus.WithFields(logrus.Fields{"controller": "cluster", "namespace": c.Namespace, "name": c.Name}).
+			Warnf("namespace %s was not created by the manager for this cluster: left in place", name)
+		return nil
+	}
+	if err := h.namespaces.Delete(name, &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &ns.UID}}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
+// createdFor reports whether ns carries the labels ensureNamespace gives a cluster's namespace.
+func createdFor(ns *corev1.Namespace, c *fleet.Cluster) bool {
+	return ns.Labels[fleet.ManagedLabel] == "true" && ns.Labels[fleet.ClusterLabel] == c.Name &&
+		ns.Labels[fleet.ClusterNamespaceLabel] == c.Namespace
+}
+
 // finalize revokes the cluster's agent identity, deletes the cluster's namespace (and with it
 // its BundleDeployments), then lets the Cluster go.
 func (h *handler) finalize(c *fleet.Cluster) (*fleet.Cluster, error) {
@@ -227,10 +257,8 @@ func (h *handler) finalize(c *fleet.Cluster) (*fleet.Cluster, error) {
 			return c, err
 		}
 	}
-	if ns := c.Status.Namespace; ns != "" {
-		if err := h.namespaces.Delete(ns, &metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return c, err
-		}
+	if err := h.deleteNamespace(c); err != nil {
+		return c, err
 	}
 	if !slices.Contains(c.Finalizers, fleet.ClusterFinalizer) {
 		return c, nil

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 
 	"github.com/fleetgo/fleet/charts"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/config"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/install"
 	"github.com/fleetgo/fleet/pkg/names"
@@ -130,9 +132,15 @@ func (h *handler) importCluster(c *fleet.Cluster) error {
 	if secretNS == "" {
 		secretNS = c.Namespace
 	}
+	if err := secretNamespaceAllowed(c, secretNS, config.Get().KubeConfigSecretNamespaces); err != nil {
+		return err
+	}
 	secret, err := h.Kube.CoreV1().Secrets(secretNS).Get(ctx, c.Spec.KubeConfigSecret, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("reading kubeConfigSecret %s/%s: %w", secretNS, c.Spec.KubeConfigSecret, err)
+	}
+	if err := secretIsFor(secret, c); err != nil {
+		return err
 	}
 	kubeconfig := secret.Data["value"]
 	if len(kubeconfig) == 0 {
@@ -183,6 +191,30 @@ func (h *handler) importCluster(c *fleet.Cluster) error {
 		return fmt.Errorf("installing the agent through kubeConfigSecret %s/%s: %w", secretNS, c.Spec.KubeConfigSecret, err)
 	}
 	return nil
+}
+
+// secretNamespaceAllowed: a Cluster's kubeconfig Secret is in the Cluster's own namespace, or in
+// one the administrator opened to every Cluster (config kubeConfigSecretNamespaces). Otherwise
+// anyone who may create a Cluster could have the manager use a kubeconfig they cannot read.
+func secretNamespaceAllowed(c *fleet.Cluster, secretNS string, allowed []string) error {
+	if secretNS == c.Namespace || slices.Contains(allowed, secretNS) {
+		return nil
+	}
+	return fmt.Errorf("spec.kubeConfigSecretNamespace %q (kubeConfigSecret %s/%s): a Cluster may only use a kubeconfig Secret of its own namespace %q "+
+		"(or of a namespace listed in the manager's configuration, kubeConfigSecretNamespaces)", secretNS, secretNS, c.Spec.KubeConfigSecret, c.Namespace)
+}
+
+// secretIsFor refuses a kubeconfig Secret the manager wrote for another Cluster: the
+// local-cluster Secret holds the manager's own credential and serves the Cluster "local" only.
+func secretIsFor(s *corev1.Secret, c *fleet.Cluster) error {
+	if s.Labels[fleet.ManagedLabel] != "true" {
+		return nil
+	}
+	if s.Labels[fleet.ClusterLabel] == c.Name && s.Labels[fleet.ClusterNamespaceLabel] == c.Namespace {
+		return nil
+	}
+	return fmt.Errorf("kubeConfigSecret %s/%s holds a credential the fleet manager keeps for cluster %s/%s; it cannot be used for cluster %s/%s",
+		s.Namespace, s.Name, s.Labels[fleet.ClusterNamespaceLabel], s.Labels[fleet.ClusterLabel], c.Namespace, c.Name)
 }
 
 // token makes (or finds) the Cluster's registration token and returns its values.

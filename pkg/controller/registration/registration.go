@@ -20,6 +20,7 @@ import (
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/names"
 	"github.com/fleetgo/fleet/pkg/registration"
+	"github.com/fleetgo/fleet/pkg/target"
 )
 
 // Deps are what the registration controllers read and write.
@@ -126,8 +127,8 @@ func (r *registrations) onChange(_ string, reg *fleet.ClusterRegistration) (*fle
 	if err != nil {
 		return reg, err
 	}
-	ns := cluster.Status.Namespace
-	if ns == "" {
+	ns := target.ClusterNamespace(cluster)
+	if cluster.Status.Namespace != ns {
 		// The cluster controller has not given it its namespace yet.
 		r.ClusterRegistrations.EnqueueAfter(reg.Namespace, reg.Name, 500*time.Millisecond)
 		return reg, nil
@@ -190,7 +191,7 @@ func (r *registrations) cluster(reg *fleet.ClusterRegistration) (*fleet.Cluster,
 
 // grant gives the Cluster's agent its identity and permissions and returns a fresh credential.
 func (r *registrations) grant(ctx context.Context, c *fleet.Cluster) (string, error) {
-	ns := c.Status.Namespace
+	ns := target.ClusterNamespace(c)
 	sa := registration.AgentServiceAccount
 	owner := []metav1.OwnerReference{{APIVersion: fleet.SchemeGroupVersion.String(), Kind: "Cluster", Name: c.Name, UID: c.UID}}
 	if err := ensure.ServiceAccount(ctx, r.Kube, ns, sa, nil, nil); err != nil {
@@ -234,14 +235,12 @@ func Revoke(kube kubernetes.Interface) func(*fleet.Cluster) error {
 	return func(c *fleet.Cluster) error {
 		ctx := context.Background()
 		statusRole := names.SafeConcatName("fleet-agent", c.Name)
+		ns := target.ClusterNamespace(c)
 		errs := []error{
 			kube.RbacV1().RoleBindings(c.Namespace).Delete(ctx, statusRole, metav1.DeleteOptions{}),
 			kube.RbacV1().Roles(c.Namespace).Delete(ctx, statusRole, metav1.DeleteOptions{}),
-		}
-		if ns := c.Status.Namespace; ns != "" {
-			errs = append(errs,
-				kube.CoreV1().ServiceAccounts(ns).Delete(ctx, registration.AgentServiceAccount, metav1.DeleteOptions{}),
-				kube.RbacV1().ClusterRoleBindings().Delete(ctx, names.SafeConcatName("fleet-content", ns), metav1.DeleteOptions{}))
+			kube.CoreV1().ServiceAccounts(ns).Delete(ctx, registration.AgentServiceAccount, metav1.DeleteOptions{}),
+			kube.RbacV1().ClusterRoleBindings().Delete(ctx, names.SafeConcatName("fleet-content", ns), metav1.DeleteOptions{}),
 		}
 		for _, err := range errs {
 			if err != nil && !apierrors.IsNotFound(err) {
