@@ -31,6 +31,9 @@ type Options struct {
 	// are the GitRepo's settings, applied to every bundle.
 	ServiceAccount  string
 	TargetNamespace string
+	// AllowedTargetNamespaceSelector, from the namespace's GitRepoRestrictions, limits every
+	// bundle to downstream namespaces whose labels match; agents enforce it.
+	AllowedTargetNamespaceSelector *metav1.LabelSelector
 	Paused          bool
 	KeepResources   bool
 	DeleteNamespace bool
@@ -165,16 +168,33 @@ func readBundle(root string, d BundleDir, all []BundleDir, o Options) (*fleet.Bu
 	return b, nil
 }
 
-// applyRepoSettings applies the GitRepo's settings; a bundle's own fleet.yaml wins where both
-// set a value.
+// applyRepoSettings applies the GitRepo's settings. Those that bound what a repository may do
+// (serviceAccount, targetNamespace, allowedTargetNamespaceSelector: set by the GitRepo or its
+// namespace's GitRepoRestrictions) override fleet.yaml and every targetCustomization; for the
+// others a bundle's own fleet.yaml wins where both set a value.
 func applyRepoSettings(spec *fleet.BundleSpec, o Options) {
 	opts := &spec.BundleDeploymentOptions
-	if opts.ServiceAccount == "" {
+	if o.ServiceAccount != "" {
+		// Otherwise a repository could deploy as any account of the downstream cluster,
+		// the agent's own included.
 		opts.ServiceAccount = o.ServiceAccount
+		for i := range spec.Targets {
+			spec.Targets[i].ServiceAccount = ""
+		}
+	}
+	if o.AllowedTargetNamespaceSelector != nil {
+		opts.AllowedTargetNamespaceSelector = o.AllowedTargetNamespaceSelector.DeepCopy()
+		for i := range spec.Targets {
+			spec.Targets[i].AllowedTargetNamespaceSelector = nil
+		}
 	}
 	if o.TargetNamespace != "" {
-		// The GitRepo's targetNamespace is a restriction, so it overrides fleet.yaml.
+		// The GitRepo's targetNamespace is a restriction, so it overrides fleet.yaml and the
+		// targetCustomizations alike.
 		opts.TargetNamespace = o.TargetNamespace
+		for i := range spec.Targets {
+			spec.Targets[i].TargetNamespace = ""
+		}
 	}
 	spec.Paused = spec.Paused || o.Paused
 	opts.KeepResources = opts.KeepResources || o.KeepResources

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/bundlereader"
@@ -21,6 +22,7 @@ func newApply() *cobra.Command {
 		correctDrift fleet.CorrectDrift
 		passwordFile string
 		pathAuthFile string
+		nsSelector   string
 	)
 	c := &cobra.Command{
 		Use:   "apply [flags] NAME PATH...",
@@ -44,6 +46,13 @@ func newApply() *cobra.Command {
 			}
 			if correctDrift.Enabled {
 				o.CorrectDrift = &correctDrift
+			}
+			if nsSelector != "" {
+				sel, err := metav1.ParseToLabelSelector(nsSelector)
+				if err != nil {
+					return fmt.Errorf("--allowed-target-namespace-selector %q: %w", nsSelector, err)
+				}
+				o.AllowedTargetNamespaceSelector = sel
 			}
 			if passwordFile != "" {
 				data, err := os.ReadFile(passwordFile)
@@ -90,6 +99,7 @@ func newApply() *cobra.Command {
 	fl.StringArrayVarP(&labels, "label", "l", nil, "label key=value for every Bundle (repeatable)")
 	fl.StringVar(&o.ServiceAccount, "service-account", "", "downstream ServiceAccount the agent deploys as")
 	fl.StringVar(&o.TargetNamespace, "target-namespace", "", "force every resource into this namespace")
+	fl.StringVar(&nsSelector, "allowed-target-namespace-selector", "", "label selector (a=b,c in (d)) the downstream namespaces of every Bundle must match; agents refuse others")
 	fl.BoolVar(&o.Paused, "paused", false, "create the Bundles paused")
 	fl.BoolVar(&o.KeepResources, "keep-resources", false, "keep deployed resources when a Bundle is deleted")
 	fl.BoolVar(&o.DeleteNamespace, "delete-namespace", false, "delete the target namespace when a Bundle is deleted")

@@ -277,6 +277,9 @@ func (d *Deployer) deploy(ctx context.Context, in Input) (*Release, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := d.namespaceAllowed(ctx, ns, &opts); err != nil {
+		return nil, err
+	}
 	if err := d.ensureNamespace(ctx, ns, &opts); err != nil {
 		return nil, err
 	}

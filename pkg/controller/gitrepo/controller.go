@@ -319,6 +319,11 @@ func (h *handler) applyOptions(gr *fleet.GitRepo, commit string) apply.Options {
 	o.ServiceAccount, o.TargetNamespace = gr.Spec.ServiceAccount, gr.Spec.TargetNamespace
 	o.Paused, o.KeepResources, o.DeleteNamespace = gr.Spec.Paused, gr.Spec.KeepResources, gr.Spec.DeleteNamespace
 	o.CorrectDrift = gr.Spec.CorrectDrift
+	if h.Restrictions != nil {
+		if rs, err := h.Restrictions.Cache().List(gr.Namespace, labels.Everything()); err == nil {
+			o.AllowedTargetNamespaceSelector = namespaceSelector(rs)
+		}
+	}
 	o.Labels = map[string]string{}
 	for k, v := range gr.Labels {
 		o.Labels[k] = v

@@ -202,6 +202,9 @@ func (h *handler) createJob(gr *fleet.GitRepo, commit, name string) error {
 	if o.TargetNamespace != "" {
 		applyArgs = append(applyArgs, "--target-namespace", o.TargetNamespace)
 	}
+	if sel := o.AllowedTargetNamespaceSelector; sel != nil {
+		applyArgs = append(applyArgs, "--allowed-target-namespace-selector", metav1.FormatLabelSelector(sel))
+	}
 	for flag, on := range map[string]bool{"--paused": o.Paused, "--keep-resources": o.KeepResources, "--delete-namespace": o.DeleteNamespace,
 		"--insecure-skip-tls-verify": gr.Spec.InsecureSkipTLSVerify} {
 		if on {

@@ -5,6 +5,9 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
@@ -70,4 +73,18 @@ func restrict(spec fleet.GitRepoSpec, rs []*fleet.GitRepoRestriction) (fleet.Git
 		}
 	}
 	return spec, nil
+}
+
+// namespaceSelector is the allowedTargetNamespaceSelector of the namespace's GitRepoRestrictions
+// (the first by name that sets one): every Bundle of the GitRepo carries it, and agents deploy
+// only into downstream namespaces whose labels match it.
+func namespaceSelector(rs []*fleet.GitRepoRestriction) *metav1.LabelSelector {
+	rs = slices.Clone(rs)
+	slices.SortFunc(rs, func(a, b *fleet.GitRepoRestriction) int { return strings.Compare(a.Name, b.Name) })
+	for _, r := range rs {
+		if r.AllowedTargetNamespaceSelector != nil {
+			return r.AllowedTargetNamespaceSelector
+		}
+	}
+	return nil
 }

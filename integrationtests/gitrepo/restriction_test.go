@@ -1,0 +1,54 @@
+package gitrepo_test
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+)
+
+var _ = Describe("GitRepoRestriction", func() {
+	It("binds the repository: fleet.yaml cannot pick another serviceAccount or widen the namespace selector", func(ctx context.Context) {
+		const ns = "tenant-sa"
+		_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = api.GitRepoRestriction().Create(&fleet.GitRepoRestriction{ObjectMeta: metav1.ObjectMeta{Name: "team", Namespace: ns},
+			DefaultServiceAccount: "team", AllowedServiceAccounts: []string{"team"},
+			AllowedTargetNamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tenant": "team"}}})
+		Expect(err).NotTo(HaveOccurred())
+		secret, err := kube.CoreV1().Secrets(fleet.DefaultNamespace).Get(ctx, credentials, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: credentials, Namespace: ns},
+			Type: secret.Type, Data: secret.Data}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		// The repository asks to deploy as the agent's own identity, everywhere and per target.
+		commit := publish("escalate", "main", map[string]string{
+			"app/cm.yaml": configMap("app", "1"),
+			"app/fleet.yaml": "serviceAccount: fleet-agent\n" +
+				"allowedTargetNamespaceSelector:\n  matchLabels: {}\n" +
+				"targetCustomizations:\n- name: all\n  clusterSelector: {}\n  serviceAccount: fleet-agent\n" +
+				"  allowedTargetNamespaceSelector:\n    matchExpressions: [{key: tenant, operator: Exists}]\n",
+		})
+		_, err = api.GitRepo().Create(&fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "escalate", Namespace: ns},
+			Spec: fleet.GitRepoSpec{Repo: git.RepoURL("escalate"), Branch: "main", ClientSecretName: credentials,
+				PollingInterval: &metav1.Duration{Duration: 2 * time.Second}}})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) {
+			b, err := api.Bundle().Get(ns, "escalate-app", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(b.Labels).To(HaveKeyWithValue(fleet.CommitLabel, commit))
+			g.Expect(b.Spec.ServiceAccount).To(Equal("team"))
+			g.Expect(b.Spec.AllowedTargetNamespaceSelector).To(Equal(&metav1.LabelSelector{MatchLabels: map[string]string{"tenant": "team"}}))
+			g.Expect(b.Spec.Targets).NotTo(BeEmpty())
+			for _, t := range b.Spec.Targets {
+				g.Expect(t.ServiceAccount).To(BeEmpty(), "target %s", t.Name)
+				g.Expect(t.AllowedTargetNamespaceSelector).To(BeNil(), "target %s", t.Name)
+			}
+		}).Should(Succeed())
+	})
+})
