@@ -34,10 +34,10 @@ type Options struct {
 	// AllowedTargetNamespaceSelector, from the namespace's GitRepoRestrictions, limits every
 	// bundle to downstream namespaces whose labels match; agents enforce it.
 	AllowedTargetNamespaceSelector *metav1.LabelSelector
-	Paused          bool
-	KeepResources   bool
-	DeleteNamespace bool
-	CorrectDrift    *fleet.CorrectDrift
+	Paused                         bool
+	KeepResources                  bool
+	DeleteNamespace                bool
+	CorrectDrift                   *fleet.CorrectDrift
 	// ChartAuth is used for every chart download, unless ChartAuthByPath has the bundle's
 	// folder (relative to the root, forward slashes, as the GitRepo's helmSecretNameForPaths
 	// lists them).
