@@ -10,6 +10,7 @@ import (
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/localserver"
+	"github.com/fleetgo/fleet/pkg/names"
 )
 
 func writeChart(t *testing.T, dir, name, version, extraChartYAML string) string {
@@ -139,7 +140,7 @@ func TestBundleFolderThatIsAChartGetsItsDependencies(t *testing.T) {
 	for _, b := range bs {
 		byName[b.Name] = b
 	}
-	parent := byName["r-parent-1.0.0"]
+	parent := byName[names.BundleName("r", "parent-1.0.0")]
 	if parent == nil || parent.Spec.Helm == nil || parent.Spec.Helm.Chart == "" || parent.Spec.Helm.Chart == "." {
 		t.Fatalf("the chart with dependencies is packaged with them: %+v", byName)
 	}
@@ -158,7 +159,7 @@ func TestBundleFolderThatIsAChartGetsItsDependencies(t *testing.T) {
 	if len(ch.Dependencies()) != 1 {
 		t.Fatalf("dependencies %v", ch.Dependencies())
 	}
-	if plain := byName["r-plain-1.0.0"]; plain == nil || plain.Spec.Helm != nil && plain.Spec.Helm.Chart != "" {
+	if plain := byName[names.BundleName("r", "plain-1.0.0")]; plain == nil || plain.Spec.Helm != nil && plain.Spec.Helm.Chart != "" {
 		t.Fatalf("a chart folder with nothing to fetch is deployed from its files: %+v", plain)
 	}
 }

@@ -44,7 +44,8 @@ func TestControllerManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if k := kinds(t, crds); len(k) != 1 || k["CustomResourceDefinition"] < 10 {
+	// The CRD chart also holds the admission policy that keeps agents to status.agent.
+	if k := kinds(t, crds); len(k) != 3 || k["CustomResourceDefinition"] < 10 || k["ValidatingAdmissionPolicy"] != 1 || k["ValidatingAdmissionPolicyBinding"] != 1 {
 		t.Fatalf("--crds-only kinds: %v", k)
 	}
 }

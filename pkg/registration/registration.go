@@ -80,8 +80,7 @@ func ImportServiceAccount(token string) string { return names.SafeConcatName("im
 
 // ClusterName is the Cluster a clientID registers as.
 func ClusterName(clientID string) string {
-	sum := sha256.Sum256([]byte(clientID))
-	return "cluster-" + hex.EncodeToString(sum[:])[:12]
+	return "cluster-" + names.HashPrefix(clientID, 12)
 }
 
 // CredentialSecret names the Secret (in the registration namespace) the manager writes an agent's
