@@ -142,7 +142,7 @@ func generate(root string, n int) error {
 			}
 		case 1:
 			files = map[string]string{
-				"fleet.yaml": "defaultNamespace: " + dir + "\nhelm:\n  chart: ./chart\n  valuesFiles: [values-common.yaml]\n  values:\n    name: \"{{ .ClusterName }}\"\n" +
+				"fleet.yaml": "defaultNamespace: " + dir + "\nhelm:\n  chart: ./chart\n  valuesFiles: [values-common.yaml]\n  values:\n    name: \"${ .ClusterName }\"\n" +
 					"targetCustomizations:\n- name: prod\n  clusterSelector:\n    matchLabels: {env: prod}\n  helm:\n    values:\n      replicas: 3\n",
 				"values-common.yaml":          "replicas: 1\nimage: nginx\n",
 				"chart/Chart.yaml":            "apiVersion: v2\nname: " + dir + "\nversion: 0.1.0\n",

@@ -298,7 +298,7 @@ func benchBundle(i int) *fleet.Bundle {
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-%03d", i), Namespace: ns, Labels: map[string]string{fleet.RepoLabel: "bench"}},
 		Spec: fleet.BundleSpec{
 			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "bench", Helm: &fleet.HelmOptions{
-				Values: &fleet.GenericMap{Data: map[string]interface{}{"cluster": "{{ .ClusterName }}", "replicas": float64(2)}},
+				Values: &fleet.GenericMap{Data: map[string]interface{}{"cluster": "${ .ClusterName }", "replicas": float64(2)}},
 			}},
 			Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bench-%d\n", i)}},
 			Targets:   []fleet.BundleTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "bench"}}}},

@@ -76,7 +76,7 @@ var _ = Describe("agent", func() {
 		newBundle(name, fleet.BundleSpec{
 			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns, Helm: &fleet.HelmOptions{
 				Chart: "chart", ReleaseName: "my-release",
-				Values: &fleet.GenericMap{Data: map[string]interface{}{"who": "{{ .ClusterName }}-{{ .ClusterLabels.env }}"}},
+				Values: &fleet.GenericMap{Data: map[string]interface{}{"who": "${ .ClusterName }-${ .ClusterLabels.env }"}},
 			}},
 			Resources: []fleet.BundleResource{
 				res("chart/Chart.yaml", "apiVersion: v2\nname: demo\nversion: 0.1.0\n"),

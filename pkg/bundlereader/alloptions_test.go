@@ -38,7 +38,7 @@ func TestEveryFleetYAMLOption(t *testing.T) {
 		"helm.releaseName":         h.ReleaseName == "all-release",
 		"helm.values":              h.Values.Data["a"] == float64(1),
 		"helm.valuesFrom":          len(h.ValuesFrom) == 2 && h.ValuesFrom[1].SecretKeyRef.Name == "s",
-		"helm.templateValues":      h.TemplateValues["cluster"] == "{{ .ClusterName }}",
+		"helm.templateValues":      h.TemplateValues["cluster"] == "${ .ClusterName }",
 		"helm flags":               h.TakeOwnership && h.Force && h.Atomic && h.WaitForJobs && h.SkipSchemaValidation && h.DisableDNS && h.DisableDependencyUpdate,
 		"helm.timeoutSeconds":      h.TimeoutSeconds == 60,
 		"helm.maxHistory":          h.MaxHistory == 5,

@@ -175,39 +175,49 @@ func TestMergeOptions(t *testing.T) {
 }
 
 func TestRenderValues(t *testing.T) {
-	c := cluster("c-1", map[string]string{"env": "prod"})
+	c := cluster("c-1", map[string]string{"env": "prod", "region": "eu"})
 	c.Annotations = map[string]string{"owner": "team-a"}
 	c.Spec.TemplateValues = &fleet.GenericMap{Data: map[string]interface{}{"size": "large"}}
 	opts := fleet.BundleDeploymentOptions{Helm: &fleet.HelmOptions{
 		Values: &fleet.GenericMap{Data: map[string]interface{}{
-			"name":   "app-{{ .ClusterName }}",
-			"env":    "{{ .ClusterLabels.env | upper }}",
-			"owner":  "{{ index .ClusterAnnotations \"owner\" }}",
-			"size":   "{{ .ClusterValues.size }}",
+			"name":   "app-${ .ClusterName }",
+			"env":    "${ .ClusterLabels.env | upper }",
+			"owner":  "${ index .ClusterAnnotations \"owner\" }",
+			"size":   "${ .ClusterValues.size }",
 			"static": "plain",
+			// Meant for the chart's own templating: Fleet leaves it alone.
+			"chart": "{{ .Release.Name }}",
+			// Fleet's older way to reach a label, at any depth.
+			"nested": map[string]interface{}{"region": "global.fleet.clusterLabels.region",
+				"list": []interface{}{"global.fleet.clusterLabels.env", "global.fleet.clusterLabels.absent"}},
 		}},
-		TemplateValues: map[string]string{"replicas": "{{ if eq .ClusterLabels.env \"prod\" }}3{{ else }}1{{ end }}"},
+		TemplateValues: map[string]string{"replicas": "${ if eq .ClusterLabels.env \"prod\" }3${ else }1${ end }"},
 	}}
 	if err := RenderValues(&opts, c); err != nil {
 		t.Fatal(err)
 	}
 	v := opts.Helm.Values.Data
-	want := map[string]interface{}{"name": "app-c-1", "env": "PROD", "owner": "team-a", "size": "large", "static": "plain", "replicas": float64(3)}
+	want := map[string]interface{}{"name": "app-c-1", "env": "PROD", "owner": "team-a", "size": "large", "static": "plain",
+		"chart": "{{ .Release.Name }}", "replicas": float64(3)}
 	for k, w := range want {
 		if v[k] != w {
 			t.Errorf("%s = %#v, want %#v", k, v[k], w)
 		}
 	}
-	if v["global"].(map[string]interface{})["fleet"].(map[string]interface{})["clusterLabels"].(map[string]interface{})["env"] != "prod" {
-		t.Errorf("global.fleet.clusterLabels: %v", v["global"])
+	nested := v["nested"].(map[string]interface{})
+	if nested["region"] != "eu" || nested["list"].([]interface{})[0] != "prod" || nested["list"].([]interface{})[1] != "" {
+		t.Errorf("global.fleet.clusterLabels references: %v", nested)
+	}
+	if _, ok := v["global"]; ok {
+		t.Errorf("no values are added that the bundle did not have: %v", v["global"])
 	}
 
 	bad := []struct{ tmpl, want string }{
-		{`{{ env "HOME" }}`, `function "env" not defined`},
-		{`{{ include "x" . }}`, `function "include" not defined`},
-		{`{{ .ClusterLabels.missing.deeper }}`, "helm.values"},
-		{`{{ .Nope }}`, "helm.values"},
-		{`{{ if }}`, "invalid template"},
+		{`${ env "HOME" }`, `function "env" not defined`},
+		{`${ include "x" . }`, `function "include" not defined`},
+		{`${ .ClusterLabels.missing.deeper }`, "helm.values"},
+		{`${ .Nope }`, "helm.values"},
+		{`${ if }`, "invalid template"},
 	}
 	for _, b := range bad {
 		o := fleet.BundleDeploymentOptions{Helm: &fleet.HelmOptions{Values: &fleet.GenericMap{Data: map[string]interface{}{"x": b.tmpl}}}}
@@ -216,9 +226,9 @@ func TestRenderValues(t *testing.T) {
 		}
 	}
 
-	o := fleet.BundleDeploymentOptions{Helm: &fleet.HelmOptions{DisablePreProcess: true, Values: &fleet.GenericMap{Data: map[string]interface{}{"x": "{{ .Values.y }}"}}}}
-	if err := RenderValues(&o, c); err != nil || o.Helm.Values.Data["x"] != "{{ .Values.y }}" {
-		t.Errorf("disablePreProcess keeps templates for the chart: %v %v", o.Helm.Values.Data["x"], err)
+	o := fleet.BundleDeploymentOptions{Helm: &fleet.HelmOptions{DisablePreProcess: true, Values: &fleet.GenericMap{Data: map[string]interface{}{"x": "${ .Values.y }"}}}}
+	if err := RenderValues(&o, c); err != nil || o.Helm.Values.Data["x"] != "${ .Values.y }" {
+		t.Errorf("disablePreProcess keeps templates as they are: %v %v", o.Helm.Values.Data["x"], err)
 	}
 }
 

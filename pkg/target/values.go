@@ -49,10 +49,20 @@ func stringMap(m map[string]string) map[string]interface{} {
 	return out
 }
 
-// RenderValues renders the Helm values of opts for cluster c: the values, as YAML, are a
-// template over the cluster's name, namespace, labels, annotations and template values (unless
-// helm.disablePreProcess), helm.templateValues are rendered and laid over them, and the cluster's
-// labels are offered as global.fleet.clusterLabels for charts that read them.
+// Template delimiters, as in Fleet: "{{ }}" in values stays literal text for the chart.
+const (
+	leftDelim  = "${"
+	rightDelim = "}"
+)
+
+// clusterLabelPrefix marks a string value Fleet replaces by a cluster label's value.
+const clusterLabelPrefix = "global.fleet.clusterLabels."
+
+// RenderValues renders the Helm values of opts for cluster c as Fleet does: the values, as
+// YAML, are one template (delimiters "${" and "}") over the cluster's name, namespace, labels,
+// annotations and template values (unless helm.disablePreProcess); helm.templateValues are
+// rendered and laid over them; and any string value "global.fleet.clusterLabels.KEY", at any
+// depth, becomes the value of the cluster's label KEY (empty when it has none).
 func RenderValues(opts *fleet.BundleDeploymentOptions, c *fleet.Cluster) error {
 	h := opts.Helm
 	if h == nil {
@@ -88,22 +98,30 @@ func RenderValues(opts *fleet.BundleDeploymentOptions, c *fleet.Cluster) error {
 		}
 		values[key] = v
 	}
-	if len(c.Labels) > 0 {
-		global, _ := values["global"].(map[string]interface{})
-		if global == nil {
-			global = map[string]interface{}{}
-		}
-		fl, _ := global["fleet"].(map[string]interface{})
-		if fl == nil {
-			fl = map[string]interface{}{}
-		}
-		fl["clusterLabels"] = stringMap(c.Labels)
-		global["fleet"] = fl
-		values["global"] = global
-	}
+	values = replaceLabelRefs(values, c.Labels).(map[string]interface{})
 	h.Values = &fleet.GenericMap{Data: values}
 	h.TemplateValues = nil
 	return nil
+}
+
+// replaceLabelRefs returns v with every string "global.fleet.clusterLabels.KEY" replaced by
+// labels[KEY], in maps and lists at any depth.
+func replaceLabelRefs(v interface{}, labels map[string]string) interface{} {
+	switch t := v.(type) {
+	case string:
+		if key, ok := strings.CutPrefix(t, clusterLabelPrefix); ok {
+			return labels[key]
+		}
+	case map[string]interface{}:
+		for k, e := range t {
+			t[k] = replaceLabelRefs(e, labels)
+		}
+	case []interface{}:
+		for i, e := range t {
+			t[i] = replaceLabelRefs(e, labels)
+		}
+	}
+	return v
 }
 
 // memo is a small cache bounded by the bytes of its keys and values: emptied when full.
@@ -162,7 +180,7 @@ func parse(text string) (*template.Template, error) {
 	if t, ok := parsed.get(text); ok {
 		return t, nil
 	}
-	t, err := template.New("value").Funcs(funcMap()).Option("missingkey=error").Parse(text)
+	t, err := template.New("value").Delims(leftDelim, rightDelim).Funcs(funcMap()).Option("missingkey=error").Parse(text)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +190,7 @@ func parse(text string) (*template.Template, error) {
 }
 
 func render(name, text string, ctx map[string]interface{}) (string, error) {
-	if !strings.Contains(text, "{{") {
+	if !strings.Contains(text, leftDelim) {
 		return text, nil
 	}
 	t, err := parse(text)
