@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
@@ -42,5 +43,59 @@ var _ = Describe("allowedTargetNamespaceSelector", func() {
 		updateBundle(name, func(b *fleet.Bundle) { b.Spec.ForceSyncGeneration++ })
 		readyAndCurrent(name)
 		Expect(cmData(ns, "guarded")()).To(HaveKeyWithValue("k", "v"))
+	})
+
+	It("puts every object into the bundle's namespace, refuses cluster-scoped ones there, and keeps CRDs when the bundle goes", func(ctx context.Context) {
+		name, ns := unique("forced"), unique("forced-ns")
+		crd := `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.` + ns + `.example.com}
+spec:
+  group: ` + ns + `.example.com
+  names: {kind: Gadget, plural: gadgets}
+  scope: Namespaced
+  versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]
+`
+		newBundle(name, fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{TargetNamespace: ns},
+			Resources: []fleet.BundleResource{res("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: escapee\n  namespace: kube-system\ndata: {k: v}\n"),
+				res("crd.yaml", crd)},
+		})
+		Eventually(func(g Gomega) {
+			b := bd(name)
+			g.Expect(b).NotTo(BeNil())
+			g.Expect(b.Status.Display.Deployed).To(ContainSubstring("is cluster-scoped"))
+		}).Should(Succeed())
+		Expect(cmData(metav1.NamespaceSystem, "escapee")()).To(BeNil())
+
+		// Without the namespace option the same CRD is installed, and kept when the bundle goes.
+		kept := unique("kept")
+		newBundle(kept, fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns},
+			Resources:               []fleet.BundleResource{res("crd.yaml", crd)},
+		})
+		readyAndCurrent(kept)
+		updateBundle(name, func(b *fleet.Bundle) { b.Spec.Resources = b.Spec.Resources[:1] })
+		readyAndCurrent(name)
+		Expect(cmData(ns, "escapee")()).To(HaveKeyWithValue("k", "v"), "forced into the bundle's namespace")
+		Expect(cmData(metav1.NamespaceSystem, "escapee")()).To(BeNil())
+
+		Expect(api.Bundle().Delete(fleet.DefaultNamespace, kept, nil)).To(Succeed())
+		Eventually(func() bool { return bd(kept) == nil }).Should(BeTrue())
+		Eventually(func() ([]string, error) {
+			rels, err := local.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=" + kept})
+			if err != nil {
+				return nil, err
+			}
+			var out []string
+			for _, r := range rels.Items {
+				out = append(out, r.Name)
+			}
+			return out, nil
+		}).Should(BeEmpty(), "the release is uninstalled")
+		apiext, err := apiextensionsclient.NewForConfig(downstream.RESTConfig())
+		Expect(err).NotTo(HaveOccurred())
+		_, err = apiext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, "gadgets."+ns+".example.com", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred(), "the CRD (and every Gadget) outlives the bundle")
 	})
 })

@@ -297,7 +297,8 @@ func (d *Deployer) deploy(ctx context.Context, in Input) (*Release, error) {
 	if in.ValuesHash != "" {
 		labels[ValuesHashLabel] = in.ValuesHash
 	}
-	pr := &postRenderer{setID: SetID(in.BundleID), keep: opts.KeepResources, kustomize: post}
+	pr := &postRenderer{setID: SetID(in.BundleID), keep: opts.KeepResources, deleteCRDs: opts.DeleteCRDResources, kustomize: post,
+		namespace: opts.TargetNamespace, namespaced: d.disc.namespaced}
 
 	// Current has usually just read the release. One it found absent is not listed again, here
 	// or by Helm's install before it writes the first revision: a list just after the namespace

@@ -10,6 +10,7 @@ import (
 	"helm.sh/helm/v3/pkg/kube"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/rest"
@@ -84,6 +85,23 @@ func (d *discoveryCache) Reset() {
 	d.mu.Lock()
 	d.validators, d.caps = nil, nil
 	d.mu.Unlock()
+}
+
+// namespaced reports whether the cluster serves kind gvk in namespaces; a kind it does not
+// know is looked up once more after discovery is read again (a CRD installed meanwhile).
+func (d *discoveryCache) namespaced(gvk schema.GroupVersionKind) (bool, error) {
+	if err := d.init(); err != nil {
+		return false, err
+	}
+	m, err := d.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		d.mapper.Reset()
+		m, err = d.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	}
+	if err != nil {
+		return false, err
+	}
+	return m.Scope.Name() == meta.RESTScopeNameNamespace, nil
 }
 
 // capabilities returns the cluster's version and API versions as Helm computes them.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rancher/wrangler/v3/pkg/apply"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
@@ -27,11 +28,17 @@ func SetID(bundleID string) string { return "fleet-agent-bundle-" + bundleID }
 
 // postRenderer runs kustomize (when the bundle uses it), then stamps every object with the
 // object-set label and annotation of its BundleDeployment and, with keepResources, Helm's keep
-// policy.
+// policy. CustomResourceDefinitions get the keep policy too unless deleteCRDResources: removing
+// a bundle must not take every custom resource of its CRDs with it. With the bundle's namespace
+// option every object is put into that namespace, and a cluster-scoped one is refused.
 type postRenderer struct {
-	setID     string
-	keep      bool
-	kustomize *render.Kustomizer
+	setID      string
+	keep       bool
+	deleteCRDs bool
+	kustomize  *render.Kustomizer
+	// namespace, when set, is forced onto every object; namespaced tells which kinds may be.
+	namespace  string
+	namespaced func(schema.GroupVersionKind) (bool, error)
 }
 
 func (p *postRenderer) Run(in *bytes.Buffer) (*bytes.Buffer, error) {
@@ -67,10 +74,15 @@ func (p *postRenderer) Run(in *bytes.Buffer) (*bytes.Buffer, error) {
 		for k, v := range annotations {
 			a[k] = v
 		}
-		if p.keep {
+		if p.keep || (!p.deleteCRDs && obj.GetKind() == "CustomResourceDefinition" && obj.GroupVersionKind().Group == "apiextensions.k8s.io") {
 			a[KeepPolicyAnnotation] = KeepPolicy
 		}
 		obj.SetAnnotations(a)
+		if p.namespace != "" {
+			if err := p.force(obj); err != nil {
+				return nil, err
+			}
+		}
 		data, err := yaml.Marshal(obj.Object)
 		if err != nil {
 			return nil, err
@@ -79,6 +91,21 @@ func (p *postRenderer) Run(in *bytes.Buffer) (*bytes.Buffer, error) {
 		out.Write(data)
 	}
 	return &out, nil
+}
+
+// force puts obj into the forced namespace, refusing a cluster-scoped object.
+func (p *postRenderer) force(obj *unstructured.Unstructured) error {
+	gvk := obj.GroupVersionKind()
+	ok, err := p.namespaced(gvk)
+	if err != nil {
+		return fmt.Errorf("namespace %s: %s %s: %w", p.namespace, gvk.Kind, obj.GetName(), err)
+	}
+	if !ok {
+		return Permanent(fmt.Errorf("namespace %s: the bundle's namespace option puts every resource into it, but %s %s is cluster-scoped",
+			p.namespace, gvk.Kind, obj.GetName()))
+	}
+	obj.SetNamespace(p.namespace)
+	return nil
 }
 
 // ParseManifest splits a YAML stream into objects, skipping empty documents; a List's items
