@@ -9,6 +9,7 @@ import (
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/controller"
+	"github.com/fleetgo/fleet/pkg/controller/registration"
 )
 
 func newController() *cobra.Command {
@@ -24,6 +25,9 @@ func newController() *cobra.Command {
 		Short: "Run the manager's controllers against the management cluster",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := registration.CheckCredentialLifetime(o.CredentialLifetime); err != nil {
+				return err
+			}
 			setupLogging(logJSON, debug)
 			// The manager's memory is mostly long-lived caches: collecting when the heap grows
 			// by half rather than doubles costs little CPU and saves a quarter of the peak.

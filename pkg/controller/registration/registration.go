@@ -40,6 +40,16 @@ type Deps struct {
 // a day and still renew it when it is back.
 const DefaultCredentialLifetime = 24 * time.Hour
 
+// CheckCredentialLifetime refuses an agent credential lifetime the apiserver would not honour:
+// it issues no token shorter than ten minutes, and silently lengthening (or replacing) what an
+// administrator asked for would hide the mistake.
+func CheckCredentialLifetime(d time.Duration) error {
+	if d < minTokenLifetime {
+		return fmt.Errorf("--agent-credential-lifetime %s: must be at least %s (the shortest token the apiserver issues)", d, minTokenLifetime)
+	}
+	return nil
+}
+
 // byClientID indexes Clusters by "namespace/spec.clientID".
 const byClientID = "fleet.cattle.io/by-client-id"
 
@@ -49,8 +59,11 @@ const credentialSecretTTL = 40 * time.Minute
 
 // Register starts the token and registration controllers and makes sure of the shared roles.
 func Register(ctx context.Context, d Deps) error {
-	if d.CredentialLifetime < minTokenLifetime {
+	if d.CredentialLifetime == 0 {
 		d.CredentialLifetime = DefaultCredentialLifetime
+	}
+	if err := CheckCredentialLifetime(d.CredentialLifetime); err != nil {
+		return err
 	}
 	if err := ensureSharedRoles(ctx, d.Kube, d.RegistrationNamespace); err != nil {
 		return err
