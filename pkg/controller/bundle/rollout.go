@@ -63,7 +63,6 @@ func newRollout(b *fleet.Bundle, plan []planned, existing map[string]*fleet.Bund
 	}
 	r := &rollout{paused: b.Spec.Paused}
 	r.maxUnavailable = max(scaled(rs.MaxUnavailable, len(targets), intstr.FromString("100%")), 1)
-	r.maxUnavailablePartitions = scaled(rs.MaxUnavailablePartitions, 0, intstr.FromInt32(0))
 
 	switch {
 	case len(rs.Partitions) > 0:
@@ -110,6 +109,8 @@ func newRollout(b *fleet.Bundle, plan []planned, existing map[string]*fleet.Bund
 			r.partitions = append(r.partitions, &partition{name: name, maxUnavailable: r.maxUnavailable, members: targets[start:end]})
 		}
 	}
+	// A percentage is of the partitions, so it is scaled once they are known.
+	r.maxUnavailablePartitions = scaled(rs.MaxUnavailablePartitions, len(r.partitions), intstr.FromInt32(0))
 	for _, part := range r.partitions {
 		for _, i := range part.members {
 			if cur := existing[plan[i].namespace]; cur == nil || unavailable(cur) {
