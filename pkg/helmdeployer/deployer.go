@@ -442,6 +442,10 @@ func (d *Deployer) ensureNamespace(ctx context.Context, name string, opts *fleet
 
 // Rollback re-applies the release's current revision, putting drifted resources back.
 func (d *Deployer) Rollback(ctx context.Context, r *Release, serviceAccount string, force, keepFailHistory bool) error {
+	if err := d.acquire(ctx); err != nil {
+		return err
+	}
+	defer d.release()
 	defer d.memo.forget(r.Namespace + "/" + r.Name)
 	sa, err := d.serviceAccount(ctx, serviceAccount)
 	if err != nil {
@@ -494,6 +498,10 @@ func (d *Deployer) Releases(bundleID string) ([]*Release, error) {
 // Uninstall removes a release. Resources annotated with helm.sh/resource-policy=keep
 // (keepResources) stay. With deleteNamespace the release namespace goes too.
 func (d *Deployer) Uninstall(ctx context.Context, r *Release) error {
+	if err := d.acquire(ctx); err != nil {
+		return err
+	}
+	defer d.release()
 	defer d.memo.forget(r.Namespace + "/" + r.Name)
 	ac, err := d.actionConfig(r.Namespace, "")
 	if err != nil {

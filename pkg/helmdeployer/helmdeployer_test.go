@@ -2,6 +2,7 @@ package helmdeployer
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/rancher/wrangler/v3/pkg/apply"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
+	"k8s.io/client-go/rest"
 )
 
 func TestClassify(t *testing.T) {
@@ -129,5 +131,29 @@ func TestAbsentReleaseHidesOnlyUntilCreated(t *testing.T) {
 	}
 	if got, err := a.Query(map[string]string{"name": "app", "owner": "helm"}); err != nil || len(got) != 1 {
 		t.Fatalf("after create: want the stored revision, got %v %v", got, err)
+	}
+}
+
+// Rollbacks and uninstalls wait for an action slot like installs and upgrades: with every slot
+// taken they do nothing until one is free (here: until the context ends).
+func TestRollbackAndUninstallTakeSlots(t *testing.T) {
+	d, err := New(&rest.Config{Host: "http://127.0.0.1:1"}, "cattle-fleet-system")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range ParallelActions {
+		d.slots <- struct{}{}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r := &Release{Name: "app", Namespace: "apps", Version: 1}
+	if err := d.Uninstall(ctx, r); !errors.Is(err, context.Canceled) {
+		t.Errorf("uninstall with no free slot: %v", err)
+	}
+	if err := d.Rollback(ctx, r, "", false, false); !errors.Is(err, context.Canceled) {
+		t.Errorf("rollback with no free slot: %v", err)
+	}
+	if len(d.slots) != ParallelActions {
+		t.Errorf("slots held %d, want %d", len(d.slots), ParallelActions)
 	}
 }
