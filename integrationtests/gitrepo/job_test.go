@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/gexec"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fleetgo/fleet/integrationtests/testenv"
@@ -62,6 +63,23 @@ var _ = Describe("GitRepo as Jobs", Ordered, func() {
 			g.Expect(gr.Status.GitJobStatus).To(Equal("Current"))
 		}, 90*time.Second).Should(Succeed())
 
+		// The Job is bounded in time and requests resources; its ServiceAccount may write the
+		// namespace's Bundles and nothing else (no Secrets, events or GitRepos).
+		jobs, err := k.BatchV1().Jobs(fleet.DefaultNamespace).List(ctx, metav1.ListOptions{LabelSelector: fleet.RepoLabel + "=jobs"})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(jobs.Items).NotTo(BeEmpty())
+		job := jobs.Items[0]
+		Expect(job.Spec.ActiveDeadlineSeconds).NotTo(BeNil())
+		Expect(*job.Spec.ActiveDeadlineSeconds).To(BeNumerically(">", 0))
+		for _, c := range append(job.Spec.Template.Spec.InitContainers, job.Spec.Template.Spec.Containers...) {
+			Expect(c.Resources.Requests.Cpu().IsZero()).To(BeFalse(), "container %s requests CPU", c.Name)
+			Expect(c.Resources.Requests.Memory().IsZero()).To(BeFalse(), "container %s requests memory", c.Name)
+		}
+		role, err := k.RbacV1().Roles(fleet.DefaultNamespace).Get(ctx, job.Spec.Template.Spec.ServiceAccountName, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(role.Rules).To(Equal([]rbacv1.PolicyRule{{APIGroups: []string{"fleet.cattle.io"}, Resources: []string{"bundles"},
+			Verbs: []string{"get", "list", "create", "update", "delete"}}}))
+
 		publish("jobs", "main", map[string]string{"app/cm.yaml": configMap("app", "2"), "app/fleet.yaml": "helm:\n  values: [broken\n"})
 		Eventually(func(g Gomega) {
 			gr, err := fapi.GitRepo().Get(fleet.DefaultNamespace, "jobs", metav1.GetOptions{})
@@ -76,7 +94,7 @@ var _ = Describe("GitRepo as Jobs", Ordered, func() {
 		b, err := fapi.Bundle().Get(fleet.DefaultNamespace, "jobs-app", metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(b.Labels).To(HaveKeyWithValue(fleet.CommitLabel, commit), "the failed commit changed no Bundle")
-		jobs, err := k.BatchV1().Jobs(fleet.DefaultNamespace).List(ctx, metav1.ListOptions{})
+		jobs, err = k.BatchV1().Jobs(fleet.DefaultNamespace).List(ctx, metav1.ListOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		live := 0
 		for _, j := range jobs.Items {

@@ -9,12 +9,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	batchcontrollers "github.com/rancher/wrangler/v3/pkg/generated/controllers/batch/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
@@ -45,6 +47,23 @@ type JobRunner struct {
 	Jobs batchcontrollers.JobController
 	// Image holds the fleet binary (the controller's own image).
 	Image string
+}
+
+// Limits of a GitRepo Job: the kubelet ends one running longer than jobDeadline (a stalled git
+// or chart server), and its containers request what a clone and an apply typically use.
+const (
+	jobDeadline   = 30 * time.Minute
+	jobCPURequest = "50m"
+	jobMemRequest = "64Mi"
+)
+
+// JobRules are all a GitRepo Job's ServiceAccount may do: `fleet apply` writes the Bundles of the
+// GitRepo's namespace and deletes those the commit no longer has. Credentials reach the pod as
+// mounted Secrets (the kubelet reads them), so the Role grants no Secret, event or other right.
+func JobRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{fleet.SchemeGroupVersion.Group}, Resources: []string{"bundles"}, Verbs: []string{"get", "list", "create", "update", "delete"}},
+	}
 }
 
 // JobName is the Job of a GitRepo's commit and spec generation.
@@ -135,13 +154,7 @@ func (h *handler) createJob(gr *fleet.GitRepo, commit, name string) error {
 	if err := ensure.ServiceAccount(ctx, h.Kube, ns, sa, owner, lbl); err != nil {
 		return err
 	}
-	rules := []rbacv1.PolicyRule{
-		{APIGroups: []string{fleet.SchemeGroupVersion.Group}, Resources: []string{"bundles"}, Verbs: []string{"get", "list", "create", "update", "delete"}},
-		{APIGroups: []string{fleet.SchemeGroupVersion.Group}, Resources: []string{"gitrepos"}, Verbs: []string{"get"}},
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
-		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}},
-	}
-	if err := ensure.Role(ctx, h.Kube, ns, sa, rules, owner, lbl); err != nil {
+	if err := ensure.Role(ctx, h.Kube, ns, sa, JobRules(), owner, lbl); err != nil {
 		return err
 	}
 	if err := ensure.RoleBinding(ctx, h.Kube, ns, sa, "Role", sa, ns, sa, owner, lbl); err != nil {
@@ -240,19 +253,22 @@ func (h *handler) createJob(gr *fleet.GitRepo, commit, name string) error {
 	env = append(env, corev1.EnvVar{Name: "COMMIT", Value: commit})
 
 	backoff := int32(0)
+	deadline := int64(jobDeadline / time.Second)
 	uid := int64(1000)
+	requests := corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse(jobCPURequest), corev1.ResourceMemory: resource.MustParse(jobMemRequest)}}
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, OwnerReferences: owner, Labels: lbl,
 			Annotations: map[string]string{fleet.CommitAnnotation: commit}},
-		Spec: batchv1.JobSpec{BackoffLimit: &backoff, Template: corev1.PodTemplateSpec{
+		Spec: batchv1.JobSpec{BackoffLimit: &backoff, ActiveDeadlineSeconds: &deadline, Template: corev1.PodTemplateSpec{
 			ObjectMeta: metav1.ObjectMeta{Labels: lbl},
 			Spec: corev1.PodSpec{
 				ServiceAccountName: sa, RestartPolicy: corev1.RestartPolicyNever, Volumes: volumes,
 				SecurityContext: &corev1.PodSecurityContext{RunAsUser: &uid, RunAsNonRoot: boolPtr(true), FSGroup: &uid},
 				InitContainers: []corev1.Container{{Name: "gitcloner", Image: h.JobRunner.Image, Command: []string{"fleet"}, Args: clone,
-					Env: env, VolumeMounts: mounts, TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError}},
+					Env: env, VolumeMounts: mounts, Resources: requests, TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError}},
 				Containers: []corev1.Container{{Name: "fleet", Image: h.JobRunner.Image, Command: []string{"fleet"}, Args: applyArgs,
-					Env: env, VolumeMounts: applyMounts, TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError}},
+					Env: env, VolumeMounts: applyMounts, Resources: requests, TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError}},
 			}}}}
 	if _, err := h.JobRunner.Jobs.Create(job); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating job %s/%s: %w", ns, name, err)
