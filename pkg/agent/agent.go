@@ -8,12 +8,10 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"sync/atomic"
 	"time"
 
 	lassocache "github.com/rancher/lasso/pkg/cache"
 	lassocontroller "github.com/rancher/lasso/pkg/controller"
-	"github.com/rancher/wrangler/v3/pkg/leader"
 	"github.com/rancher/wrangler/v3/pkg/schemes"
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
@@ -29,6 +27,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/agent/register"
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
 	"github.com/fleetgo/fleet/pkg/helmdeployer"
+	"github.com/fleetgo/fleet/pkg/leader"
 	"github.com/fleetgo/fleet/pkg/serve"
 )
 
@@ -78,6 +77,8 @@ func RunRegistered(ctx context.Context, local *rest.Config, o Options, reg regis
 	if err != nil {
 		return err
 	}
+	// Health is served while the agent registers too: alive, not ready.
+	health := endpoints(ctx, o)
 	reg.Namespace = o.Namespace
 	cred, err := register.Obtain(ctx, kube, reg)
 	if err != nil {
@@ -89,11 +90,22 @@ func RunRegistered(ctx context.Context, local *rest.Config, o Options, reg regis
 	s := register.NewSession(cred)
 	go s.Renew(ctx, kube, o.Namespace, renewEvery)
 	o.ClusterNamespace, o.ClusterName, o.ClusterObjectNamespace = cred.ClusterNamespace, cred.ClusterName, cred.ClusterObjectNamespace
-	return Run(ctx, s.RESTConfig(), local, o)
+	return run(ctx, s.RESTConfig(), local, o, health)
+}
+
+// endpoints serves the agent's health, metrics and profiles until ctx ends.
+func endpoints(ctx context.Context, o Options) *serve.Status {
+	health := &serve.Status{}
+	serve.Endpoints(ctx, o.HealthAddr, o.MetricsAddr, o.ProfileAddr, health)
+	return health
 }
 
 // Run runs the agent until ctx ends. upstream reaches the manager, local the agent's cluster.
 func Run(ctx context.Context, upstream, local *rest.Config, o Options) error {
+	return run(ctx, upstream, local, o, endpoints(ctx, o))
+}
+
+func run(ctx context.Context, upstream, local *rest.Config, o Options, health *serve.Status) error {
 	if o.ClusterNamespace == "" {
 		return fmt.Errorf("the cluster namespace on the manager is required")
 	}
@@ -110,30 +122,20 @@ func Run(ctx context.Context, upstream, local *rest.Config, o Options) error {
 	if err != nil {
 		return err
 	}
-	var ready atomic.Bool
-	serve.Endpoints(ctx, o.HealthAddr, o.MetricsAddr, o.ProfileAddr, &ready)
-
 	if err := ensureNamespace(ctx, kube, o.Namespace); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
-	run := func(ctx context.Context) {
-		if err := start(ctx, upstream, local, kube, o); err != nil {
-			logrus.WithError(err).Error("starting agent")
-			return
-		}
-		ready.Store(true)
-		logrus.WithField("namespace", o.ClusterNamespace).Info("fleet agent running")
-	}
-	if o.LeaderElect {
-		go leader.RunOrDie(ctx, o.Namespace, "fleet-agent-lock", kube, run)
-	} else {
-		run(ctx)
-	}
-	<-ctx.Done()
-	return nil
+	return leader.Run(ctx, leader.Options{Elect: o.LeaderElect, Namespace: o.Namespace, Name: "fleet-agent-lock", Kube: kube,
+		Health: health, Start: func(ctx context.Context) error {
+			if err := start(ctx, upstream, local, kube, o); err != nil {
+				return err
+			}
+			logrus.WithField("namespace", o.ClusterNamespace).Info("fleet agent running")
+			return nil
+		}})
 }
 
 func start(ctx context.Context, upstream, local *rest.Config, kube kubernetes.Interface, o Options) error {

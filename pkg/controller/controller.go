@@ -5,14 +5,12 @@ package controller
 
 import (
 	"context"
-	"sync/atomic"
 	"time"
 
 	lassocache "github.com/rancher/lasso/pkg/cache"
 	lassocontroller "github.com/rancher/lasso/pkg/controller"
 	"github.com/rancher/wrangler/v3/pkg/generated/controllers/batch"
 	"github.com/rancher/wrangler/v3/pkg/generated/controllers/core"
-	"github.com/rancher/wrangler/v3/pkg/leader"
 	"github.com/rancher/wrangler/v3/pkg/schemes"
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
@@ -33,6 +31,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/controller/index"
 	"github.com/fleetgo/fleet/pkg/controller/registration"
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
+	"github.com/fleetgo/fleet/pkg/leader"
 	"github.com/fleetgo/fleet/pkg/serve"
 )
 
@@ -64,6 +63,9 @@ type Options struct {
 	GitRuns int
 	// AgentImage is the agent the manager installs into clusters it imports itself.
 	AgentImage string
+	// StartTimeout bounds the retries of a start that fails (bootstrap, registration setup):
+	// past it Run returns the error; zero means five minutes.
+	StartTimeout time.Duration
 	// CredentialLifetime is how long an agent's credential is valid before it must renew it;
 	// zero means a day (the apiserver issues none shorter than ten minutes).
 	CredentialLifetime time.Duration
@@ -93,24 +95,17 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return err
 	}
-	var ready atomic.Bool
-	serve.Endpoints(ctx, o.HealthAddr, o.MetricsAddr, o.ProfileAddr, &ready)
-
-	run := func(ctx context.Context) {
-		if err := start(ctx, cfg, kube, o); err != nil {
-			logrus.WithError(err).Error("starting controllers")
-			return
-		}
-		ready.Store(true)
-		logrus.Info("fleet controllers running")
-	}
-	if o.LeaderElect {
-		go leader.RunOrDie(ctx, o.SystemNamespace, "fleet-controller-lock", kube, run)
-	} else {
-		run(ctx)
-	}
-	<-ctx.Done()
-	return nil
+	health := &serve.Status{}
+	serve.Endpoints(ctx, o.HealthAddr, o.MetricsAddr, o.ProfileAddr, health)
+	return leader.Run(ctx, leader.Options{Elect: o.LeaderElect, Namespace: o.SystemNamespace, Name: "fleet-controller-lock",
+		Kube: kube, Health: health, StartTimeout: o.StartTimeout,
+		Start: func(ctx context.Context) error {
+			if err := start(ctx, cfg, kube, o); err != nil {
+				return err
+			}
+			logrus.Info("fleet controllers running")
+			return nil
+		}})
 }
 
 // fewWorkers are the worker counts of kinds that change rarely (registration, restrictions, the

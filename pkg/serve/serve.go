@@ -15,13 +15,57 @@ import (
 	"github.com/sirupsen/logrus"
 )
 
-// Health serves /healthz (the process answers) and /readyz (ready is set).
-func Health(ready *atomic.Bool) *http.ServeMux {
+// Status is what the health endpoints report: whether the controllers run (ready) and whether
+// the run has failed for good. Its methods do nothing on a nil Status.
+type Status struct {
+	ready  atomic.Bool
+	failed atomic.Pointer[string]
+}
+
+// SetReady records whether the controllers run.
+func (s *Status) SetReady(ready bool) {
+	if s != nil {
+		s.ready.Store(ready)
+	}
+}
+
+// SetFailed records why the run has ended in failure.
+func (s *Status) SetFailed(err error) {
+	if s != nil && err != nil {
+		msg := err.Error()
+		s.failed.Store(&msg)
+	}
+}
+
+// Ready reports whether the controllers run.
+func (s *Status) Ready() bool { return s != nil && s.ready.Load() }
+
+// Failure is why the run failed ("" while it has not).
+func (s *Status) Failure() string {
+	if s == nil {
+		return ""
+	}
+	if msg := s.failed.Load(); msg != nil {
+		return *msg
+	}
+	return ""
+}
+
+// Health serves /healthz (200 while the process is alive and its run has not failed: a replica
+// waiting for the leader Lease, or retrying a failed start, is healthy) and /readyz (200 only
+// while the controllers run).
+func Health(s *Status) *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if msg := s.Failure(); msg != "" {
+			http.Error(w, "controllers failed: "+msg, http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !ready.Load() {
-			http.Error(w, "controllers not started", http.StatusServiceUnavailable)
+		if !s.Ready() {
+			http.Error(w, "controllers not running", http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ok")
@@ -46,8 +90,8 @@ func Profiles() *http.ServeMux {
 
 // Endpoints serves, until ctx ends, health and readiness on healthAddr, metrics on metricsAddr
 // and profiles on profileAddr; an empty address serves nothing.
-func Endpoints(ctx context.Context, healthAddr, metricsAddr, profileAddr string, ready *atomic.Bool) {
-	Run(ctx, healthAddr, Health(ready))
+func Endpoints(ctx context.Context, healthAddr, metricsAddr, profileAddr string, status *Status) {
+	Run(ctx, healthAddr, Health(status))
 	Run(ctx, metricsAddr, Metrics())
 	Run(ctx, profileAddr, Profiles())
 }
