@@ -30,6 +30,9 @@ var _ = Describe("the controller process", func() {
 		code, body := get("http://" + metricsAddr + "/metrics")
 		Expect(code).To(Equal(http.StatusOK))
 		Expect(body).To(ContainSubstring("go_goroutines"))
+		Expect(body).To(ContainSubstring(`workqueue_adds_total{name="fleet.cattle.io/v1alpha1, Kind=Bundle"}`), "the controllers' work queues are measured")
+		Expect(body).To(ContainSubstring(`workqueue_depth{name="fleet.cattle.io/v1alpha1, Kind=Cluster"}`))
+		Expect(body).To(ContainSubstring("lasso_controller_total_handler_execution"))
 	})
 
 	It("reloads its configuration when the fleet-controller ConfigMap changes", func(ctx context.Context) {

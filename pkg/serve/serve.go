@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/pprof"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	lassometrics "github.com/rancher/lasso/pkg/metrics"
 	"github.com/sirupsen/logrus"
 )
 
@@ -73,6 +76,15 @@ func Health(s *Status) *http.ServeMux {
 	return mux
 }
 
+var registerOnce sync.Once
+
+// RegisterMetrics registers lasso's controller metrics and the work queues' metrics (depth,
+// adds, latency, work duration, retries per controller) on the default Prometheus registry. It
+// must run before any controller's queue is made; later calls do nothing.
+func RegisterMetrics() {
+	registerOnce.Do(func() { lassometrics.MustRegisterWithWorkqueue(prometheus.DefaultRegisterer) })
+}
+
 // Metrics serves the default Prometheus registry at /metrics.
 func Metrics() *http.ServeMux {
 	mux := http.NewServeMux()
@@ -91,6 +103,7 @@ func Profiles() *http.ServeMux {
 // Endpoints serves, until ctx ends, health and readiness on healthAddr, metrics on metricsAddr
 // and profiles on profileAddr; an empty address serves nothing.
 func Endpoints(ctx context.Context, healthAddr, metricsAddr, profileAddr string, status *Status) {
+	RegisterMetrics()
 	Run(ctx, healthAddr, Health(status))
 	Run(ctx, metricsAddr, Metrics())
 	Run(ctx, profileAddr, Profiles())

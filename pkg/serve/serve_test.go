@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"k8s.io/client-go/util/workqueue"
 )
 
 func TestHealthFollowsStatus(t *testing.T) {
@@ -39,5 +41,23 @@ func TestHealthFollowsStatus(t *testing.T) {
 	none.SetFailed(errors.New("x"))
 	if none.Ready() || none.Failure() != "" {
 		t.Error("a nil Status reports nothing")
+	}
+}
+
+// The work queues of controllers show on /metrics, by queue name.
+func TestWorkqueueMetricsRegistered(t *testing.T) {
+	RegisterMetrics()
+	RegisterMetrics() // a second call (a second run in one process) must not panic
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "serve-test-queue"})
+	defer q.ShutDown()
+	q.Add("a")
+	rec := httptest.NewRecorder()
+	Metrics().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range []string{`workqueue_adds_total{name="serve-test-queue"} 1`, `workqueue_depth{name="serve-test-queue"} 1`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 }
