@@ -1,8 +1,11 @@
 package bundlereader
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -16,19 +19,29 @@ import (
 
 // prepareOptions makes one set of options self-contained: values files are merged into
 // helm.values, charts from outside the folder are downloaded or packaged and returned as extra
-// files, and every path the options name is checked. where names the options in errors.
-func prepareOptions(where, dir string, o *fleet.BundleDeploymentOptions, auth ChartAuth) ([]File, error) {
+// files, and every path the options name is checked: values files, kustomize.dir and overlays
+// must lie inside the bundle folder dir, a local chart inside the checkout repo, by their text
+// and through any symlink. where names the options in errors.
+func prepareOptions(where, repo, dir string, o *fleet.BundleDeploymentOptions, auth ChartAuth) ([]File, error) {
 	bad := func(key, format string, args ...interface{}) error {
 		return &InputError{File: where, Key: key, Msg: fmt.Sprintf(format, args...)}
 	}
 	if o.Kustomize != nil && o.Kustomize.Dir != "" {
-		if st, err := os.Stat(filepath.Join(dir, o.Kustomize.Dir)); err != nil || !st.IsDir() {
-			return nil, bad("kustomize.dir", "folder %q not found in the bundle", o.Kustomize.Dir)
+		st, err := statWithin(dir, dir, o.Kustomize.Dir, "bundle folder")
+		if err != nil {
+			return nil, bad("kustomize.dir", "%v", err)
+		}
+		if !st.IsDir() {
+			return nil, bad("kustomize.dir", "%q is not a folder", o.Kustomize.Dir)
 		}
 	}
 	if o.YAML != nil {
 		for i, ov := range o.YAML.Overlays {
-			if st, err := os.Stat(filepath.Join(dir, "overlays", ov)); err != nil || !st.IsDir() {
+			st, err := statWithin(dir, dir, path.Join("overlays", ov), "bundle folder")
+			if err != nil || !st.IsDir() {
+				if errors.Is(err, errOutside) {
+					return nil, bad(fmt.Sprintf("yaml.overlays[%d]", i), "%v", err)
+				}
 				return nil, bad(fmt.Sprintf("yaml.overlays[%d]", i), "overlay %q not found: expected folder overlays/%s", ov, ov)
 			}
 		}
@@ -39,6 +52,11 @@ func prepareOptions(where, dir string, o *fleet.BundleDeploymentOptions, auth Ch
 	}
 	if err := mergeValuesFiles(bad, dir, h); err != nil {
 		return nil, err
+	}
+	if h.Chart != "" && !isRemoteChart(h) && !strings.HasPrefix(h.Chart, "git::") {
+		if _, err := statWithin(repo, dir, h.Chart, "checkout"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, bad("helm.chart", "%v", err)
+		}
 	}
 	switch {
 	case isRemoteChart(h):
@@ -113,7 +131,10 @@ func mergeValuesFiles(bad func(key, format string, args ...interface{}) error, d
 	for i := len(h.ValuesFiles) - 1; i >= 0; i-- {
 		name := h.ValuesFiles[i]
 		key := fmt.Sprintf("helm.valuesFiles[%d]", i)
-		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
+		if _, err := statWithin(dir, dir, name, "bundle folder"); errors.Is(err, errOutside) {
+			return bad(key, "%v", err)
+		}
+		data, err := readWithin(dir, name)
 		if err != nil {
 			return bad(key, "values file %q not found in the bundle", name)
 		}
@@ -126,4 +147,38 @@ func mergeValuesFiles(bad func(key, format string, args ...interface{}) error, d
 	h.Values = &fleet.GenericMap{Data: merged}
 	h.ValuesFiles = nil
 	return nil
+}
+
+// errOutside marks a path that leaves the folder it must stay in.
+var errOutside = errors.New("outside")
+
+// statWithin stats name, relative to base, which must stay inside top (what names top in
+// errors): by its text (no absolute path, no way up past top) and through symlinks, which
+// os.Root refuses to follow out of top.
+func statWithin(top, base, name, what string) (fs.FileInfo, error) {
+	full := filepath.Join(base, filepath.FromSlash(name))
+	rel, err := filepath.Rel(top, full)
+	if filepath.IsAbs(name) || err != nil || !filepath.IsLocal(rel) && rel != "." {
+		return nil, fmt.Errorf("%q is outside the %s: %w", name, what, errOutside)
+	}
+	r, err := os.OpenRoot(top)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	st, err := r.Stat(rel)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%q reaches outside the %s through a symlink: %w", name, what, errOutside)
+	}
+	return st, err
+}
+
+// readWithin reads name, relative to dir, without leaving dir.
+func readWithin(dir, name string) ([]byte, error) {
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return r.ReadFile(filepath.FromSlash(name))
 }

@@ -121,14 +121,14 @@ func readBundle(root string, d BundleDir, all []BundleDir, o Options) (*fleet.Bu
 	} else if a, ok := o.ChartAuthByPath[strings.TrimPrefix(d.Path, "./")]; ok {
 		auth = a
 	}
-	extra, err := prepareOptions(file, dirAbs, &spec.BundleDeploymentOptions, auth)
+	extra, err := prepareOptions(file, root, dirAbs, &spec.BundleDeploymentOptions, auth)
 	if err != nil {
 		return nil, err
 	}
 	targets := make([]fleet.BundleTarget, 0, len(fy.TargetCustomizations)+len(o.Targets))
 	for i := range fy.TargetCustomizations {
 		t := fy.TargetCustomizations[i].DeepCopy()
-		more, err := prepareOptions(fmt.Sprintf("%s: targetCustomizations[%d]", file, i), dirAbs, &t.BundleDeploymentOptions, auth)
+		more, err := prepareOptions(fmt.Sprintf("%s: targetCustomizations[%d]", file, i), root, dirAbs, &t.BundleDeploymentOptions, auth)
 		if err != nil {
 			return nil, err
 		}
