@@ -405,6 +405,37 @@ var _ = Describe("GitRepo", func() {
 				Expect(gitRepo(repo).Status.WebhookCommit).To(Equal(first))
 			})
 		}
+
+		It("runs the commit the branch points at, never one a signed payload names", func() {
+			gh, repo := providers[0], "wh-steer"
+			first := publish(repo, "main", map[string]string{"app/cm.yaml": configMap("app", "1")})
+			newGitRepo(repo, repo, func(s *fleet.GitRepoSpec) { s.DisablePolling, s.WebhookSecret = true, webhookSecret })
+			// Once the controller has seen the GitRepo, the webhook receiver finds it too.
+			Eventually(func() bool { return fleet.FindCondition(gitRepo(repo).Status.Conditions, fleet.ConditionAccepted) != nil }).Should(BeTrue())
+			forged := strings.Repeat("ab", 20)
+			body, _ := json.Marshal(gh.payload(git.RepoURL(repo), forged))
+			Expect(post(gh.headers(body), body)).To(Equal(http.StatusOK))
+			Eventually(func() map[string]string { return bundlesOf(repo) }).Should(Equal(map[string]string{repo + "-app": first}),
+				"a made-up commit only made the controller look: it runs the branch's head")
+			Expect(gitRepo(repo).Status.Commit).To(Equal(first))
+
+			second := publish(repo, "main", map[string]string{"app/cm.yaml": configMap("app", "2")})
+			body, _ = json.Marshal(gh.payload(git.RepoURL(repo), first))
+			Expect(post(gh.headers(body), body)).To(Equal(http.StatusOK))
+			Eventually(func() map[string]string { return bundlesOf(repo) }).Should(Equal(map[string]string{repo + "-app": second}),
+				"a payload naming an older commit cannot pin the GitRepo to it")
+		})
+
+		It("takes a payload without a configured secret as a reason to poll, never as a commit", func() {
+			repo := "wh-unsigned"
+			first := publish(repo, "main", map[string]string{"app/cm.yaml": configMap("app", "1")})
+			newGitRepo(repo, repo, func(s *fleet.GitRepoSpec) { s.DisablePolling = true })
+			Eventually(func() bool { return fleet.FindCondition(gitRepo(repo).Status.Conditions, fleet.ConditionAccepted) != nil }).Should(BeTrue())
+			body, _ := json.Marshal(providers[0].payload(git.RepoURL(repo), strings.Repeat("cd", 20)))
+			Expect(post(map[string]string{"X-GitHub-Event": "push"}, body)).To(Equal(http.StatusOK))
+			Eventually(func() map[string]string { return bundlesOf(repo) }).Should(Equal(map[string]string{repo + "-app": first}))
+			Expect(gitRepo(repo).Status.WebhookCommit).To(BeEmpty(), "an unverified payload records no commit")
+		})
 	})
 })
 

@@ -192,13 +192,19 @@ func (h *handler) onChange(key string, gr *fleet.GitRepo) (*fleet.GitRepo, error
 		return h.write(gr, status)
 	}
 
+	// A webhook only says "look now": the commit that runs is always the one the remote's
+	// branch points at (ls-remote), never one a payload names.
+	webhookNewer := !status.LastWebhookTime.IsZero() && !status.LastWebhookTime.Before(&status.LastPollingTime)
+	if webhookNewer && gr.Spec.DisablePolling {
+		h.poll(gr, src, status, now)
+	}
 	if !gr.Spec.DisablePolling {
 		interval := DefaultPollingInterval
 		if gr.Spec.PollingInterval != nil && gr.Spec.PollingInterval.Duration > 0 {
 			interval = gr.Spec.PollingInterval.Duration
 		}
 		due := status.LastPollingTime.Add(interval)
-		if status.LastPollingTime.IsZero() || !now.Before(due) || gr.Generation != status.ObservedGeneration {
+		if status.LastPollingTime.IsZero() || !now.Before(due) || gr.Generation != status.ObservedGeneration || webhookNewer {
 			h.poll(gr, src, status, now)
 			due = now.Add(interval)
 		}
@@ -206,8 +212,12 @@ func (h *handler) onChange(key string, gr *fleet.GitRepo) (*fleet.GitRepo, error
 		wait := due.Sub(now) + time.Duration(rand.Int64N(int64(interval/10)+1))
 		h.GitRepos.EnqueueAfter(gr.Namespace, gr.Name, wait)
 	}
+	if webhookNewer && status.WebhookCommit != "" && status.PollingCommit != "" && status.WebhookCommit != status.PollingCommit {
+		h.log(gr).WithFields(logrus.Fields{"webhookCommit": status.WebhookCommit, "commit": status.PollingCommit}).
+			Warn("a webhook named a commit the branch does not point at; the branch's commit is used")
+	}
 
-	commit := wantedCommit(gr, status)
+	commit := status.PollingCommit
 	if c := fleet.FindCondition(status.Conditions, fleet.ConditionGitPolling); c == nil || c.Status != corev1.ConditionFalse || gr.Spec.DisablePolling {
 		// (While the repository cannot be polled, its last commit may be of another branch or
 		// repository than the spec now names: nothing runs.)
@@ -215,18 +225,6 @@ func (h *handler) onChange(key string, gr *fleet.GitRepo) (*fleet.GitRepo, error
 	}
 	h.rollup(gr, status, now)
 	return h.write(gr, status)
-}
-
-// wantedCommit is the commit the GitRepo should be at: the newer of what polling and the
-// webhook found.
-func wantedCommit(gr *fleet.GitRepo, s *fleet.GitRepoStatus) string {
-	if s.WebhookCommit != "" && (s.PollingCommit == "" || !s.LastWebhookTime.Before(&s.LastPollingTime)) {
-		return s.WebhookCommit
-	}
-	if s.PollingCommit != "" {
-		return s.PollingCommit
-	}
-	return ""
 }
 
 func (h *handler) poll(gr *fleet.GitRepo, src gitsource.Source, status *fleet.GitRepoStatus, now time.Time) {

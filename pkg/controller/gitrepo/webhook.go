@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"time"
 
 	"github.com/go-playground/webhooks/v6/azuredevops"
@@ -134,6 +135,7 @@ func (w *Webhook) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	}
 	// Each GitRepo verifies the payload with its own secret (or the global one).
 	var verified []*fleet.GitRepo
+	signed := map[*fleet.GitRepo]bool{}
 	for _, gr := range matched {
 		secret, err := w.secret(r.Context(), gr)
 		if err != nil {
@@ -151,28 +153,47 @@ func (w *Webhook) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			return
 		}
 		verified = append(verified, gr)
+		signed[gr] = secret != nil
 	}
 	now := time.Now()
 	if w.now != nil {
 		now = w.now()
 	}
 	for _, gr := range verified {
-		if err := w.record(gr, pushed.commit, now); err != nil {
+		commit := recordedCommit(pushed.commit, signed[gr])
+		if err := w.record(gr, commit, now); err != nil {
 			http.Error(rw, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		log.WithFields(logrus.Fields{"gitrepo": gr.Namespace + "/" + gr.Name, "commit": pushed.commit}).Info("webhook: new commit")
+		log.WithFields(logrus.Fields{"gitrepo": gr.Namespace + "/" + gr.Name, "commit": commit}).Info("webhook: the repository is polled now")
 	}
 	rw.WriteHeader(http.StatusOK)
 }
 
+var fullSHA = regexp.MustCompile(`^[0-9a-f]{40}$`)
+
+// recordedCommit is what a payload may show as status.webhookCommit: a full commit SHA from a
+// payload verified with a secret; nothing otherwise. Either way the payload only makes the
+// controller ask the remote (ls-remote) now, and the commit the branch points at is what runs.
+func recordedCommit(commit string, signed bool) string {
+	if signed && fullSHA.MatchString(commit) {
+		return commit
+	}
+	return ""
+}
+
+// record notes the webhook's time (which makes the controller poll at once) and, when given,
+// the commit it named.
 func (w *Webhook) record(gr *fleet.GitRepo, commit string, now time.Time) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur, err := w.GitRepos.Get(gr.Namespace, gr.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		cur.Status.WebhookCommit, cur.Status.LastWebhookTime = commit, metav1.NewTime(now)
+		if commit != "" {
+			cur.Status.WebhookCommit = commit
+		}
+		cur.Status.LastWebhookTime = metav1.NewTime(now)
 		_, err = w.GitRepos.UpdateStatus(cur)
 		return err
 	})
