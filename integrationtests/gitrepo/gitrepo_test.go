@@ -411,7 +411,9 @@ var _ = Describe("GitRepo", func() {
 			first := publish(repo, "main", map[string]string{"app/cm.yaml": configMap("app", "1")})
 			newGitRepo(repo, repo, func(s *fleet.GitRepoSpec) { s.DisablePolling, s.WebhookSecret = true, webhookSecret })
 			// Once the controller has seen the GitRepo, the webhook receiver finds it too.
-			Eventually(func() bool { return fleet.FindCondition(gitRepo(repo).Status.Conditions, fleet.ConditionAccepted) != nil }).Should(BeTrue())
+			Eventually(func() bool {
+				return fleet.FindCondition(gitRepo(repo).Status.Conditions, fleet.ConditionAccepted) != nil
+			}).Should(BeTrue())
 			forged := strings.Repeat("ab", 20)
 			body, _ := json.Marshal(gh.payload(git.RepoURL(repo), forged))
 			Expect(post(gh.headers(body), body)).To(Equal(http.StatusOK))
@@ -430,7 +432,9 @@ var _ = Describe("GitRepo", func() {
 			repo := "wh-unsigned"
 			first := publish(repo, "main", map[string]string{"app/cm.yaml": configMap("app", "1")})
 			newGitRepo(repo, repo, func(s *fleet.GitRepoSpec) { s.DisablePolling = true })
-			Eventually(func() bool { return fleet.FindCondition(gitRepo(repo).Status.Conditions, fleet.ConditionAccepted) != nil }).Should(BeTrue())
+			Eventually(func() bool {
+				return fleet.FindCondition(gitRepo(repo).Status.Conditions, fleet.ConditionAccepted) != nil
+			}).Should(BeTrue())
 			body, _ := json.Marshal(providers[0].payload(git.RepoURL(repo), strings.Repeat("cd", 20)))
 			Expect(post(map[string]string{"X-GitHub-Event": "push"}, body)).To(Equal(http.StatusOK))
 			Eventually(func() map[string]string { return bundlesOf(repo) }).Should(Equal(map[string]string{repo + "-app": first}))
