@@ -7,8 +7,12 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -63,7 +67,10 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	Expect(l.Close()).To(Succeed())
 	webhookURL = "http://" + addr + "/"
 
-	stop := testenv.RunController(manager.RESTConfig(), config.Config{AgentCheckinInterval: metav1.Duration{Duration: 5 * time.Second}},
+	// The manager's requests pass a counter of single-Secret reads.
+	cfg := manager.RESTConfig()
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &secretGets{next: rt} })
+	stop := testenv.RunController(cfg, config.Config{AgentCheckinInterval: metav1.Duration{Duration: 5 * time.Second}},
 		controller.Options{WebhookAddr: addr})
 	DeferCleanup(func() { Expect(stop()).To(Succeed()) })
 
@@ -117,3 +124,25 @@ var _ = ReportAfterEach(func(r SpecReport) {
 		manager.WriteLogTails(GinkgoWriter, 20)
 	}
 })
+
+// secretReads counts the manager's GETs of single Secrets, by namespace/name.
+var secretReads sync.Map
+
+type secretGets struct{ next http.RoundTripper }
+
+func (s *secretGets) RoundTrip(r *http.Request) (*http.Response, error) {
+	// /api/v1/namespaces/NS/secrets/NAME
+	if parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/"); r.Method == http.MethodGet && len(parts) == 6 && parts[4] == "secrets" {
+		n, _ := secretReads.LoadOrStore(parts[3]+"/"+parts[5], new(atomic.Int64))
+		n.(*atomic.Int64).Add(1)
+	}
+	return s.next.RoundTrip(r)
+}
+
+// secretGetsOf is how many times the manager read Secret ns/name from the apiserver.
+func secretGetsOf(ns, name string) int64 {
+	if n, ok := secretReads.Load(ns + "/" + name); ok {
+		return n.(*atomic.Int64).Load()
+	}
+	return 0
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/rancher/wrangler/v3/pkg/schemes"
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -125,6 +126,11 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 		&lassocontroller.SharedControllerFactoryOptions{DefaultWorkers: o.Workers, KindWorkers: fewWorkers, CacheOptions: &lassocache.SharedCacheFactoryOptions{
 			// The only ConfigMap the manager reads is its configuration.
 			KindNamespace: map[schema.GroupVersionKind]string{corev1.SchemeGroupVersion.WithKind("ConfigMap"): o.SystemNamespace},
+			// Secrets are cached for GitRepos' credentials: Helm's release records and token
+			// Secrets, the bulk of a cluster's Secrets, are none of those.
+			KindTweakList: map[schema.GroupVersionKind]lassocache.TweakListOptionsFunc{corev1.SchemeGroupVersion.WithKind("Secret"): func(lo *metav1.ListOptions) {
+				lo.FieldSelector = "type!=helm.sh/release.v1,type!=" + string(corev1.SecretTypeServiceAccountToken)
+			}},
 		}})
 	if err != nil {
 		return err
@@ -150,6 +156,7 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 		{f.ClusterGroup().Informer(), stripManagedFields},
 		{f.GitRepo().Informer(), stripManagedFields},
 		{c.Namespace().Informer(), stripManagedFields},
+		{c.Secret().Informer(), stripManagedFields},
 	} {
 		if err := t.informer.SetTransform(t.transform); err != nil {
 			return err
@@ -202,7 +209,7 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 	}
 	gitrepo.Register(ctx, gitrepo.Deps{Kube: kube, GitRepos: f.GitRepo(), Bundles: f.Bundle(), BundleDeployments: f.BundleDeployment(),
 		Clusters: f.Cluster(), Runs: o.GitRuns, CheckinInterval: func() time.Duration { return config.Get().AgentCheckinInterval.Duration },
-		JobRunner: jobs, Restrictions: f.GitRepoRestriction()})
+		JobRunner: jobs, Restrictions: f.GitRepoRestriction(), Secrets: c.Secret()})
 	serve.Run(ctx, o.WebhookAddr, &gitrepo.Webhook{Kube: kube, GitRepos: f.GitRepo(), SystemNamespace: o.SystemNamespace})
 	clusterimport.Register(ctx, clusterimport.Deps{Kube: kube, Clusters: f.Cluster(), Tokens: f.ClusterRegistrationToken(), AgentImage: o.AgentImage})
 	content.Register(ctx, f.Content(), f.BundleDeployment())

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	corecontrollers "github.com/rancher/wrangler/v3/pkg/generated/controllers/core/v1"
 	"github.com/sirupsen/logrus"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/bundlereader"
@@ -71,7 +73,13 @@ type Deps struct {
 	JobRunner *JobRunner
 	// Restrictions are the GitRepoRestrictions (per namespace).
 	Restrictions fleetcontrollers.GitRepoRestrictionController
+	// Secrets are read from their cache (credentials of GitRepos); a change of one a GitRepo
+	// names brings that GitRepo back. Nil reads them from the apiserver.
+	Secrets corecontrollers.SecretController
 }
+
+// bySecret indexes GitRepos by "namespace/name" of every Secret they name for credentials.
+const bySecret = "fleet.cattle.io/gitrepo-by-secret"
 
 // attempt is one clone-and-apply run of a commit and spec generation.
 type attempt struct {
@@ -110,6 +118,30 @@ func Register(ctx context.Context, d Deps) {
 		return nil, nil
 	})
 	d.GitRepos.OnChange(ctx, "gitrepo", h.onChange)
+	if d.Secrets != nil {
+		d.GitRepos.Cache().AddIndexer(bySecret, func(gr *fleet.GitRepo) ([]string, error) {
+			var out []string
+			for _, name := range []string{gr.Spec.ClientSecretName, gr.Spec.HelmSecretName, gr.Spec.HelmSecretNameForPaths} {
+				if name != "" {
+					out = append(out, gr.Namespace+"/"+name)
+				}
+			}
+			return out, nil
+		})
+		enqueue := func(obj interface{}) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if sec, ok := obj.(*corev1.Secret); ok {
+				repos, _ := d.GitRepos.Cache().GetByIndex(bySecret, sec.Namespace+"/"+sec.Name)
+				for _, gr := range repos {
+					d.GitRepos.Enqueue(gr.Namespace, gr.Name)
+				}
+			}
+		}
+		_, _ = d.Secrets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: enqueue, DeleteFunc: enqueue, UpdateFunc: func(_, cur interface{}) { enqueue(cur) }})
+	}
 	// Bundles and deployments of a GitRepo bring its roll-up up to date.
 	d.Bundles.OnChange(ctx, "gitrepo-bundles", func(_ string, b *fleet.Bundle) (*fleet.Bundle, error) {
 		if b != nil && b.Labels[fleet.RepoLabel] != "" {
@@ -357,7 +389,7 @@ func (h *handler) cloneAndApply(gr *fleet.GitRepo, src gitsource.Source, commit 
 		o.ChartAuth.CAFile = caFile
 	}
 	if sec := gr.Spec.HelmSecretNameForPaths; sec != "" {
-		s, err := h.Kube.CoreV1().Secrets(gr.Namespace).Get(ctx, sec, metav1.GetOptions{})
+		s, err := h.secret(gr.Namespace, sec)
 		if err != nil {
 			return fmt.Errorf("helmSecretNameForPaths %s: %w", sec, err)
 		}
@@ -376,7 +408,7 @@ func (h *handler) helmAuth(gr *fleet.GitRepo, dir string) (bundlereader.ChartAut
 	if gr.Spec.HelmSecretName == "" {
 		return a, "", nil
 	}
-	s, err := h.Kube.CoreV1().Secrets(gr.Namespace).Get(context.Background(), gr.Spec.HelmSecretName, metav1.GetOptions{})
+	s, err := h.secret(gr.Namespace, gr.Spec.HelmSecretName)
 	if err != nil {
 		return a, "", fmt.Errorf("helmSecretName %s: %w", gr.Spec.HelmSecretName, err)
 	}
@@ -391,6 +423,15 @@ func (h *handler) helmAuth(gr *fleet.GitRepo, dir string) (bundlereader.ChartAut
 	return a, "", nil
 }
 
+// secret returns a Secret of the GitRepo's namespace from the cache (from the apiserver when
+// the handler has no cache).
+func (h *handler) secret(ns, name string) (*corev1.Secret, error) {
+	if h.Secrets != nil {
+		return h.Secrets.Cache().Get(ns, name)
+	}
+	return h.Kube.CoreV1().Secrets(ns).Get(context.Background(), name, metav1.GetOptions{})
+}
+
 // source is the GitRepo's repository with its credentials (clientSecretName).
 func (h *handler) source(gr *fleet.GitRepo) (gitsource.Source, error) {
 	src := gitsource.Source{URL: gr.Spec.Repo, Branch: gr.Spec.Branch, Revision: gr.Spec.Revision,
@@ -401,7 +442,7 @@ func (h *handler) source(gr *fleet.GitRepo) (gitsource.Source, error) {
 	if gr.Spec.ClientSecretName == "" {
 		return src, nil
 	}
-	s, err := h.Kube.CoreV1().Secrets(gr.Namespace).Get(context.Background(), gr.Spec.ClientSecretName, metav1.GetOptions{})
+	s, err := h.secret(gr.Namespace, gr.Spec.ClientSecretName)
 	if err != nil {
 		return src, fmt.Errorf("clientSecretName %s: %w", gr.Spec.ClientSecretName, err)
 	}

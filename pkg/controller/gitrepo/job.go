@@ -193,7 +193,7 @@ func (h *handler) createJob(gr *fleet.GitRepo, commit, name string) error {
 		{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm.Name}}}},
 	}
 	if sec := gr.Spec.ClientSecretName; sec != "" {
-		s, err := h.Kube.CoreV1().Secrets(ns).Get(ctx, sec, metav1.GetOptions{})
+		s, err := h.secret(ns, sec)
 		if err != nil {
 			return fmt.Errorf("clientSecretName %s: %w", sec, err)
 		}
