@@ -71,7 +71,7 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	cfg := manager.RESTConfig()
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &secretGets{next: rt} })
 	stop := testenv.RunController(cfg, config.Config{AgentCheckinInterval: metav1.Duration{Duration: 5 * time.Second}},
-		controller.Options{WebhookAddr: addr})
+		controller.Options{WebhookAddr: addr, GitRunTimeout: runTimeout})
 	DeferCleanup(func() { Expect(stop()).To(Succeed()) })
 
 	Eventually(func() error {
@@ -146,3 +146,7 @@ func secretGetsOf(ns, name string) int64 {
 	}
 	return 0
 }
+
+// runTimeout bounds each in-process run in this suite: long enough for any honest run on a busy
+// machine, short enough that a spec can wait for a stalled one to give up.
+const runTimeout = 45 * time.Second

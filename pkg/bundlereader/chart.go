@@ -1,8 +1,10 @@
 package bundlereader
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -54,7 +56,37 @@ func isRemoteChart(h *fleet.HelmOptions) bool {
 
 // fetchChart downloads the chart that h names (from a chart repository index, an OCI registry
 // or a URL), resolving a version constraint, and returns it packaged.
-func fetchChart(h *fleet.HelmOptions, auth ChartAuth) (*embeddedChart, error) {
+func fetchChart(ctx context.Context, h *fleet.HelmOptions, auth ChartAuth) (*embeddedChart, error) {
+	var c *embeddedChart
+	err := withContext(ctx, func() (err error) {
+		c, err = downloadChart(h, auth)
+		return err
+	})
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		where := h.Repo
+		if where == "" {
+			where = h.Chart
+		}
+		return nil, fmt.Errorf("fetching chart %q from %s: %w", h.Chart, where, err)
+	}
+	return c, err
+}
+
+// withContext runs fn, returning its error, or ctx's once ctx ends first: Helm's downloads take
+// no context, so a stalled server would otherwise hold the run. fn then finishes on its own (its
+// requests fail once the server gives up or the temporary files are gone).
+func withContext(ctx context.Context, fn func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func downloadChart(h *fleet.HelmOptions, auth ChartAuth) (*embeddedChart, error) {
 	tmp, err := os.MkdirTemp("", "fleet-chart-")
 	if err != nil {
 		return nil, err
@@ -120,7 +152,19 @@ func fetchChart(h *fleet.HelmOptions, auth ChartAuth) (*embeddedChart, error) {
 
 // packageLocalChart packages the chart folder dir, first downloading the dependencies its
 // Chart.yaml declares unless disabled, and returns it for embedding.
-func packageLocalChart(dir string, updateDependencies bool, auth ChartAuth) (*embeddedChart, error) {
+func packageLocalChart(ctx context.Context, dir string, updateDependencies bool, auth ChartAuth) (*embeddedChart, error) {
+	var c *embeddedChart
+	err := withContext(ctx, func() (err error) {
+		c, err = packageChart(dir, updateDependencies, auth)
+		return err
+	})
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return nil, fmt.Errorf("fetching the dependencies of chart %s: %w", dir, err)
+	}
+	return c, err
+}
+
+func packageChart(dir string, updateDependencies bool, auth ChartAuth) (*embeddedChart, error) {
 	tmp, err := os.MkdirTemp("", "fleet-localchart-")
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package bundlereader
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,7 +65,7 @@ func TestFetchChartFromRepository(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := fetchChart(&tt.h, tt.auth)
+			c, err := fetchChart(context.Background(), &tt.h, tt.auth)
 			if tt.errPart != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.errPart) {
 					t.Fatalf("want error containing %q, got %v", tt.errPart, err)
@@ -107,7 +108,7 @@ func TestPackageLocalChartBuildsDependencies(t *testing.T) {
 	r, src := repoWithDep(t)
 	parent := writeChart(t, src, "parent", "1.0.0", "dependencies:\n- name: dep\n  version: ^0.1.0\n  repository: "+r.URL+"\n")
 
-	c, err := packageLocalChart(parent, true, ChartAuth{})
+	c, err := packageLocalChart(context.Background(), parent, true, ChartAuth{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func TestPackageLocalChartBuildsDependencies(t *testing.T) {
 		t.Fatal("the user's chart folder must not be modified")
 	}
 
-	if _, err := packageLocalChart(parent, false, ChartAuth{}); err != nil {
+	if _, err := packageLocalChart(context.Background(), parent, false, ChartAuth{}); err != nil {
 		t.Fatalf("without updating dependencies the chart still packages: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package bundlereader
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"os"
@@ -52,7 +53,7 @@ func parseGitChart(ref string) (gitChartSource, error) {
 }
 
 // fetchGitChart clones the repository at the reference and packages the chart in its subfolder.
-func fetchGitChart(ref string, updateDependencies bool, auth ChartAuth) (*embeddedChart, error) {
+func fetchGitChart(ctx context.Context, ref string, updateDependencies bool, auth ChartAuth) (*embeddedChart, error) {
 	src, err := parseGitChart(ref)
 	if err != nil {
 		return nil, err
@@ -66,33 +67,33 @@ func fetchGitChart(ref string, updateDependencies bool, auth ChartAuth) (*embedd
 	if auth.Username != "" || auth.Password != "" {
 		opts.Auth = &githttp.BasicAuth{Username: auth.Username, Password: auth.Password}
 	}
-	if err := cloneAt(tmp, opts, src.ref); err != nil {
+	if err := cloneAt(ctx, tmp, opts, src.ref); err != nil {
 		return nil, fmt.Errorf("cloning %s for helm.chart: %w", src.repoURL, err)
 	}
 	dir := filepath.Join(tmp, filepath.FromSlash(src.subdir))
 	if rel, err := filepath.Rel(tmp, dir); err != nil || strings.HasPrefix(rel, "..") {
 		return nil, fmt.Errorf("helm.chart %q: subfolder leaves the repository", ref)
 	}
-	return packageLocalChart(dir, updateDependencies, auth)
+	return packageLocalChart(ctx, dir, updateDependencies, auth)
 }
 
 // cloneAt clones a branch or tag shallowly, or the whole history to check out a commit.
-func cloneAt(dir string, opts *git.CloneOptions, ref string) error {
+func cloneAt(ctx context.Context, dir string, opts *git.CloneOptions, ref string) error {
 	if ref == "" {
 		opts.Depth = 1
-		_, err := git.PlainClone(dir, false, opts)
+		_, err := git.PlainCloneContext(ctx, dir, false, opts)
 		return err
 	}
 	for _, name := range []plumbing.ReferenceName{plumbing.NewTagReferenceName(ref), plumbing.NewBranchReferenceName(ref)} {
 		o := *opts
 		o.ReferenceName, o.SingleBranch, o.Depth = name, true, 1
-		if _, err := git.PlainClone(dir, false, &o); err == nil {
+		if _, err := git.PlainCloneContext(ctx, dir, false, &o); err == nil {
 			return nil
 		}
 		_ = os.RemoveAll(dir)
 		_ = os.MkdirAll(dir, 0o755)
 	}
-	repo, err := git.PlainClone(dir, false, opts)
+	repo, err := git.PlainCloneContext(ctx, dir, false, opts)
 	if err != nil {
 		return err
 	}

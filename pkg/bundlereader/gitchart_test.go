@@ -56,7 +56,7 @@ func TestFetchGitChart(t *testing.T) {
 	base := "git::" + srv.RepoURL("charts") + "//charts/web-"
 	for ref, want := range map[string]string{"main": "0.2.0", first: "0.1.0"} {
 		version := want
-		c, err := fetchGitChart(base+version+"?ref="+ref, true, auth)
+		c, err := fetchGitChart(context.Background(), base+version+"?ref="+ref, true, auth)
 		if err != nil {
 			t.Fatalf("ref %s: %v", ref, err)
 		}
@@ -64,7 +64,7 @@ func TestFetchGitChart(t *testing.T) {
 			t.Errorf("ref %s: version %s, want %s", ref, c.Version, want)
 		}
 	}
-	if _, err := fetchGitChart(base+"0.2.0?ref=main", true, ChartAuth{Username: "g", Password: "x"}); err == nil || !strings.Contains(err.Error(), "cloning") {
+	if _, err := fetchGitChart(context.Background(), base+"0.2.0?ref=main", true, ChartAuth{Username: "g", Password: "x"}); err == nil || !strings.Contains(err.Error(), "cloning") {
 		t.Errorf("wrong credentials: %v", err)
 	}
 }

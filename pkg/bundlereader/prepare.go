@@ -1,6 +1,7 @@
 package bundlereader
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -22,7 +23,7 @@ import (
 // files, and every path the options name is checked: values files, kustomize.dir and overlays
 // must lie inside the bundle folder dir, a local chart inside the checkout repo, by their text
 // and through any symlink. where names the options in errors.
-func prepareOptions(where, repo, dir string, o *fleet.BundleDeploymentOptions, auth ChartAuth) ([]File, error) {
+func prepareOptions(ctx context.Context, where, repo, dir string, o *fleet.BundleDeploymentOptions, auth ChartAuth) ([]File, error) {
 	bad := func(key, format string, args ...interface{}) error {
 		return &InputError{File: where, Key: key, Msg: fmt.Sprintf(format, args...)}
 	}
@@ -60,21 +61,21 @@ func prepareOptions(where, repo, dir string, o *fleet.BundleDeploymentOptions, a
 	}
 	switch {
 	case isRemoteChart(h):
-		c, err := fetchChart(h, auth)
+		c, err := fetchChart(ctx, h, auth)
 		if err != nil {
 			return nil, bad("helm.chart", "%v", err)
 		}
 		h.Chart, h.Repo, h.Version = c.Name, "", c.Version
 		return []File{{Name: c.Name, Content: c.Data}}, nil
 	case strings.HasPrefix(h.Chart, "git::"):
-		c, err := fetchGitChart(h.Chart, !h.DisableDependencyUpdate, auth)
+		c, err := fetchGitChart(ctx, h.Chart, !h.DisableDependencyUpdate, auth)
 		if err != nil {
 			return nil, bad("helm.chart", "%v", err)
 		}
 		h.Chart, h.Version = c.Name, c.Version
 		return []File{{Name: c.Name, Content: c.Data}}, nil
 	case h.Chart != "":
-		return prepareLocalChart(bad, dir, h, auth)
+		return prepareLocalChart(ctx, bad, dir, h, auth)
 	}
 	return nil, nil
 }
@@ -92,7 +93,7 @@ func chartMissingDependencies(dir string) bool {
 // prepareLocalChart checks a chart folder named relative to the bundle. A chart inside the
 // bundle whose dependencies are present is deployed from the bundle's own files; one outside
 // the bundle, or one whose dependencies must be downloaded, is packaged and embedded.
-func prepareLocalChart(bad func(key, format string, args ...interface{}) error, dir string, h *fleet.HelmOptions, auth ChartAuth) ([]File, error) {
+func prepareLocalChart(ctx context.Context, bad func(key, format string, args ...interface{}) error, dir string, h *fleet.HelmOptions, auth ChartAuth) ([]File, error) {
 	chartDir := filepath.Join(dir, filepath.FromSlash(h.Chart))
 	if strings.HasSuffix(h.Chart, ".tgz") {
 		if _, err := os.Stat(chartDir); err != nil {
@@ -110,7 +111,7 @@ func prepareLocalChart(bad func(key, format string, args ...interface{}) error, 
 	if inside && (!missingDeps || h.DisableDependencyUpdate) {
 		return nil, nil
 	}
-	ec, err := packageLocalChart(chartDir, !h.DisableDependencyUpdate, auth)
+	ec, err := packageLocalChart(ctx, chartDir, !h.DisableDependencyUpdate, auth)
 	if err != nil {
 		return nil, bad("helm.chart", "%v", err)
 	}

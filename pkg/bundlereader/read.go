@@ -1,6 +1,7 @@
 package bundlereader
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -48,6 +49,12 @@ type Options struct {
 // Read turns the folders under root selected by paths into Bundles. It validates every bundle
 // before returning any: one broken folder fails the whole run, so nothing is written.
 func Read(root string, paths []string, o Options) ([]*fleet.Bundle, error) {
+	return ReadContext(context.Background(), root, paths, o)
+}
+
+// ReadContext is Read bounded by ctx: downloads of charts (repositories, OCI, git) stop when it
+// ends, and the error says which chart was being fetched.
+func ReadContext(ctx context.Context, root string, paths []string, o Options) ([]*fleet.Bundle, error) {
 	dirs, err := Discover(root, paths)
 	if err != nil {
 		return nil, err
@@ -56,7 +63,7 @@ func Read(root string, paths []string, o Options) ([]*fleet.Bundle, error) {
 	var errs []error
 	seen := map[string]string{}
 	for _, d := range dirs {
-		b, err := readBundle(root, d, dirs, o)
+		b, err := readBundle(ctx, root, d, dirs, o)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -81,7 +88,7 @@ func displayPath(d BundleDir) string {
 	return d.Path
 }
 
-func readBundle(root string, d BundleDir, all []BundleDir, o Options) (*fleet.Bundle, error) {
+func readBundle(ctx context.Context, root string, d BundleDir, all []BundleDir, o Options) (*fleet.Bundle, error) {
 	fy := &fleet.FleetYAML{}
 	if d.FleetYAML != "" {
 		data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(d.FleetYAML)))
@@ -121,14 +128,14 @@ func readBundle(root string, d BundleDir, all []BundleDir, o Options) (*fleet.Bu
 	} else if a, ok := o.ChartAuthByPath[strings.TrimPrefix(d.Path, "./")]; ok {
 		auth = a
 	}
-	extra, err := prepareOptions(file, root, dirAbs, &spec.BundleDeploymentOptions, auth)
+	extra, err := prepareOptions(ctx, file, root, dirAbs, &spec.BundleDeploymentOptions, auth)
 	if err != nil {
 		return nil, err
 	}
 	targets := make([]fleet.BundleTarget, 0, len(fy.TargetCustomizations)+len(o.Targets))
 	for i := range fy.TargetCustomizations {
 		t := fy.TargetCustomizations[i].DeepCopy()
-		more, err := prepareOptions(fmt.Sprintf("%s: targetCustomizations[%d]", file, i), root, dirAbs, &t.BundleDeploymentOptions, auth)
+		more, err := prepareOptions(ctx, fmt.Sprintf("%s: targetCustomizations[%d]", file, i), root, dirAbs, &t.BundleDeploymentOptions, auth)
 		if err != nil {
 			return nil, err
 		}

@@ -9,6 +9,7 @@ import (
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/controller"
+	"github.com/fleetgo/fleet/pkg/controller/gitrepo"
 	"github.com/fleetgo/fleet/pkg/controller/registration"
 )
 
@@ -55,6 +56,7 @@ func newController() *cobra.Command {
 	fl.StringVar(&o.WebhookAddr, "webhook-addr", ":8084", "address of the git providers' push webhook receiver (empty disables)")
 	fl.StringVar(&o.GitJobImage, "git-job-image", "", "image (with the fleet binary) of the Jobs that clone GitRepos and apply them; empty runs them in this process")
 	fl.IntVar(&o.GitRuns, "git-runs", 4, "GitRepo clone-and-apply runs at once when they run in this process")
+	fl.DurationVar(&o.GitRunTimeout, "git-run-timeout", gitrepo.DefaultRunTimeout, "longest a GitRepo clone-and-apply may take when it runs in this process (a stalled git or chart server)")
 	fl.StringVar(&o.AgentImage, "agent-image", "", "agent image installed into clusters the manager imports itself (Cluster.spec.kubeConfigSecret)")
 	fl.StringVar(&o.RegistrationNamespace, "registration-namespace", fleet.ClustersSystemNamespace, "namespace of the credentials registering agents pick up")
 	fl.DurationVar(&o.CredentialLifetime, "agent-credential-lifetime", 24*time.Hour, "lifetime of an agent's credential (at least 10m); agents renew it hourly or after a third of it")

@@ -62,6 +62,8 @@ type Options struct {
 	// GitRuns bounds the GitRepo clone-and-apply runs in flight (in the controller's process);
 	// zero means 4.
 	GitRuns int
+	// GitRunTimeout bounds one in-process clone-and-apply; zero means ten minutes.
+	GitRunTimeout time.Duration
 	// AgentImage is the agent the manager installs into clusters it imports itself.
 	AgentImage string
 	// StartTimeout bounds the retries of a start that fails (bootstrap, registration setup):
@@ -208,7 +210,7 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 		jobs = &gitrepo.JobRunner{Jobs: bf.Batch().V1().Job(), Image: o.GitJobImage}
 	}
 	gitrepo.Register(ctx, gitrepo.Deps{Kube: kube, GitRepos: f.GitRepo(), Bundles: f.Bundle(), BundleDeployments: f.BundleDeployment(),
-		Clusters: f.Cluster(), Runs: o.GitRuns, CheckinInterval: func() time.Duration { return config.Get().AgentCheckinInterval.Duration },
+		Clusters: f.Cluster(), Runs: o.GitRuns, RunTimeout: o.GitRunTimeout, CheckinInterval: func() time.Duration { return config.Get().AgentCheckinInterval.Duration },
 		JobRunner: jobs, Restrictions: f.GitRepoRestriction(), Secrets: c.Secret()})
 	serve.Run(ctx, o.WebhookAddr, &gitrepo.Webhook{Kube: kube, GitRepos: f.GitRepo(), SystemNamespace: o.SystemNamespace})
 	clusterimport.Register(ctx, clusterimport.Deps{Kube: kube, Clusters: f.Cluster(), Tokens: f.ClusterRegistrationToken(), AgentImage: o.AgentImage})

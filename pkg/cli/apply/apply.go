@@ -58,7 +58,7 @@ func Run(ctx context.Context, o Options, bundles fleetcontrollers.BundleClient, 
 		}
 		o.Targets = append(o.Targets, tf.Targets...)
 	}
-	read, err := bundlereader.Read(o.Root, o.Paths, o.Options)
+	read, err := bundlereader.ReadContext(ctx, o.Root, o.Paths, o.Options)
 	if err != nil {
 		return err
 	}

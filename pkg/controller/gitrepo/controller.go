@@ -6,6 +6,7 @@ package gitrepo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -71,12 +72,18 @@ type Deps struct {
 	CheckinInterval func() time.Duration
 	// JobRunner, when set, runs clone-and-apply as Jobs; otherwise runs happen in this process.
 	JobRunner *JobRunner
+	// RunTimeout bounds one in-process clone-and-apply (clone, chart downloads, apply); zero
+	// means DefaultRunTimeout.
+	RunTimeout time.Duration
 	// Restrictions are the GitRepoRestrictions (per namespace).
 	Restrictions fleetcontrollers.GitRepoRestrictionController
 	// Secrets are read from their cache (credentials of GitRepos); a change of one a GitRepo
 	// names brings that GitRepo back. Nil reads them from the apiserver.
 	Secrets corecontrollers.SecretController
 }
+
+// DefaultRunTimeout bounds an in-process clone-and-apply.
+const DefaultRunTimeout = 10 * time.Minute
 
 // bySecret indexes GitRepos by "namespace/name" of every Secret they name for credentials.
 const bySecret = "fleet.cattle.io/gitrepo-by-secret"
@@ -365,8 +372,22 @@ func (h *handler) applyOptions(gr *fleet.GitRepo, commit string) apply.Options {
 }
 
 func (h *handler) cloneAndApply(gr *fleet.GitRepo, src gitsource.Source, commit string, o apply.Options) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	timeout := h.RunTimeout
+	if timeout <= 0 {
+		timeout = DefaultRunTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	err := h.cloneAndApplyIn(ctx, gr, src, commit, o)
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		// The clone or a chart download stalled: the run slot is free again, and the
+		// GitRepo says where it waited.
+		return fmt.Errorf("clone and apply of commit %s did not finish within %s: %w", commit, timeout, err)
+	}
+	return err
+}
+
+func (h *handler) cloneAndApplyIn(ctx context.Context, gr *fleet.GitRepo, src gitsource.Source, commit string, o apply.Options) error {
 	dir, err := os.MkdirTemp("", "gitrepo-"+gr.Name+"-")
 	if err != nil {
 		return err
