@@ -419,7 +419,7 @@ var _ = Describe("GitRepo", func() {
 			Expect(post(gh.headers(body), body)).To(Equal(http.StatusOK))
 			Eventually(func() map[string]string { return bundlesOf(repo) }).Should(Equal(map[string]string{repo + "-app": first}),
 				"a made-up commit only made the controller look: it runs the branch's head")
-			Expect(gitRepo(repo).Status.Commit).To(Equal(first))
+			Eventually(func() string { return gitRepo(repo).Status.Commit }).Should(Equal(first), "the Bundles are written before the status")
 
 			second := publish(repo, "main", map[string]string{"app/cm.yaml": configMap("app", "2")})
 			body, _ = json.Marshal(gh.payload(git.RepoURL(repo), first))

@@ -2,7 +2,6 @@ package gitrepo_test
 
 import (
 	"context"
-	"net"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -10,30 +9,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/localserver"
 )
 
 var _ = Describe("a stalled chart server", func() {
 	It("holds a GitRepo's run no longer than its deadline; the GitRepo says where it waited and others go on", func(ctx context.Context) {
 		// A chart repository that accepts connections and never answers.
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		srv, err := localserver.StartStalledServer()
 		Expect(err).NotTo(HaveOccurred())
-		var conns []net.Conn
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				conns = append(conns, c)
-			}
-		}()
-		DeferCleanup(func() {
-			l.Close()
-			for _, c := range conns {
-				c.Close()
-			}
-		})
-		stalled := "http://" + l.Addr().String()
+		DeferCleanup(srv.Close)
+		stalled := srv.URL
 		publish("stalled", "main", map[string]string{"app/fleet.yaml": "helm:\n  repo: " + stalled + "\n  chart: app\n  version: 1.0.0\n"})
 		newGitRepo("stalled", "stalled", nil)
 		Eventually(func(g Gomega) {

@@ -3,38 +3,22 @@ package bundlereader
 import (
 	"context"
 	"errors"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/localserver"
 )
 
-// stalledServer accepts connections and never answers, until the test ends.
 func stalledServer(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	s, err := localserver.StartStalledServer()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			conns = append(conns, c)
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return "http://" + l.Addr().String()
+	t.Cleanup(s.Close)
+	return s.URL
 }
 
 // A chart server that never answers holds a read no longer than its context, and the error
