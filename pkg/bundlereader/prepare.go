@@ -23,7 +23,7 @@ import (
 // files, and every path the options name is checked: values files, kustomize.dir and overlays
 // must lie inside the bundle folder dir, a local chart inside the checkout repo, by their text
 // and through any symlink. where names the options in errors.
-func prepareOptions(ctx context.Context, where, repo, dir string, o *fleet.BundleDeploymentOptions, auth ChartAuth) ([]File, error) {
+func prepareOptions(ctx context.Context, where, repo, dir string, hasChart bool, o *fleet.BundleDeploymentOptions, auth ChartAuth) ([]File, error) {
 	bad := func(key, format string, args ...interface{}) error {
 		return &InputError{File: where, Key: key, Msg: fmt.Sprintf(format, args...)}
 	}
@@ -51,7 +51,7 @@ func prepareOptions(ctx context.Context, where, repo, dir string, o *fleet.Bundl
 	if h == nil {
 		return nil, nil
 	}
-	if err := mergeValuesFiles(bad, dir, h); err != nil {
+	if err := mergeValuesFiles(bad, dir, hasChart, h); err != nil {
 		return nil, err
 	}
 	if h.Chart != "" && !isRemoteChart(h) && !strings.HasPrefix(h.Chart, "git::") {
@@ -119,22 +119,31 @@ func prepareLocalChart(ctx context.Context, bad func(key, format string, args ..
 	return []File{{Name: ec.Name, Content: ec.Data}}, nil
 }
 
-// mergeValuesFiles merges helm.valuesFiles, in order, under helm.values: a later file wins over
-// an earlier one, and inline values win over every file.
-func mergeValuesFiles(bad func(key, format string, args ...interface{}) error, dir string, h *fleet.HelmOptions) error {
+// mergeValuesFiles merges helm.valuesFiles, in order, over helm.values, as Fleet does: every
+// file wins over the inline values, and a later file over an earlier one. A bundle without a
+// chart (raw manifests: hasChart false) has no use for values: its valuesFiles are ignored, as
+// in Fleet.
+func mergeValuesFiles(bad func(key, format string, args ...interface{}) error, dir string, hasChart bool, h *fleet.HelmOptions) error {
 	if len(h.ValuesFiles) == 0 {
+		return nil
+	}
+	// Ignored or not, no values file may lie outside the bundle folder.
+	for i, name := range h.ValuesFiles {
+		if _, err := statWithin(dir, dir, name, "bundle folder"); errors.Is(err, errOutside) {
+			return bad(fmt.Sprintf("helm.valuesFiles[%d]", i), "%v", err)
+		}
+	}
+	if !hasChart && h.Chart == "" {
+		h.ValuesFiles = nil
 		return nil
 	}
 	merged := map[string]interface{}{}
 	if h.Values != nil {
 		merged = h.Values.DeepCopy().Data
 	}
-	for i := len(h.ValuesFiles) - 1; i >= 0; i-- {
+	for i := range h.ValuesFiles {
 		name := h.ValuesFiles[i]
 		key := fmt.Sprintf("helm.valuesFiles[%d]", i)
-		if _, err := statWithin(dir, dir, name, "bundle folder"); errors.Is(err, errOutside) {
-			return bad(key, "%v", err)
-		}
 		data, err := readWithin(dir, name)
 		if err != nil {
 			return bad(key, "values file %q not found in the bundle", name)
@@ -143,7 +152,7 @@ func mergeValuesFiles(bad func(key, format string, args ...interface{}) error, d
 		if err := yaml.Unmarshal(data, &vals); err != nil {
 			return bad(key, "values file %q is not valid YAML: %v", name, err)
 		}
-		merged = chartutil.CoalesceTables(merged, vals)
+		merged = chartutil.CoalesceTables(vals, merged)
 	}
 	h.Values = &fleet.GenericMap{Data: merged}
 	h.ValuesFiles = nil

@@ -128,14 +128,17 @@ func readBundle(ctx context.Context, root string, d BundleDir, all []BundleDir, 
 	} else if a, ok := o.ChartAuthByPath[strings.TrimPrefix(d.Path, "./")]; ok {
 		auth = a
 	}
-	extra, err := prepareOptions(ctx, file, root, dirAbs, &spec.BundleDeploymentOptions, auth)
+	// A chart named by fleet.yaml, or the bundle folder itself: values (files) mean something.
+	_, statErr := os.Stat(filepath.Join(dirAbs, "Chart.yaml"))
+	hasChart := (spec.Helm != nil && spec.Helm.Chart != "") || statErr == nil
+	extra, err := prepareOptions(ctx, file, root, dirAbs, hasChart, &spec.BundleDeploymentOptions, auth)
 	if err != nil {
 		return nil, err
 	}
 	targets := make([]fleet.BundleTarget, 0, len(fy.TargetCustomizations)+len(o.Targets))
 	for i := range fy.TargetCustomizations {
 		t := fy.TargetCustomizations[i].DeepCopy()
-		more, err := prepareOptions(ctx, fmt.Sprintf("%s: targetCustomizations[%d]", file, i), root, dirAbs, &t.BundleDeploymentOptions, auth)
+		more, err := prepareOptions(ctx, fmt.Sprintf("%s: targetCustomizations[%d]", file, i), root, dirAbs, hasChart, &t.BundleDeploymentOptions, auth)
 		if err != nil {
 			return nil, err
 		}

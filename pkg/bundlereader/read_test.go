@@ -93,8 +93,8 @@ func TestReadHelmValuesAndTargets(t *testing.T) {
 		t.Fatalf("helm %+v", h)
 	}
 	got, _ := json.Marshal(h.Values)
-	// Later values files win over earlier ones, inline values win over files.
-	want := `{"env":"extra","image":{"repository":"nginx","tag":"inline"},"replicas":2}`
+	// As in Fleet: values files win over inline values, later files over earlier ones.
+	want := `{"env":"extra","image":{"repository":"nginx","tag":"dev"},"replicas":5}`
 	if string(got) != want {
 		t.Fatalf("values %s, want %s", got, want)
 	}
@@ -145,8 +145,8 @@ func TestReadBadInput(t *testing.T) {
 		{"unknown key", map[string]string{"fleet.yaml": "defaultNamespace: a\nhelmm: {}\n"}, `fleet.yaml:2: key "helmm": unknown key`},
 		{"unknown nested key", map[string]string{"fleet.yaml": "helm:\n  chart: ./c\n  valuez: {}\n"}, `fleet.yaml:3: key "valuez": unknown key`},
 		{"invalid value type", map[string]string{"fleet.yaml": "helm:\n  timeoutSeconds: soon\n"}, `fleet.yaml:2: key "helm.timeoutSeconds": invalid value`},
-		{"invalid values file", map[string]string{"fleet.yaml": "helm:\n  valuesFiles: [v.yaml]\n", "v.yaml": "a: [\n"}, `key "helm.valuesFiles[0]": values file "v.yaml" is not valid YAML`},
-		{"missing values file", map[string]string{"fleet.yaml": "helm:\n  valuesFiles: [nope.yaml]\n"}, `values file "nope.yaml" not found`},
+		{"invalid values file", map[string]string{"fleet.yaml": "helm:\n  valuesFiles: [v.yaml]\n", "v.yaml": "a: [\n", "Chart.yaml": chartYAML}, `key "helm.valuesFiles[0]": values file "v.yaml" is not valid YAML`},
+		{"missing values file", map[string]string{"fleet.yaml": "helm:\n  valuesFiles: [nope.yaml]\n", "Chart.yaml": chartYAML}, `values file "nope.yaml" not found`},
 		{"missing chart", map[string]string{"fleet.yaml": "helm:\n  chart: ./nochart\n"}, `key "helm.chart": chart folder "./nochart"`},
 		{"depends on itself", map[string]string{"fleet.yaml": "name: me\ndependsOn:\n- name: me\n"}, `key "dependsOn[0].name": bundle "me" cannot depend on itself`},
 		{"selects itself", map[string]string{"fleet.yaml": "labels: {a: b}\ndependsOn:\n- selector: {matchLabels: {a: b}}\n"}, `key "dependsOn[0].selector": selects bundle`},
@@ -206,4 +206,25 @@ func sameSet(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// chartYAML makes a bundle folder a chart.
+const chartYAML = "apiVersion: v2\nname: c\nversion: 1.0.0\n"
+
+// Without a chart there is nothing for values: Fleet ignores valuesFiles there, and so do we.
+func TestValuesFilesIgnoredWithoutAChart(t *testing.T) {
+	dir := t.TempDir()
+	for name, data := range map[string]string{"fleet.yaml": "helm:\n  values: {a: 1}\n  valuesFiles: [nope.yaml, v.yaml]\n",
+		"v.yaml": "a: 2\n", "cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bs, err := Read(dir, []string{"."}, Options{Name: "raw", Namespace: "ns"})
+	if err != nil || len(bs) != 1 {
+		t.Fatalf("%d bundles, %v", len(bs), err)
+	}
+	if got := bs[0].Spec.Helm.Values.Data["a"]; got != float64(1) {
+		t.Errorf("values a = %v, want the inline 1", got)
+	}
 }
