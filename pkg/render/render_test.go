@@ -46,8 +46,9 @@ func TestRawMultiDocumentManifests(t *testing.T) {
 func TestHelmChartWithValues(t *testing.T) {
 	b := bundles(t)["simple-helm-local"]
 	out := render(t, b, b.Spec.BundleDeploymentOptions)
-	if !strings.Contains(out, `replicas: "2"`) {
-		t.Errorf("values from fleet.yaml must reach the chart:\n%s", out)
+	// values-dev.yaml (replicas 5) wins over the inline replicas 2, as in Fleet.
+	if !strings.Contains(out, `replicas: "5"`) {
+		t.Errorf("values from fleet.yaml's values files must reach the chart:\n%s", out)
 	}
 	opts := b.Spec.BundleDeploymentOptions
 	opts.Helm = opts.Helm.DeepCopy()
