@@ -7,8 +7,9 @@ import (
 )
 
 func TestEveryFleetYAMLOption(t *testing.T) {
+	targets, restrictions := FromGitTargets([]fleet.GitTarget{{Name: "from-gitrepo", ClusterGroup: "default"}})
 	bundles, err := Read("testdata/alloptions", nil, Options{Name: "repo", Namespace: "ns",
-		Targets: []fleet.GitTarget{{Name: "from-gitrepo", ClusterGroup: "default"}}})
+		Targets: targets, TargetRestrictions: restrictions})
 	if err != nil {
 		t.Fatal(err)
 	}

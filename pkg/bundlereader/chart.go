@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/chart/loader"
@@ -36,6 +37,31 @@ type ChartAuth struct {
 	InsecureSkipTLSVerify bool
 	// PlainHTTP talks to OCI registries over HTTP instead of HTTPS.
 	PlainHTTP bool
+	// URLRegex, when set, limits Username and Password to charts whose location (helm.repo,
+	// or helm.chart when it is a URL) matches it; other hosts get no credentials.
+	URLRegex *regexp.Regexp
+	// SSHPrivateKey (PEM) authenticates clones of git-hosted charts over SSH (fleet apply
+	// --ssh-privatekey-file); host keys are checked against SSH_KNOWN_HOSTS or
+	// ~/.ssh/known_hosts.
+	SSHPrivateKey []byte
+}
+
+// forURL is the auth to use for a chart at location: without the credentials when URLRegex is
+// set and does not match it.
+func (a ChartAuth) forURL(location string) ChartAuth {
+	if a.URLRegex != nil && !a.URLRegex.MatchString(location) {
+		a.Username, a.Password, a.SSHPrivateKey = "", "", nil
+	}
+	return a
+}
+
+// chartLocation is what helmRepoURLRegex is matched against: the repository, or the chart's
+// own reference when no repository is named.
+func chartLocation(h *fleet.HelmOptions) string {
+	if h.Repo != "" {
+		return h.Repo
+	}
+	return h.Chart
 }
 
 // embeddedChart is a packaged chart to add to the Bundle's resources.
@@ -57,17 +83,14 @@ func isRemoteChart(h *fleet.HelmOptions) bool {
 // fetchChart downloads the chart that h names (from a chart repository index, an OCI registry
 // or a URL), resolving a version constraint, and returns it packaged.
 func fetchChart(ctx context.Context, h *fleet.HelmOptions, auth ChartAuth) (*embeddedChart, error) {
+	auth = auth.forURL(chartLocation(h))
 	var c *embeddedChart
 	err := withContext(ctx, func() (err error) {
 		c, err = downloadChart(h, auth)
 		return err
 	})
 	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-		where := h.Repo
-		if where == "" {
-			where = h.Chart
-		}
-		return nil, fmt.Errorf("fetching chart %q from %s: %w", h.Chart, where, err)
+		return nil, fmt.Errorf("fetching chart %q from %s: %w", h.Chart, chartLocation(h), err)
 	}
 	return c, err
 }

@@ -2,9 +2,15 @@ package bundlereader
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"helm.sh/helm/v3/pkg/chart/loader"
@@ -162,5 +168,55 @@ func TestBundleFolderThatIsAChartGetsItsDependencies(t *testing.T) {
 	}
 	if plain := byName[names.BundleName("r", "plain-1.0.0")]; plain == nil || plain.Spec.Helm != nil && plain.Spec.Helm.Chart != "" {
 		t.Fatalf("a chart folder with nothing to fetch is deployed from its files: %+v", plain)
+	}
+}
+
+// TestCredentialsOnlyToMatchingHosts: with helmRepoURLRegex set, chart credentials go only to
+// repositories whose URL matches it; without it, to every repository (as in Fleet).
+func TestCredentialsOnlyToMatchingHosts(t *testing.T) {
+	r, _ := repoWithDep(t)
+	var mu sync.Mutex
+	var seen []string
+	target, _ := url.Parse(r.URL)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		mu.Lock()
+		seen = append(seen, req.Header.Get("Authorization"))
+		mu.Unlock()
+		proxy.ServeHTTP(w, req)
+	}))
+	defer front.Close()
+
+	for _, tt := range []struct {
+		name     string
+		regex    string
+		wantAuth bool
+	}{
+		{"no regex: every host", "", true},
+		{"matching host", "^" + regexp.QuoteMeta(front.URL), true},
+		{"other host", `^https://charts\.example\.com/`, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			mu.Lock()
+			seen = nil
+			mu.Unlock()
+			auth := ChartAuth{Username: "u", Password: "secret"}
+			if tt.regex != "" {
+				auth.URLRegex = regexp.MustCompile(tt.regex)
+			}
+			if _, err := fetchChart(context.Background(), &fleet.HelmOptions{Repo: front.URL, Chart: "dep"}, auth); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(seen) == 0 {
+				t.Fatal("the repository index was not fetched through the recording server")
+			}
+			for _, h := range seen {
+				if (h != "") != tt.wantAuth {
+					t.Fatalf("Authorization header %q; want credentials sent: %v", h, tt.wantAuth)
+				}
+			}
+		})
 	}
 }

@@ -6,11 +6,13 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 )
 
 // gitChartSource is a chart in a git repository: git::URL//SUBDIR?ref=REF.
@@ -45,12 +47,17 @@ func parseGitChart(ref string) (gitChartSource, error) {
 	if raw == "" {
 		return src, fmt.Errorf("helm.chart %q: no repository URL", ref)
 	}
-	if schemeEnd < 0 {
+	if schemeEnd < 0 && !scpLike.MatchString(raw) {
 		raw = "https://" + raw
 	}
 	src.repoURL = raw
 	return src, nil
 }
+
+// scpLike matches git's user@host:path form of SSH URLs.
+var scpLike = regexp.MustCompile(`^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:`)
+
+func isSSH(u string) bool { return strings.HasPrefix(u, "ssh://") || scpLike.MatchString(u) }
 
 // fetchGitChart clones the repository at the reference and packages the chart in its subfolder.
 func fetchGitChart(ctx context.Context, ref string, updateDependencies bool, auth ChartAuth) (*embeddedChart, error) {
@@ -63,8 +70,18 @@ func fetchGitChart(ctx context.Context, ref string, updateDependencies bool, aut
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
+	auth = auth.forURL(ref)
 	opts := &git.CloneOptions{URL: src.repoURL, InsecureSkipTLS: auth.InsecureSkipTLSVerify}
-	if auth.Username != "" || auth.Password != "" {
+	switch {
+	case isSSH(src.repoURL):
+		if len(auth.SSHPrivateKey) > 0 {
+			keys, err := gitssh.NewPublicKeys("git", auth.SSHPrivateKey, "")
+			if err != nil {
+				return nil, fmt.Errorf("helm.chart %q: SSH private key: %w", ref, err)
+			}
+			opts.Auth = keys
+		}
+	case auth.Username != "" || auth.Password != "":
 		opts.Auth = &githttp.BasicAuth{Username: auth.Username, Password: auth.Password}
 	}
 	if err := cloneAt(ctx, tmp, opts, src.ref); err != nil {

@@ -17,6 +17,8 @@ func TestParseGitChart(t *testing.T) {
 		{"git::http://127.0.0.1:8080/x.git//web", "http://127.0.0.1:8080/x.git", "web", ""},
 		{"git::github.com/org/repo//deploy/chart?ref=main", "https://github.com/org/repo", "deploy/chart", "main"},
 		{"git::https://example.com/chart.git", "https://example.com/chart.git", "", ""},
+		{"git::git@example.com:org/charts.git//web?ref=v2", "git@example.com:org/charts.git", "web", "v2"},
+		{"git::ssh://git@example.com/org/charts.git//web", "ssh://git@example.com/org/charts.git", "web", ""},
 	}
 	for _, tt := range tests {
 		got, err := parseGitChart(tt.in)

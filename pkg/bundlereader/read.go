@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -25,9 +27,11 @@ type Options struct {
 	Commit string
 	// Labels are added to every Bundle.
 	Labels map[string]string
-	// Targets are the GitRepo's targets (from the targets file). They follow each bundle's
-	// targetCustomizations and also become its target restrictions.
-	Targets []fleet.GitTarget
+	// Targets follow each bundle's own targets and targetCustomizations, and TargetRestrictions
+	// are added to its restrictions: they come from the targets file, which holds the GitRepo's
+	// targets as both (see FromGitTargets). A fleet.yaml's overrideTargets replace both.
+	Targets            []fleet.BundleTarget
+	TargetRestrictions []fleet.BundleTargetRestriction
 	// ServiceAccount, TargetNamespace, Paused, KeepResources, DeleteNamespace and CorrectDrift
 	// are the GitRepo's settings, applied to every bundle.
 	ServiceAccount  string
@@ -44,7 +48,23 @@ type Options struct {
 	// lists them).
 	ChartAuth       ChartAuth
 	ChartAuthByPath map[string]ChartAuth
+	// Scan changes which folders are bundles (fleet apply -b, --driven-scan).
+	Scan ScanOptions
+	// SyncGeneration, when not 0, is every bundle's forceSyncGeneration (fleet apply
+	// --sync-generation, a GitRepo's forceSyncGeneration): raising it redeploys.
+	SyncGeneration int64
+	// Compress stores every resource gzipped and base64-encoded (fleet apply -c), not only
+	// large or binary ones.
+	Compress bool
+	// MaxConcurrency bundles are read at once (chart downloads included); 0 means 4.
+	MaxConcurrency int
+	// Log, when set, gets a line for each folder of manifests without fleet.yaml whose files
+	// went into another folder's bundle.
+	Log io.Writer
 }
+
+// DefaultMaxConcurrency is how many bundles are read at once unless Options say otherwise.
+const DefaultMaxConcurrency = 4
 
 // Read turns the folders under root selected by paths into Bundles. It validates every bundle
 // before returning any: one broken folder fails the whole run, so nothing is written.
@@ -55,18 +75,45 @@ func Read(root string, paths []string, o Options) ([]*fleet.Bundle, error) {
 // ReadContext is Read bounded by ctx: downloads of charts (repositories, OCI, git) stop when it
 // ends, and the error says which chart was being fetched.
 func ReadContext(ctx context.Context, root string, paths []string, o Options) ([]*fleet.Bundle, error) {
-	dirs, err := Discover(root, paths)
+	dirs, err := DiscoverWith(root, paths, o.Scan)
 	if err != nil {
 		return nil, err
 	}
+	type result struct {
+		b     *fleet.Bundle
+		loose []string
+		err   error
+	}
+	results := make([]result, len(dirs))
+	limit := o.MaxConcurrency
+	if limit <= 0 {
+		limit = DefaultMaxConcurrency
+	}
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	for i, d := range dirs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			r := &results[i]
+			r.b, r.loose, r.err = readBundle(ctx, root, d, dirs, o)
+		}()
+	}
+	wg.Wait()
 	var bundles []*fleet.Bundle
 	var errs []error
 	seen := map[string]string{}
-	for _, d := range dirs {
-		b, err := readBundle(ctx, root, d, dirs, o)
+	for i, d := range dirs {
+		b, err := results[i].b, results[i].err
 		if err != nil {
 			errs = append(errs, err)
 			continue
+		}
+		if o.Log != nil {
+			for _, l := range results[i].loose {
+				fmt.Fprintf(o.Log, "folder %s has no fleet.yaml: its manifests are part of bundle %s (folder %s)\n", l, b.Name, d.Path)
+			}
 		}
 		if other, dup := seen[b.Name]; dup {
 			errs = append(errs, fmt.Errorf("%s and %s both make bundle %q: give one of them another name in fleet.yaml", other, displayPath(d), b.Name))
@@ -88,28 +135,28 @@ func displayPath(d BundleDir) string {
 	return d.Path
 }
 
-func readBundle(ctx context.Context, root string, d BundleDir, all []BundleDir, o Options) (*fleet.Bundle, error) {
+func readBundle(ctx context.Context, root string, d BundleDir, all []BundleDir, o Options) (*fleet.Bundle, []string, error) {
 	fy := &fleet.FleetYAML{}
 	if d.FleetYAML != "" {
 		data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(d.FleetYAML)))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if err := decodeStrict(d.FleetYAML, data, fy); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	file := displayPath(d)
 	name := fy.Name
 	if name == "" {
-		name = names.BundleName(o.Name, d.Path)
+		name = names.BundleName(o.Name, path.Join(d.Path, d.OptionsName))
 	}
 	if err := validate(file, name, fy); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	files, err := ReadFiles(root, d, all)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	dirAbs := filepath.Join(root, filepath.FromSlash(d.Path))
 
@@ -133,24 +180,65 @@ func readBundle(ctx context.Context, root string, d BundleDir, all []BundleDir, 
 	hasChart := (spec.Helm != nil && spec.Helm.Chart != "") || statErr == nil
 	extra, err := prepareOptions(ctx, file, root, dirAbs, hasChart, &spec.BundleDeploymentOptions, auth)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	targets := make([]fleet.BundleTarget, 0, len(fy.TargetCustomizations)+len(o.Targets))
-	for i := range fy.TargetCustomizations {
-		t := fy.TargetCustomizations[i].DeepCopy()
-		more, err := prepareOptions(ctx, fmt.Sprintf("%s: targetCustomizations[%d]", file, i), root, dirAbs, hasChart, &t.BundleDeploymentOptions, auth)
-		if err != nil {
-			return nil, err
+	// fleet.yaml's own targets come first, then its targetCustomizations, then the GitRepo's.
+	var targets []fleet.BundleTarget
+	for _, own := range []struct {
+		key  string
+		list []fleet.BundleTarget
+	}{{"targets", fy.Targets}, {"targetCustomizations", fy.TargetCustomizations}} {
+		for i := range own.list {
+			t := own.list[i].DeepCopy()
+			more, err := prepareOptions(ctx, fmt.Sprintf("%s: %s[%d]", file, own.key, i), root, dirAbs, hasChart, &t.BundleDeploymentOptions, auth)
+			if err != nil {
+				return nil, nil, err
+			}
+			extra = append(extra, more...)
+			targets = append(targets, *t)
 		}
-		extra = append(extra, more...)
-		targets = append(targets, *t)
 	}
-	gitTargets := o.Targets
+	repoTargets, restrictions := o.Targets, o.TargetRestrictions
 	if len(fy.OverrideTargets) > 0 {
-		gitTargets = fy.OverrideTargets
+		repoTargets, restrictions = FromGitTargets(fy.OverrideTargets)
 	}
+	targets = append(targets, repoTargets...)
+	if len(targets) == 0 {
+		// Targeted nowhere at all: the namespace's default ClusterGroup, as in Fleet.
+		targets = []fleet.BundleTarget{{Name: "default", ClusterGroup: fleet.DefaultClusterGroup}}
+	}
+	spec.Targets = targets
+	spec.TargetRestrictions = append([]fleet.BundleTargetRestriction(nil), restrictions...)
+	applyRepoSettings(spec, o)
+
+	if o.SyncGeneration != 0 {
+		spec.ForceSyncGeneration = o.SyncGeneration
+	}
+	resources, err := toResources(append(dropValuesFiles(files, fy), extra...), o.Compress)
+	if err != nil {
+		return nil, nil, err
+	}
+	spec.Resources = resources
+
+	b := &fleet.Bundle{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "fleet.cattle.io/v1alpha1", Kind: "Bundle"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: o.Namespace, Labels: bundleLabels(fy, o)},
+		Spec:       *spec,
+	}
+	var loose []string
+	_, kerr := os.Stat(filepath.Join(dirAbs, "kustomization.yaml"))
+	if !hasChart && spec.Kustomize == nil && kerr != nil {
+		loose = looseFolders(d, files)
+	}
+	return b, loose, nil
+}
+
+// FromGitTargets turns a GitRepo's targets into bundle targets and the same restrictions:
+// bundles then reach only clusters the GitRepo targets, whatever their fleet.yaml says.
+func FromGitTargets(gts []fleet.GitTarget) ([]fleet.BundleTarget, []fleet.BundleTargetRestriction) {
+	var targets []fleet.BundleTarget
 	var restrictions []fleet.BundleTargetRestriction
-	for _, t := range gitTargets {
+	for _, t := range gts {
 		targets = append(targets, fleet.BundleTarget{
 			Name: t.Name, ClusterName: t.ClusterName, ClusterSelector: t.ClusterSelector,
 			ClusterGroup: t.ClusterGroup, ClusterGroupSelector: t.ClusterGroupSelector,
@@ -160,22 +248,7 @@ func readBundle(ctx context.Context, root string, d BundleDir, all []BundleDir, 
 			ClusterGroup: t.ClusterGroup, ClusterGroupSelector: t.ClusterGroupSelector,
 		})
 	}
-	spec.Targets = targets
-	spec.TargetRestrictions = restrictions
-	applyRepoSettings(spec, o)
-
-	resources, err := ToResources(append(dropValuesFiles(files, fy), extra...))
-	if err != nil {
-		return nil, err
-	}
-	spec.Resources = resources
-
-	b := &fleet.Bundle{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "fleet.cattle.io/v1alpha1", Kind: "Bundle"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: o.Namespace, Labels: bundleLabels(fy, o)},
-		Spec:       *spec,
-	}
-	return b, nil
+	return targets, restrictions
 }
 
 // applyRepoSettings applies the GitRepo's settings. Those that bound what a repository may do
@@ -244,6 +317,9 @@ func dropValuesFiles(files []File, fy *fleet.FleetYAML) []File {
 		}
 	}
 	mark(fy.Helm)
+	for i := range fy.Targets {
+		mark(fy.Targets[i].Helm)
+	}
 	for i := range fy.TargetCustomizations {
 		mark(fy.TargetCustomizations[i].Helm)
 	}

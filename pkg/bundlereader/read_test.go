@@ -16,10 +16,11 @@ import (
 
 func readFixture(t *testing.T) map[string]*fleet.Bundle {
 	t.Helper()
+	targets, restrictions := FromGitTargets([]fleet.GitTarget{{Name: "dev", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "dev"}}}})
 	bundles, err := Read("testdata/apply", nil, Options{
 		Name: "simple", Namespace: "fleet-default", Commit: "abc123",
-		Labels:         map[string]string{"team": "a"},
-		Targets:        []fleet.GitTarget{{Name: "dev", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "dev"}}}},
+		Labels:  map[string]string{"team": "a"},
+		Targets: targets, TargetRestrictions: restrictions,
 		ServiceAccount: "deployer",
 	})
 	if err != nil {
@@ -154,7 +155,8 @@ func TestReadBadInput(t *testing.T) {
 		{"long release name", map[string]string{"fleet.yaml": "helm:\n  releaseName: " + strings.Repeat("a", 54) + "\n"}, `key "helm.releaseName"`},
 		{"bad operator", map[string]string{"fleet.yaml": "targetCustomizations:\n- clusterSelector:\n    matchExpressions: [{key: a, operator: Equals}]\n"}, `key "targetCustomizations[0].clusterSelector": invalid label selector`},
 		{"missing overlay", map[string]string{"fleet.yaml": "yaml:\n  overlays: [prod]\n"}, `overlay "prod" not found`},
-		{"targets in fleet.yaml", map[string]string{"fleet.yaml": "targets:\n- clusterName: a\n"}, `key "targets": not allowed in fleet.yaml`},
+		{"targetRestrictions in fleet.yaml", map[string]string{"fleet.yaml": "targetRestrictions:\n- clusterName: a\n"}, `key "targetRestrictions": not allowed in fleet.yaml`},
+		{"bad target selector", map[string]string{"fleet.yaml": "targets:\n- clusterSelector:\n    matchExpressions: [{key: a, operator: Equals}]\n"}, `key "targets[0].clusterSelector": invalid label selector`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -226,5 +228,69 @@ func TestValuesFilesIgnoredWithoutAChart(t *testing.T) {
 	}
 	if got := bs[0].Spec.Helm.Values.Data["a"]; got != float64(1) {
 		t.Errorf("values a = %v, want the inline 1", got)
+	}
+}
+
+// Fleet takes targets: in fleet.yaml, and with no targets anywhere a bundle goes to the
+// namespace's ClusterGroup "default".
+func TestFleetYAMLTargetsAndDefaultGroup(t *testing.T) {
+	root := t.TempDir()
+	for name, data := range map[string]string{
+		"own/fleet.yaml":  "targets:\n- name: east\n  clusterSelector: {matchLabels: {region: east}}\ntargetCustomizations:\n- name: tc\n  clusterName: c1\n",
+		"own/cm.yaml":     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+		"none/fleet.yaml": "defaultNamespace: x\n",
+		"none/cm.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n",
+	} {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bs, err := Read(root, []string{"own", "none"}, Options{Name: "r", Namespace: "ns"})
+	if err != nil || len(bs) != 2 {
+		t.Fatalf("%d bundles, %v", len(bs), err)
+	}
+	by := map[string]*fleet.Bundle{}
+	for _, b := range bs {
+		by[b.Name] = b
+	}
+	own := by["r-own"]
+	if own == nil || len(own.Spec.Targets) != 2 || own.Spec.Targets[0].Name != "east" ||
+		own.Spec.Targets[0].ClusterSelector.MatchLabels["region"] != "east" || own.Spec.Targets[1].Name != "tc" {
+		t.Fatalf("own targets %+v", own)
+	}
+	none := by["r-none"]
+	if none == nil || !reflect.DeepEqual(none.Spec.Targets, []fleet.BundleTarget{{Name: "default", ClusterGroup: "default"}}) {
+		t.Fatalf("none targets %+v", none)
+	}
+
+	// The targets file's targets and targetRestrictions (the GitRepo's) both reach the bundle.
+	targets := []fleet.BundleTarget{{Name: "t", ClusterGroup: "g"}}
+	restrictions := []fleet.BundleTargetRestriction{{Name: "r", ClusterGroup: "g"}}
+	bs, err = Read(root, []string{"none"}, Options{Name: "r", Namespace: "ns", Targets: targets, TargetRestrictions: restrictions})
+	if err != nil || len(bs) != 1 {
+		t.Fatalf("%d bundles, %v", len(bs), err)
+	}
+	if s := bs[0].Spec; len(s.Targets) != 1 || s.Targets[0].ClusterGroup != "g" || len(s.TargetRestrictions) != 1 || s.TargetRestrictions[0].Name != "r" {
+		t.Fatalf("spec targets %+v restrictions %+v", s.Targets, s.TargetRestrictions)
+	}
+}
+
+// Fleet's imageScans name their registry Secret as an object, {name: ...}.
+func TestImageScanSecretRefObject(t *testing.T) {
+	dir := t.TempDir()
+	for name, data := range map[string]string{
+		"fleet.yaml": "imageScans:\n- image: reg.example/app\n  tagName: app\n  interval: 5m\n  secretRef:\n    name: regcred\n  policy:\n    semver: {range: '>=1.0.0'}\n",
+		"cm.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Read(dir, []string{"."}, Options{Name: "scan", Namespace: "ns"}); err != nil {
+		t.Fatal(err)
 	}
 }

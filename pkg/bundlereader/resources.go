@@ -23,9 +23,14 @@ const (
 
 // ToResources turns files into Bundle resources: text as is, binary or large files compressed.
 func ToResources(files []File) ([]fleet.BundleResource, error) {
+	return toResources(files, false)
+}
+
+// toResources is ToResources; with compressAll every file is gzipped, as fleet apply -c does.
+func toResources(files []File, compressAll bool) ([]fleet.BundleResource, error) {
 	out := make([]fleet.BundleResource, 0, len(files))
 	for _, f := range files {
-		if len(f.Content) <= compressAbove && utf8.Valid(f.Content) {
+		if !compressAll && len(f.Content) <= compressAbove && utf8.Valid(f.Content) {
 			out = append(out, fleet.BundleResource{Name: f.Name, Content: string(f.Content)})
 			continue
 		}

@@ -22,17 +22,42 @@ const ignoreFile = ".fleetignore"
 type BundleDir struct {
 	// Path is the folder relative to the scanned root, with forward slashes; "." for the root.
 	Path string
-	// FleetYAML is the path of its fleet.yaml relative to the root, or "" when it has none.
+	// FleetYAML is the path of its options file (fleet.yaml, or the file ScanOptions name)
+	// relative to the root, or "" when it has none.
 	FleetYAML string
+	// OptionsName is the options file's name without extension when it is not fleet.yaml
+	// (fleet apply -b, or a driven-scan path naming one): it is part of the bundle's name.
+	OptionsName string
+}
+
+// ScanOptions change which folders become bundles, as fleet apply's --bundle-file,
+// --driven-scan and --driven-scan-sep do.
+type ScanOptions struct {
+	// OptionsFile replaces fleet.yaml: folders holding a file of this name (relative to the
+	// folder) are bundles, with their options read from it.
+	OptionsFile string
+	// Driven makes every path exactly one bundle, nothing searched below it: "dir" or
+	// "dir<DrivenSep>file", file being the bundle's options file relative to dir.
+	Driven    bool
+	DrivenSep string
 }
 
 // Discover finds the bundle folders under root for the given paths (globs allowed, relative to
-// root; none means the root itself). A folder with a fleet.yaml or fleet.yml is a bundle; so is a
-// scanned path that holds manifests directly. Hidden folders are skipped, and so is anything a
-// .fleetignore excludes. The result is sorted by path.
+// root; none means the root itself), as Fleet does: below each path, a folder with a fleet.yaml
+// or fleet.yml is a bundle; the path itself is one too when it holds manifests, directly or in
+// subfolders without fleet.yaml (those files then belong to it). Hidden folders are skipped, and
+// so is anything a .fleetignore excludes. The result is sorted by path.
 func Discover(root string, paths []string) ([]BundleDir, error) {
+	return DiscoverWith(root, paths, ScanOptions{})
+}
+
+// DiscoverWith is Discover with fleet apply's scan options.
+func DiscoverWith(root string, paths []string, so ScanOptions) ([]BundleDir, error) {
 	if len(paths) == 0 {
 		paths = []string{"."}
+	}
+	if so.Driven {
+		return drivenDirs(root, paths, so)
 	}
 	seen := map[string]BundleDir{}
 	for _, p := range paths {
@@ -41,7 +66,7 @@ func Discover(root string, paths []string) ([]BundleDir, error) {
 			return nil, err
 		}
 		for _, m := range matches {
-			if err := discoverIn(root, m, seen); err != nil {
+			if err := discoverIn(root, m, so, seen); err != nil {
 				return nil, err
 			}
 		}
@@ -79,7 +104,45 @@ func expand(root, p string) ([]string, error) {
 	return dirs, nil
 }
 
-func discoverIn(root, start string, seen map[string]BundleDir) error {
+// drivenDirs takes each path as one bundle folder, optionally with its options file.
+func drivenDirs(root string, paths []string, so ScanOptions) ([]BundleDir, error) {
+	sep := so.DrivenSep
+	if sep == "" {
+		sep = ":"
+	}
+	var out []BundleDir
+	seen := map[string]string{}
+	for _, p := range paths {
+		dir, file, hasFile := strings.Cut(p, sep)
+		dir = cleanRel(dir)
+		st, err := os.Stat(filepath.Join(root, filepath.FromSlash(dir)))
+		if err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("driven scan path %q: no such folder %q in the repository", p, dir)
+		}
+		d := BundleDir{Path: dir}
+		if hasFile {
+			if file == "" || strings.Contains(filepath.ToSlash(file), "/") {
+				return nil, fmt.Errorf("driven scan path %q: %q must name a file in the folder %q", p, file, dir)
+			}
+			if st, err := os.Stat(filepath.Join(root, filepath.FromSlash(dir), file)); err != nil || st.IsDir() {
+				return nil, fmt.Errorf("driven scan path %q: options file %s not found", p, path.Join(dir, file))
+			}
+			d.FleetYAML = path.Join(dir, file)
+			d.OptionsName = strings.TrimSuffix(file, path.Ext(file))
+		} else if fy := findFleetYAML(filepath.Join(root, filepath.FromSlash(dir)), ""); fy != "" {
+			d.FleetYAML = path.Join(dir, fy)
+		}
+		key := d.Path + "\x00" + d.FleetYAML
+		if _, dup := seen[key]; dup {
+			continue
+		}
+		seen[key] = p
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+func discoverIn(root, start string, so ScanOptions, seen map[string]BundleDir) error {
 	ignores := newIgnorer(root)
 	return filepath.WalkDir(filepath.Join(root, filepath.FromSlash(start)), func(abs string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -96,19 +159,73 @@ func discoverIn(root, start string, seen map[string]BundleDir) error {
 		if rel != start && (isHidden(d.Name()) || ignores.ignored(rel, true)) {
 			return filepath.SkipDir
 		}
-		if fy := findFleetYAML(abs); fy != "" {
-			seen[rel] = BundleDir{Path: rel, FleetYAML: path.Join(rel, fy)}
+		if fy := findFleetYAML(abs, so.OptionsFile); fy != "" {
+			bd := BundleDir{Path: rel, FleetYAML: path.Join(rel, fy)}
+			if so.OptionsFile != "" {
+				bd.OptionsName = strings.TrimSuffix(fy, path.Ext(fy))
+			}
+			seen[rel] = bd
 			return nil
 		}
-		if rel == start && hasManifests(abs) {
+		if rel == start && holdsManifests(root, rel, so, ignores) {
 			seen[rel] = BundleDir{Path: rel}
 		}
 		return nil
 	})
 }
 
-func findFleetYAML(dir string) string {
-	for _, n := range fleetYAMLNames {
+// holdsManifests reports whether folder rel holds manifests directly or in subfolders that are
+// not bundles of their own.
+func holdsManifests(root, rel string, so ScanOptions, ignores *ignorer) bool {
+	abs := filepath.Join(root, filepath.FromSlash(rel))
+	if hasManifests(abs) {
+		return true
+	}
+	entries, err := os.ReadDir(abs)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		sub := path.Join(rel, e.Name())
+		if !e.IsDir() || isHidden(e.Name()) || ignores.ignored(sub, true) {
+			continue
+		}
+		if findFleetYAML(filepath.Join(abs, e.Name()), so.OptionsFile) != "" {
+			continue
+		}
+		if holdsManifests(root, sub, so, ignores) {
+			return true
+		}
+	}
+	return false
+}
+
+// looseFolders lists the folders below the bundle folder, among its files, that directly hold
+// manifests: Fleet puts their files into the bundle (the root's, for a repository without any
+// fleet.yaml).
+func looseFolders(d BundleDir, files []File) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, f := range files {
+		dir := path.Dir(f.Name)
+		if dir == "." || seen[dir] || !isManifest(path.Base(f.Name)) {
+			continue
+		}
+		seen[dir] = true
+		out = append(out, path.Join(d.Path, dir))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// findFleetYAML returns the name of dir's options file: optionsFile when set, else fleet.yaml
+// or fleet.yml; "" when it has none.
+func findFleetYAML(dir, optionsFile string) string {
+	names := fleetYAMLNames
+	if optionsFile != "" {
+		names = []string{optionsFile}
+	}
+	for _, n := range names {
 		if st, err := os.Stat(filepath.Join(dir, n)); err == nil && !st.IsDir() {
 			return n
 		}

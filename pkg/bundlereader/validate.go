@@ -24,15 +24,15 @@ func validate(file, name string, fy *fleet.FleetYAML) error {
 	}
 	for key, set := range map[string]bool{
 		"resources":          len(fy.Resources) > 0,
-		"targets":            len(fy.Targets) > 0,
 		"targetRestrictions": len(fy.TargetRestrictions) > 0,
 		"contentsId":         fy.ContentsID != "",
 		"valuesHash":         fy.ValuesHash != "",
 		"helmOpOptions":      fy.HelmOpOptions != nil,
 	} {
 		if set {
-			if key == "targets" {
-				return bad(key, "not allowed in fleet.yaml: use targetCustomizations, or targets in the GitRepo")
+			if key == "targetRestrictions" {
+				// Restrictions widen what a bundle may reach; only the GitRepo sets them.
+				return bad(key, "not allowed in fleet.yaml: the GitRepo's targets restrict its bundles")
 			}
 			return bad(key, "not allowed in fleet.yaml: fleet apply sets it")
 		}
@@ -48,16 +48,21 @@ func validate(file, name string, fy *fleet.FleetYAML) error {
 	if err := validateOptions(bad, "", &fy.BundleDeploymentOptions); err != nil {
 		return err
 	}
-	for i, t := range fy.TargetCustomizations {
-		prefix := fmt.Sprintf("targetCustomizations[%d].", i)
-		if err := validateOptions(bad, prefix, &t.BundleDeploymentOptions); err != nil {
-			return err
-		}
-		if err := validateSelector(bad, prefix+"clusterSelector", t.ClusterSelector); err != nil {
-			return err
-		}
-		if err := validateSelector(bad, prefix+"clusterGroupSelector", t.ClusterGroupSelector); err != nil {
-			return err
+	for _, own := range []struct {
+		key  string
+		list []fleet.BundleTarget
+	}{{"targetCustomizations", fy.TargetCustomizations}, {"targets", fy.Targets}} {
+		for i, t := range own.list {
+			prefix := fmt.Sprintf("%s[%d].", own.key, i)
+			if err := validateOptions(bad, prefix, &t.BundleDeploymentOptions); err != nil {
+				return err
+			}
+			if err := validateSelector(bad, prefix+"clusterSelector", t.ClusterSelector); err != nil {
+				return err
+			}
+			if err := validateSelector(bad, prefix+"clusterGroupSelector", t.ClusterGroupSelector); err != nil {
+				return err
+			}
 		}
 	}
 	for i, t := range fy.OverrideTargets {

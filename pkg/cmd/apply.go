@@ -1,8 +1,12 @@
 package cmd
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,103 +18,205 @@ import (
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
 )
 
+// applyFlags are fleet apply's flags that need work before they become apply.Options.
+type applyFlags struct {
+	kube           kubeFlags
+	labels         []string
+	correctDrift   fleet.CorrectDrift
+	passwordFile   string
+	pathAuthFile   string
+	sshKeyFile     string
+	nsSelector     string
+	file           string
+	syncGeneration int64
+	helmBasicHTTP  bool
+	helmInsecure   bool
+	debug          bool
+	debugLevel     int
+	// Fleet's OCI content storage: accepted so scripts keep working, without effect here.
+	ociRegistrySecret, ociReference, ociUsername, ociPasswordFile string
+	ociBasicHTTP, ociInsecure                                      bool
+}
+
 func newApply() *cobra.Command {
 	var (
-		o            apply.Options
-		kube         kubeFlags
-		labels       []string
-		correctDrift fleet.CorrectDrift
-		passwordFile string
-		pathAuthFile string
-		nsSelector   string
+		o apply.Options
+		f applyFlags
 	)
 	c := &cobra.Command{
-		Use:   "apply [flags] NAME PATH...",
-		Short: "Turn folders of a checkout into Bundles and write them to the manager",
-		Long: "Every folder with a fleet.yaml (or fleet.yml) below the PATHs becomes a Bundle named NAME-PATH, and so\n" +
-			"does a PATH holding manifests directly. Nothing is written unless every bundle is valid. After\n" +
-			"writing, Bundles labelled with NAME that this run did not produce are deleted.",
+		Use:   "apply [flags] BUNDLE_NAME PATH...",
+		Short: "Turn folders of a checkout into Bundles and write them to the manager (or as YAML)",
+		Long: "Every folder with a fleet.yaml (or fleet.yml) below the PATHs becomes a Bundle named after\n" +
+			"BUNDLE_NAME and the folder, and so does a PATH holding manifests (directly or in subfolders\n" +
+			"without fleet.yaml). Nothing is written unless every bundle is valid. After writing, Bundles\n" +
+			"labelled with BUNDLE_NAME that this run did not produce are deleted.\n\n" +
+			"With -f FILE (- for standard input), FILE holds one whole Bundle, written as BUNDLE_NAME.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Name, o.Paths = args[0], args[1:]
-			if o.Commit == "" {
-				o.Commit = os.Getenv("COMMIT")
-			}
-			o.Labels = map[string]string{}
-			for _, l := range labels {
-				k, v, ok := strings.Cut(l, "=")
-				if !ok {
-					return fmt.Errorf("--label %q: want key=value", l)
-				}
-				o.Labels[k] = v
-			}
-			if correctDrift.Enabled {
-				o.CorrectDrift = &correctDrift
-			}
-			if nsSelector != "" {
-				sel, err := metav1.ParseToLabelSelector(nsSelector)
-				if err != nil {
-					return fmt.Errorf("--allowed-target-namespace-selector %q: %w", nsSelector, err)
-				}
-				o.AllowedTargetNamespaceSelector = sel
-			}
-			if passwordFile != "" {
-				data, err := os.ReadFile(passwordFile)
-				if err != nil {
-					return fmt.Errorf("--password-file: %w", err)
-				}
-				o.ChartAuth.Password = strings.TrimSpace(string(data))
-			}
-			if pathAuthFile != "" {
-				data, err := os.ReadFile(pathAuthFile)
-				if err != nil {
-					return fmt.Errorf("--helm-credentials-by-path-file: %w", err)
-				}
-				dir, err := os.MkdirTemp("", "fleet-apply-")
-				if err != nil {
-					return err
-				}
-				defer os.RemoveAll(dir)
-				if o.ChartAuthByPath, err = bundlereader.ParsePathCredentials(data, dir); err != nil {
-					return fmt.Errorf("--helm-credentials-by-path-file %s: %w", pathAuthFile, err)
-				}
-			}
-			if o.Output != "" {
-				return apply.Run(cmd.Context(), o, nil, cmd.OutOrStdout())
-			}
-			cfg, err := kube.restConfig()
-			if err != nil {
-				return err
-			}
-			f, err := fleetfactory.NewFactoryFromConfig(cfg)
-			if err != nil {
-				return err
-			}
-			return apply.Run(cmd.Context(), o, f.Fleet().V1alpha1().Bundle(), cmd.OutOrStdout())
+			return runApply(cmd, &o, &f, args)
 		},
 	}
-	kube.bind(c)
 	fl := c.Flags()
-	fl.StringVarP(&o.Namespace, "namespace", "n", fleet.LocalNamespace, "namespace of the Bundles")
-	fl.StringVarP(&o.Output, "output", "o", "", "write the Bundles as YAML to this file (- for standard output) instead of to the cluster")
-	fl.StringVar(&o.Root, "root", ".", "folder of the checkout; PATHs are relative to it")
-	fl.StringVar(&o.TargetsFile, "targets-file", "", "YAML file with the GitRepo's targets (targets: [...])")
-	fl.StringVar(&o.Commit, "commit", "", "git commit of the checkout (default $COMMIT)")
-	fl.StringArrayVarP(&labels, "label", "l", nil, "label key=value for every Bundle (repeatable)")
-	fl.StringVar(&o.ServiceAccount, "service-account", "", "downstream ServiceAccount the agent deploys as")
-	fl.StringVar(&o.TargetNamespace, "target-namespace", "", "force every resource into this namespace")
-	fl.StringVar(&nsSelector, "allowed-target-namespace-selector", "", "label selector (a=b,c in (d)) the downstream namespaces of every Bundle must match; agents refuse others")
-	fl.BoolVar(&o.Paused, "paused", false, "create the Bundles paused")
-	fl.BoolVar(&o.KeepResources, "keep-resources", false, "keep deployed resources when a Bundle is deleted")
-	fl.BoolVar(&o.DeleteNamespace, "delete-namespace", false, "delete the target namespace when a Bundle is deleted")
-	fl.BoolVar(&correctDrift.Enabled, "correct-drift", false, "put drifted resources back to their desired state")
-	fl.BoolVar(&correctDrift.Force, "correct-drift-force", false, "recreate resources that cannot be patched back")
-	fl.BoolVar(&correctDrift.KeepFailHistory, "correct-drift-keep-failed-history", false, "keep the Helm history of failed corrections")
-	fl.StringVar(&o.ChartAuth.Username, "username", "", "username for Helm chart repositories and OCI registries")
-	fl.StringVar(&passwordFile, "password-file", "", "file holding the password for Helm chart repositories and OCI registries")
-	fl.StringVar(&pathAuthFile, "helm-credentials-by-path-file", "", "YAML of chart credentials per bundle folder (folder: {username, password, caBundle, insecureSkipVerify}), as in a helmSecretNameForPaths Secret")
+	// Fleet's flags, with Fleet's names, short forms and environment variables.
+	fl.StringVarP(&o.Scan.OptionsFile, "bundle-file", "b", "", "name of the options file that replaces fleet.yaml in every bundle folder; its name without extension joins the bundle's name")
 	fl.StringVar(&o.ChartAuth.CAFile, "cacerts-file", "", "PEM file of CAs to trust for chart downloads")
-	fl.BoolVar(&o.ChartAuth.InsecureSkipTLSVerify, "insecure-skip-tls-verify", false, "do not verify TLS certificates of chart sources")
-	fl.BoolVar(&o.ChartAuth.PlainHTTP, "plain-http", false, "talk to OCI registries over plain HTTP")
+	fl.StringVar(&o.Commit, "commit", os.Getenv("COMMIT"), "git commit to label the Bundles with (default $COMMIT, else the commit checked out in --root)")
+	fl.BoolVarP(&o.Compress, "compress", "c", false, "store every resource gzipped and base64-encoded")
+	fl.StringVar(&f.kube.context, "context", "", "kubeconfig context to use")
+	fl.BoolVar(&f.correctDrift.Enabled, "correct-drift", false, "put resources changed outside Fleet back to their desired state")
+	fl.BoolVar(&f.correctDrift.Force, "correct-drift-force", false, "recreate resources that cannot be patched back")
+	fl.BoolVar(&f.correctDrift.KeepFailHistory, "correct-drift-keep-fail-history", false, "keep the Helm history of failed corrections")
+	fl.BoolVar(&f.debug, "debug", false, "log at debug level")
+	fl.IntVar(&f.debugLevel, "debug-level", 0, "with --debug, the verbosity of client logs")
+	fl.BoolVar(&o.DeleteNamespace, "delete-namespace", false, "delete the target namespace when a Bundle is deleted")
+	fl.StringVarP(&f.file, "file", "f", "", "file holding one whole Bundle (YAML or JSON; - for standard input), written as BUNDLE_NAME")
+	fl.StringVar(&f.pathAuthFile, "helm-credentials-by-path-file", "", "YAML of chart credentials per bundle folder (folder: {username, password, caBundle, insecureSkipVerify}), as in a helmSecretNameForPaths Secret")
+	fl.StringVar(&o.HelmRepoURLRegex, "helm-repo-url-regex", "", "send chart credentials only to chart locations matching this regular expression (always, when empty)")
+	fl.BoolVar(&o.KeepResources, "keep-resources", false, "keep deployed resources when a Bundle is deleted")
+	fl.StringVarP(&f.kube.kubeconfig, "kubeconfig", "k", "", "path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
+	fl.StringSliceVarP(&f.labels, "label", "l", nil, "labels key=value for every Bundle (comma-separated or repeated)")
+	fl.StringVarP(&o.Namespace, "namespace", "n", envOr("NAMESPACE", fleet.LocalNamespace), "namespace of the Bundles")
+	fl.StringVarP(&o.Output, "output", "o", "", "write the Bundles as YAML to this file (- for standard output) instead of to the cluster")
+	fl.StringVar(&f.passwordFile, "password-file", "", "file holding the password for Helm chart repositories and OCI registries")
+	fl.BoolVar(&o.Paused, "paused", false, "create the Bundles paused")
+	fl.StringVarP(&o.ServiceAccount, "service-account", "a", "", "downstream ServiceAccount the agent deploys as")
+	fl.StringVar(&f.sshKeyFile, "ssh-privatekey-file", "", "SSH private key for charts hosted in git over SSH")
+	fl.Int64Var(&f.syncGeneration, "sync-generation", 0, "forceSyncGeneration of every Bundle: raising it redeploys")
+	fl.StringVar(&o.TargetNamespace, "target-namespace", "", "force every resource into this namespace")
+	fl.StringVar(&o.TargetsFile, "targets-file", "", "YAML file of targets and targetRestrictions added to every Bundle")
+	fl.StringVar(&o.ChartAuth.Username, "username", os.Getenv("HELM_USERNAME"), "username for Helm chart repositories and OCI registries (default $HELM_USERNAME)")
+	fl.BoolVar(&o.Scan.Driven, "driven-scan", false, "each PATH is exactly one bundle, DIR or DIR<sep>OPTIONS-FILE; nothing below is searched")
+	fl.StringVar(&o.Scan.DrivenSep, "driven-scan-sep", ":", "separator of folder and options file in --driven-scan paths")
+	fl.IntVar(&o.MaxConcurrency, "bundle-creation-max-concurrency", envInt("FLEET_BUNDLE_CREATION_MAX_CONCURRENCY", bundlereader.DefaultMaxConcurrency), "bundles read at once (default $FLEET_BUNDLE_CREATION_MAX_CONCURRENCY, else 4)")
+	fl.BoolVar(&f.helmBasicHTTP, "helm-basic-http", false, "talk to chart repositories and OCI registries over plain HTTP")
+	fl.BoolVar(&f.helmInsecure, "helm-insecure-skip-tls", false, "do not verify TLS certificates of chart sources")
+	fl.StringVar(&f.ociRegistrySecret, "oci-registry-secret", "", "Fleet's OCI content storage secret: accepted, without effect here (Bundles keep their resources)")
+	fl.StringVar(&f.ociReference, "oci-reference", "", "Fleet's OCI content storage reference: accepted, without effect here")
+	fl.StringVar(&f.ociUsername, "ociusername", "", "Fleet's OCI content storage user: accepted, without effect here")
+	fl.StringVar(&f.ociPasswordFile, "oci-password-file", "", "Fleet's OCI content storage password file: accepted, without effect here")
+	fl.BoolVar(&f.ociBasicHTTP, "oci-basic-http", false, "Fleet's OCI content storage over HTTP: accepted, without effect here")
+	fl.BoolVar(&f.ociInsecure, "oci-insecure", false, "Fleet's OCI content storage without TLS checks: accepted, without effect here")
+	// Ours.
+	fl.StringVar(&o.Root, "root", ".", "folder of the checkout; PATHs are relative to it")
+	fl.StringVar(&f.nsSelector, "allowed-target-namespace-selector", "", "label selector (a=b,c in (d)) the downstream namespaces of every Bundle must match; agents refuse others")
+	fl.BoolVar(&o.ChartAuth.InsecureSkipTLSVerify, "insecure-skip-tls-verify", false, "same as --helm-insecure-skip-tls")
+	fl.BoolVar(&o.ChartAuth.PlainHTTP, "plain-http", false, "same as --helm-basic-http")
+	fl.BoolVar(&f.correctDrift.KeepFailHistory, "correct-drift-keep-failed-history", false, "same as --correct-drift-keep-fail-history")
+	_ = fl.MarkHidden("correct-drift-keep-failed-history")
 	return c
+}
+
+func runApply(cmd *cobra.Command, o *apply.Options, f *applyFlags, args []string) error {
+	setupLogging(false, f.debug)
+	o.Name = args[0]
+	if f.file != "" {
+		if len(args) != 1 {
+			return fmt.Errorf("with --file, give only the bundle's name (BUNDLE_NAME), no paths")
+		}
+		var in io.Reader = cmd.InOrStdin()
+		if f.file != "-" {
+			data, err := os.ReadFile(f.file)
+			if err != nil {
+				return fmt.Errorf("--file: %w", err)
+			}
+			in = bytes.NewReader(data)
+		}
+		o.BundleReader = in
+	}
+	o.Paths = args[1:]
+	o.SyncGeneration = f.syncGeneration
+	o.Log = cmd.ErrOrStderr()
+	if o.Commit == "" {
+		o.Commit = checkedOutCommit(o.Root)
+	}
+	o.Labels = map[string]string{}
+	for _, l := range f.labels {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("--label %q: want key=value", l)
+		}
+		o.Labels[k] = v
+	}
+	if f.correctDrift.Enabled {
+		cd := f.correctDrift
+		o.CorrectDrift = &cd
+	}
+	o.ChartAuth.PlainHTTP = o.ChartAuth.PlainHTTP || f.helmBasicHTTP
+	o.ChartAuth.InsecureSkipTLSVerify = o.ChartAuth.InsecureSkipTLSVerify || f.helmInsecure
+	if f.ociRegistrySecret != "" || f.ociReference != "" || f.ociUsername != "" || f.ociPasswordFile != "" || f.ociBasicHTTP || f.ociInsecure {
+		fmt.Fprintln(cmd.ErrOrStderr(), "warning: OCI content storage is not available here: the --oci-* flags are ignored and Bundles keep their resources")
+	}
+	if f.nsSelector != "" {
+		sel, err := metav1.ParseToLabelSelector(f.nsSelector)
+		if err != nil {
+			return fmt.Errorf("--allowed-target-namespace-selector %q: %w", f.nsSelector, err)
+		}
+		o.AllowedTargetNamespaceSelector = sel
+	}
+	if f.passwordFile != "" {
+		data, err := os.ReadFile(f.passwordFile)
+		if err != nil {
+			return fmt.Errorf("--password-file: %w", err)
+		}
+		o.ChartAuth.Password = strings.TrimSpace(string(data))
+	}
+	if f.sshKeyFile != "" {
+		data, err := os.ReadFile(f.sshKeyFile)
+		if err != nil {
+			return fmt.Errorf("--ssh-privatekey-file: %w", err)
+		}
+		o.ChartAuth.SSHPrivateKey = data
+	}
+	if f.pathAuthFile != "" {
+		data, err := os.ReadFile(f.pathAuthFile)
+		if err != nil {
+			return fmt.Errorf("--helm-credentials-by-path-file: %w", err)
+		}
+		dir, err := os.MkdirTemp("", "fleet-apply-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		if o.ChartAuthByPath, err = bundlereader.ParsePathCredentials(data, dir); err != nil {
+			return fmt.Errorf("--helm-credentials-by-path-file %s: %w", f.pathAuthFile, err)
+		}
+	}
+	if o.Output != "" {
+		return apply.Run(cmd.Context(), *o, nil, cmd.OutOrStdout())
+	}
+	cfg, err := f.kube.restConfig()
+	if err != nil {
+		return err
+	}
+	fac, err := fleetfactory.NewFactoryFromConfig(cfg)
+	if err != nil {
+		return err
+	}
+	return apply.Run(cmd.Context(), *o, fac.Fleet().V1alpha1().Bundle(), cmd.OutOrStdout())
+}
+
+// checkedOutCommit is the commit checked out in dir, as Fleet labels Bundles without --commit;
+// "" outside a git checkout.
+func checkedOutCommit(dir string) string {
+	c := exec.Command("git", "rev-parse", "HEAD")
+	c.Dir = dir
+	out, err := c.Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func envInt(key string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(key)); err == nil && n > 0 {
+		return n
+	}
+	return def
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"sort"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -34,11 +35,20 @@ type Options struct {
 	// Output, when set, writes the Bundles as YAML to this file ("-" for out) and needs no
 	// cluster.
 	Output string
+	// HelmRepoURLRegex, when set, limits chart credentials (ChartAuth and ChartAuthByPath) to
+	// chart locations matching it.
+	HelmRepoURLRegex string
+	// BundleReader, when set (fleet apply -f), holds one whole Bundle (YAML or JSON), written
+	// under Name instead of reading folders; nothing is pruned.
+	BundleReader io.Reader
 }
 
-// TargetsFile is the content of a targets file, written by the GitRepo controller.
+// TargetsFile is the content of a targets file, in Fleet's format: targets added to every
+// bundle's, and restrictions added to its restrictions. The GitRepo controller writes the
+// GitRepo's targets as both.
 type TargetsFile struct {
-	Targets []fleet.GitTarget `json:"targets,omitempty"`
+	Targets            []fleet.BundleTarget            `json:"targets,omitempty"`
+	TargetRestrictions []fleet.BundleTargetRestriction `json:"targetRestrictions,omitempty"`
 }
 
 // Run reads every bundle, and only if all are valid, writes them and prunes the repo's others.
@@ -57,6 +67,23 @@ func Run(ctx context.Context, o Options, bundles fleetcontrollers.BundleClient, 
 			return fmt.Errorf("targets file %s: %w", o.TargetsFile, err)
 		}
 		o.Targets = append(o.Targets, tf.Targets...)
+		o.TargetRestrictions = append(o.TargetRestrictions, tf.TargetRestrictions...)
+	}
+	if o.HelmRepoURLRegex != "" {
+		re, err := regexp.Compile(o.HelmRepoURLRegex)
+		if err != nil {
+			return fmt.Errorf("helm repo URL regex %q: %w", o.HelmRepoURLRegex, err)
+		}
+		o.ChartAuth.URLRegex = re
+		byPath := map[string]bundlereader.ChartAuth{}
+		for k, a := range o.ChartAuthByPath {
+			a.URLRegex = re
+			byPath[k] = a
+		}
+		o.ChartAuthByPath = byPath
+	}
+	if o.BundleReader != nil {
+		return applyOne(o, bundles, out)
 	}
 	read, err := bundlereader.ReadContext(ctx, o.Root, o.Paths, o.Options)
 	if err != nil {
@@ -73,6 +100,41 @@ func Run(ctx context.Context, o Options, bundles fleetcontrollers.BundleClient, 
 		fmt.Fprintf(out, "bundle %s/%s applied\n", b.Namespace, b.Name)
 	}
 	return prune(bundles, o.Namespace, o.Name, read, out)
+}
+
+// applyOne writes the Bundle read from o.BundleReader under o.Name in o.Namespace, with the
+// run's labels and commit.
+func applyOne(o Options, bundles fleetcontrollers.BundleClient, out io.Writer) error {
+	data, err := io.ReadAll(o.BundleReader)
+	if err != nil {
+		return fmt.Errorf("reading the bundle: %w", err)
+	}
+	b := &fleet.Bundle{}
+	if err := yaml.UnmarshalStrict(data, b); err != nil {
+		return fmt.Errorf("the bundle given is not a valid Bundle: %w", err)
+	}
+	if b.Kind != "" && b.Kind != "Bundle" {
+		return fmt.Errorf("the bundle given is a %s, not a Bundle", b.Kind)
+	}
+	b.APIVersion, b.Kind = fleet.SchemeGroupVersion.String(), "Bundle"
+	b.Name, b.Namespace = o.Name, o.Namespace
+	b.ResourceVersion, b.UID, b.Generation, b.CreationTimestamp = "", "", 0, metav1.Time{}
+	b.ManagedFields, b.Status = nil, fleet.BundleStatus{}
+	b.Labels = mergeLabels(b.Labels, o.Labels)
+	if o.Commit != "" {
+		b.Labels[fleet.CommitLabel] = o.Commit
+	}
+	if o.SyncGeneration != 0 {
+		b.Spec.ForceSyncGeneration = o.SyncGeneration
+	}
+	if o.Output != "" {
+		return writeYAML(o.Output, []*fleet.Bundle{b}, out)
+	}
+	if err := createOrUpdate(bundles, b); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "bundle %s/%s applied\n", b.Namespace, b.Name)
+	return nil
 }
 
 func writeYAML(dest string, bundles []*fleet.Bundle, out io.Writer) error {

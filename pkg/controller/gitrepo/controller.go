@@ -352,10 +352,12 @@ func targetsOf(gr *fleet.GitRepo) []fleet.GitTarget {
 func (h *handler) applyOptions(gr *fleet.GitRepo, commit string) apply.Options {
 	o := apply.Options{Paths: gr.Spec.Paths}
 	o.Name, o.Namespace, o.Commit = gr.Name, gr.Namespace, commit
-	o.Targets = targetsOf(gr)
+	o.Targets, o.TargetRestrictions = bundlereader.FromGitTargets(targetsOf(gr))
 	o.ServiceAccount, o.TargetNamespace = gr.Spec.ServiceAccount, gr.Spec.TargetNamespace
 	o.Paused, o.KeepResources, o.DeleteNamespace = gr.Spec.Paused, gr.Spec.KeepResources, gr.Spec.DeleteNamespace
 	o.CorrectDrift = gr.Spec.CorrectDrift
+	o.HelmRepoURLRegex = gr.Spec.HelmRepoURLRegex
+	o.SyncGeneration = gr.Spec.ForceSyncGeneration
 	if h.Restrictions != nil {
 		if rs, err := h.Restrictions.Cache().List(gr.Namespace, labels.Everything()); err == nil {
 			o.AllowedTargetNamespaceSelector = namespaceSelector(rs)

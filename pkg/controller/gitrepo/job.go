@@ -161,7 +161,8 @@ func (h *handler) createJob(gr *fleet.GitRepo, commit, name string) error {
 		return err
 	}
 
-	targets, err := yaml.Marshal(apply.TargetsFile{Targets: targetsOf(gr)})
+	ts, rs := bundlereader.FromGitTargets(targetsOf(gr))
+	targets, err := yaml.Marshal(apply.TargetsFile{Targets: ts, TargetRestrictions: rs})
 	if err != nil {
 		return err
 	}
@@ -208,31 +209,7 @@ func (h *handler) createJob(gr *fleet.GitRepo, commit, name string) error {
 	}
 
 	o := h.applyOptions(gr, commit)
-	applyArgs := []string{"apply", "--root", jobCheckout, "--targets-file", jobConfig + "/" + targetsFileKey, "--commit", commit, "-n", ns}
-	if o.ServiceAccount != "" {
-		applyArgs = append(applyArgs, "--service-account", o.ServiceAccount)
-	}
-	if o.TargetNamespace != "" {
-		applyArgs = append(applyArgs, "--target-namespace", o.TargetNamespace)
-	}
-	if sel := o.AllowedTargetNamespaceSelector; sel != nil {
-		applyArgs = append(applyArgs, "--allowed-target-namespace-selector", metav1.FormatLabelSelector(sel))
-	}
-	for flag, on := range map[string]bool{"--paused": o.Paused, "--keep-resources": o.KeepResources, "--delete-namespace": o.DeleteNamespace,
-		"--insecure-skip-tls-verify": gr.Spec.InsecureSkipTLSVerify} {
-		if on {
-			applyArgs = append(applyArgs, flag)
-		}
-	}
-	if cd := o.CorrectDrift; cd != nil && cd.Enabled {
-		applyArgs = append(applyArgs, "--correct-drift")
-		if cd.Force {
-			applyArgs = append(applyArgs, "--correct-drift-force")
-		}
-		if cd.KeepFailHistory {
-			applyArgs = append(applyArgs, "--correct-drift-keep-failed-history")
-		}
-	}
+	applyArgs := jobApplyArgs(gr, o, ns, commit)
 	applyMounts := append([]corev1.VolumeMount{}, mounts...)
 	if sec := gr.Spec.HelmSecretName; sec != "" {
 		volumes = append(volumes, corev1.Volume{Name: "helm-credentials", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: sec}}})
@@ -283,6 +260,43 @@ func (h *handler) createJob(gr *fleet.GitRepo, commit, name string) error {
 		}
 	}
 	return nil
+}
+
+// jobApplyArgs are the arguments of the Job's `fleet apply` for the GitRepo's options, before
+// the credential flags and the paths.
+func jobApplyArgs(gr *fleet.GitRepo, o apply.Options, ns, commit string) []string {
+	applyArgs := []string{"apply", "--root", jobCheckout, "--targets-file", jobConfig + "/" + targetsFileKey, "--commit", commit, "-n", ns}
+	if o.ServiceAccount != "" {
+		applyArgs = append(applyArgs, "--service-account", o.ServiceAccount)
+	}
+	if o.TargetNamespace != "" {
+		applyArgs = append(applyArgs, "--target-namespace", o.TargetNamespace)
+	}
+	if sel := o.AllowedTargetNamespaceSelector; sel != nil {
+		applyArgs = append(applyArgs, "--allowed-target-namespace-selector", metav1.FormatLabelSelector(sel))
+	}
+	for flag, on := range map[string]bool{"--paused": o.Paused, "--keep-resources": o.KeepResources, "--delete-namespace": o.DeleteNamespace,
+		"--insecure-skip-tls-verify": gr.Spec.InsecureSkipTLSVerify} {
+		if on {
+			applyArgs = append(applyArgs, flag)
+		}
+	}
+	if cd := o.CorrectDrift; cd != nil && cd.Enabled {
+		applyArgs = append(applyArgs, "--correct-drift")
+		if cd.Force {
+			applyArgs = append(applyArgs, "--correct-drift-force")
+		}
+		if cd.KeepFailHistory {
+			applyArgs = append(applyArgs, "--correct-drift-keep-fail-history")
+		}
+	}
+	if o.HelmRepoURLRegex != "" {
+		applyArgs = append(applyArgs, "--helm-repo-url-regex", o.HelmRepoURLRegex)
+	}
+	if o.SyncGeneration != 0 {
+		applyArgs = append(applyArgs, "--sync-generation", strconv.FormatInt(o.SyncGeneration, 10))
+	}
+	return applyArgs
 }
 
 func secretEnv(name, secret, key string) corev1.EnvVar {

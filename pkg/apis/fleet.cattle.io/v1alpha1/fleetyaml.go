@@ -1,5 +1,7 @@
 package v1alpha1
 
+import corev1 "k8s.io/api/core/v1"
+
 // FleetYAML is the content of a bundle folder's fleet.yaml: the Bundle's options, with the
 // targets split into per-target customizations. It is never stored in the cluster.
 // +kubebuilder:object:generate=false
@@ -31,8 +33,8 @@ type ImageScanYAML struct {
 	TagName string `json:"tagName,omitempty"`
 	// Interval is how often the registry is scanned.
 	Interval string `json:"interval,omitempty"`
-	// SecretRef names the registry credential Secret.
-	SecretRef string `json:"secretRef,omitempty"`
+	// SecretRef names the registry credential Secret, as Fleet's {name: ...}.
+	SecretRef *corev1.LocalObjectReference `json:"secretRef,omitempty"`
 	// Policy chooses the newest tag: by semver range or alphabetically.
 	Policy ImageScanPolicy `json:"policy,omitempty"`
 	// Suspend stops scanning.

@@ -1,0 +1,31 @@
+package gitrepo
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+)
+
+// A GitRepo's helmRepoURLRegex, forceSyncGeneration and correctDrift reach the Job's fleet apply
+// under Fleet's flag names.
+func TestJobApplyArgsCarryGitRepoOptions(t *testing.T) {
+	gr := &fleet.GitRepo{}
+	gr.Name, gr.Namespace = "repo", "fleet-default"
+	gr.Spec.HelmRepoURLRegex = "^https://charts\\.example\\.com/"
+	gr.Spec.ForceSyncGeneration = 4
+	gr.Spec.CorrectDrift = &fleet.CorrectDrift{Enabled: true, Force: true, KeepFailHistory: true}
+	h := &handler{}
+	args := jobApplyArgs(gr, h.applyOptions(gr, "c1"), gr.Namespace, "c1")
+	joined := strings.Join(args, " ")
+	for _, want := range []string{"--helm-repo-url-regex ^https://charts\\.example\\.com/", "--sync-generation 4",
+		"--correct-drift", "--correct-drift-force", "--correct-drift-keep-fail-history"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("args %q lack %q", joined, want)
+		}
+	}
+	if slices.Contains(args, "--correct-drift-keep-failed-history") {
+		t.Errorf("old flag name used: %q", joined)
+	}
+}
