@@ -35,7 +35,7 @@ type applyFlags struct {
 	debugLevel     int
 	// Fleet's OCI content storage: accepted so scripts keep working, without effect here.
 	ociRegistrySecret, ociReference, ociUsername, ociPasswordFile string
-	ociBasicHTTP, ociInsecure                                      bool
+	ociBasicHTTP, ociInsecure                                     bool
 }
 
 func newApply() *cobra.Command {
