@@ -211,6 +211,11 @@ func readBundle(ctx context.Context, root string, d BundleDir, all []BundleDir, 
 	spec.TargetRestrictions = append([]fleet.BundleTargetRestriction(nil), restrictions...)
 	applyRepoSettings(spec, o)
 
+	// The folder is the chart (a helm.chart folder is loaded when it is packaged).
+	folderIsChart := statErr == nil && (spec.Helm == nil || spec.Helm.Chart == "")
+	if err := checkContent(d.Path, files, folderIsChart); err != nil {
+		return nil, nil, err
+	}
 	if o.SyncGeneration != 0 {
 		spec.ForceSyncGeneration = o.SyncGeneration
 	}

@@ -155,6 +155,12 @@ func TestReadBadInput(t *testing.T) {
 		{"long release name", map[string]string{"fleet.yaml": "helm:\n  releaseName: " + strings.Repeat("a", 54) + "\n"}, `key "helm.releaseName"`},
 		{"bad operator", map[string]string{"fleet.yaml": "targetCustomizations:\n- clusterSelector:\n    matchExpressions: [{key: a, operator: Equals}]\n"}, `key "targetCustomizations[0].clusterSelector": invalid label selector`},
 		{"missing overlay", map[string]string{"fleet.yaml": "yaml:\n  overlays: [prod]\n"}, `overlay "prod" not found`},
+		{"misspelt key", map[string]string{"fleet.yaml": "defaultNamespce: a\n"}, `fleet.yaml:1: key "defaultNamespce": unknown key (did you mean defaultNamespace?)`},
+		{"chart without version", map[string]string{"fleet.yaml": "", "Chart.yaml": "apiVersion: v2\nname: c\n", "templates/cm.yaml": "kind: ConfigMap\n"}, `Chart.yaml: the bundle folder is a chart Helm cannot load: validation: chart.metadata.version is required`},
+		{"unparsable Chart.yaml", map[string]string{"fleet.yaml": "", "Chart.yaml": "name: [c\n"}, `Chart.yaml:1: malformed YAML: this "[" is never closed`},
+		{"unparsable chart values", map[string]string{"fleet.yaml": "", "Chart.yaml": chartYAML, "values.yaml": "x: 1\na: {b\n"}, `values.yaml:2: malformed YAML: this "{" is never closed`},
+		{"unclosed brace in fleet.yaml", map[string]string{"fleet.yaml": "helm:\n  values: {a: 1,\n    b: 2\n\ndefaultNamespace: x\n"}, `fleet.yaml:2: malformed YAML: this "{" is never closed`},
+		{"unclosed brace in a manifest", map[string]string{"fleet.yaml": "", "cm.yaml": "kind: ConfigMap\nmetadata: {name: a\ndata:\n  x: y\n"}, `cm.yaml:2: malformed YAML: this "{" is never closed`},
 		{"targetRestrictions in fleet.yaml", map[string]string{"fleet.yaml": "targetRestrictions:\n- clusterName: a\n"}, `key "targetRestrictions": not allowed in fleet.yaml`},
 		{"bad target selector", map[string]string{"fleet.yaml": "targets:\n- clusterSelector:\n    matchExpressions: [{key: a, operator: Equals}]\n"}, `key "targets[0].clusterSelector": invalid label selector`},
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
 
@@ -47,25 +48,31 @@ var (
 func decodeStrict(file string, data []byte, out interface{}) error {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return yamlSyntaxError(file, err)
+		return yamlSyntaxError(file, data, err)
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil
 	}
 	jsonData, err := sigsyaml.YAMLToJSON(data)
 	if err != nil {
-		return yamlSyntaxError(file, err)
+		return yamlSyntaxError(file, data, err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(jsonData))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(out); err != nil {
-		return fieldError(file, &root, err)
+		return fieldError(file, &root, err, out)
 	}
 	return nil
 }
 
-func yamlSyntaxError(file string, err error) error {
+func yamlSyntaxError(file string, data []byte, err error) error {
 	msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
+	if strings.Contains(msg, "did not find expected ',' or '}'") || strings.Contains(msg, "did not find expected ',' or ']'") {
+		// The parser names where it gave up; the mistake is the bracket never closed.
+		if line, open := unclosedBracket(data); line > 0 {
+			return &InputError{File: file, Line: line, Msg: fmt.Sprintf("malformed YAML: this %q is never closed", open)}
+		}
+	}
 	if m := yamlLineRe.FindStringSubmatch(msg); m != nil {
 		var line int
 		fmt.Sscan(m[1], &line)
@@ -74,9 +81,13 @@ func yamlSyntaxError(file string, err error) error {
 	return &InputError{File: file, Msg: "malformed YAML: " + msg}
 }
 
-func fieldError(file string, root *yaml.Node, err error) error {
+func fieldError(file string, root *yaml.Node, err error, out interface{}) error {
 	if m := unknownField.FindStringSubmatch(err.Error()); m != nil {
-		return &InputError{File: file, Key: m[1], Line: findKeyLine(root, m[1]), Msg: "unknown key"}
+		msg := "unknown key"
+		if near := closestKey(m[1], knownKeys(reflect.TypeOf(out))); near != "" {
+			msg += fmt.Sprintf(" (did you mean %s?)", near)
+		}
+		return &InputError{File: file, Key: m[1], Line: findKeyLine(root, m[1]), Msg: msg}
 	}
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
@@ -160,4 +171,108 @@ func jsonPath(p string) string {
 		}
 	}
 	return strings.Join(keys, ".")
+}
+
+// unclosedBracket finds the innermost flow bracket ({ or [) of data that is never closed, skipping
+// quoted strings and comments, and returns its line (0 when all are closed).
+func unclosedBracket(data []byte) (int, string) {
+	type open struct {
+		ch   byte
+		line int
+	}
+	var stack []open
+	line := 1
+	var quote byte
+	comment := false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		if c == '\n' {
+			line++
+			comment = false
+			continue
+		}
+		switch {
+		case comment:
+		case quote == '"':
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				quote = 0
+			}
+		case quote == '\'':
+			if c == '\'' {
+				quote = 0
+			}
+		case c == '#' && (i == 0 || data[i-1] == ' ' || data[i-1] == '\t' || data[i-1] == '\n'):
+			comment = true
+		case (c == '"' || c == '\'') && (i == 0 || strings.IndexByte(" \t\n{[,:", data[i-1]) >= 0):
+			quote = c
+		case c == '{' || c == '[':
+			stack = append(stack, open{c, line})
+		case (c == '}' || c == ']') && len(stack) > 0:
+			stack = stack[:len(stack)-1]
+		}
+	}
+	if len(stack) == 0 {
+		return 0, ""
+	}
+	last := stack[len(stack)-1]
+	return last.line, string(last.ch)
+}
+
+// knownKeys are the JSON names of every field reachable from t.
+func knownKeys(t reflect.Type) []string {
+	seen := map[reflect.Type]bool{}
+	var out []string
+	var walk func(reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map || t.Kind() == reflect.Array {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || seen[t] {
+			return
+		}
+		seen[t] = true
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name != "" && name != "-" {
+				out = append(out, name)
+			}
+			walk(f.Type)
+		}
+	}
+	walk(t)
+	return out
+}
+
+// closestKey is the known key nearest to key by edit distance, when near enough to be a typo.
+func closestKey(key string, known []string) string {
+	best, bestDist := "", len(key)/3+2
+	for _, k := range known {
+		if d := editDistance(strings.ToLower(key), strings.ToLower(k)); d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

@@ -23,7 +23,7 @@ func TestDecodeStrict(t *testing.T) {
 	}{
 		{"valid", "name: a\nhelm:\n  chart: ./c\n", nil},
 		{"empty", "", nil},
-		{"unknown top-level key", "name: a\nhelmm:\n  chart: x\n", &InputError{File: "f.yaml", Line: 2, Key: "helmm", Msg: "unknown key"}},
+		{"unknown top-level key", "name: a\nhelmm:\n  chart: x\n", &InputError{File: "f.yaml", Line: 2, Key: "helmm", Msg: "unknown key (did you mean helm?)"}},
 		{"unknown nested key", "name: a\ntargets:\n- name: x\n  clusterSelectr: {}\n", &InputError{File: "f.yaml", Line: 4, Key: "clusterSelectr", Msg: "unknown key"}},
 		{"wrong type", "helm:\n  chart: c\n  timeoutSeconds: soon\n", &InputError{File: "f.yaml", Line: 3, Key: "helm.timeoutSeconds", Msg: "invalid value: string where int is expected"}},
 		{"malformed", "name: a\n  b: c\n", &InputError{File: "f.yaml", Line: 2, Msg: "malformed YAML: mapping values are not allowed in this context"}},
