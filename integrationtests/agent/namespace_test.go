@@ -45,6 +45,29 @@ var _ = Describe("allowedTargetNamespaceSelector", func() {
 		Expect(cmData(ns, "guarded")()).To(HaveKeyWithValue("k", "v"))
 	})
 
+	It("does not create the namespace when createNamespace is false, and deploys once it exists", func(ctx context.Context) {
+		name, ns := unique("nocreate"), unique("absent-ns")
+		no := false
+		newBundle(name, fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns, CreateNamespace: &no},
+			Resources:               []fleet.BundleResource{res("cm.yaml", configMap("waiting", "k", "v"))},
+		})
+		Eventually(func(g Gomega) {
+			b := bd(name)
+			g.Expect(b).NotTo(BeNil())
+			g.Expect(b.Status.Display.State).To(Equal(string(fleet.ErrApplied)))
+			g.Expect(b.Status.Display.Deployed).To(ContainSubstring("createNamespace is false"))
+		}).Should(Succeed())
+		_, err := local.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		Expect(err).To(HaveOccurred(), "the namespace was not created")
+
+		_, err = local.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		updateBundle(name, func(b *fleet.Bundle) { b.Spec.ForceSyncGeneration++ })
+		readyAndCurrent(name)
+		Expect(cmData(ns, "waiting")()).To(HaveKeyWithValue("k", "v"))
+	})
+
 	It("puts every object into the bundle's namespace, refuses cluster-scoped ones there, and keeps CRDs when the bundle goes", func(ctx context.Context) {
 		name, ns := unique("forced"), unique("forced-ns")
 		crd := `apiVersion: apiextensions.k8s.io/v1

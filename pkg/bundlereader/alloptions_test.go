@@ -28,7 +28,7 @@ func TestEveryFleetYAMLOption(t *testing.T) {
 		"keepResources":            s.KeepResources,
 		"deleteNamespace":          s.DeleteNamespace,
 		"deleteCRDResources":       s.DeleteCRDResources,
-		"createNamespace":          s.CreateNamespace,
+		"createNamespace":          s.CreateNamespace != nil && *s.CreateNamespace,
 		"paused":                   s.Paused,
 		"forceSyncGeneration":      s.ForceSyncGeneration == 3,
 		"namespaceLabels":          s.NamespaceLabels["team"] == "a",

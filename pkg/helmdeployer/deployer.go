@@ -400,10 +400,13 @@ func annotateChart(c *chart.Chart, in Input) {
 	}
 }
 
-// ensureNamespace creates the release namespace when missing and keeps namespaceLabels and
-// namespaceAnnotations on it.
+// ensureNamespace creates the release namespace when missing (unless createNamespace is false)
+// and keeps namespaceLabels and namespaceAnnotations on it.
 func (d *Deployer) ensureNamespace(ctx context.Context, name string, opts *fleet.BundleDeploymentOptions) error {
 	ns, err := d.kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) && opts.CreateNamespace != nil && !*opts.CreateNamespace {
+		return fmt.Errorf("namespace %q does not exist, and createNamespace is false", name)
+	}
 	if apierrors.IsNotFound(err) {
 		_, err = d.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 			Name: name, Labels: opts.NamespaceLabels, Annotations: opts.NamespaceAnnotations}}, metav1.CreateOptions{})

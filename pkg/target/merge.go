@@ -23,7 +23,9 @@ func Merge(base, custom fleet.BundleDeploymentOptions) fleet.BundleDeploymentOpt
 	out.KeepResources = out.KeepResources || c.KeepResources
 	out.DeleteCRDResources = out.DeleteCRDResources || c.DeleteCRDResources
 	out.DeleteNamespace = out.DeleteNamespace || c.DeleteNamespace
-	out.CreateNamespace = out.CreateNamespace || c.CreateNamespace
+	if c.CreateNamespace != nil {
+		out.CreateNamespace = c.CreateNamespace
+	}
 
 	if c.Kustomize != nil && c.Kustomize.Dir != "" {
 		out.Kustomize = c.Kustomize

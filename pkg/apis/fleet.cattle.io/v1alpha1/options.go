@@ -71,8 +71,9 @@ type BundleDeploymentOptions struct {
 	// DeleteNamespace deletes the namespace the bundle created when the bundle is removed.
 	DeleteNamespace bool `json:"deleteNamespace,omitempty"`
 
-	// CreateNamespace lets the deployment create its target namespace if missing.
-	CreateNamespace bool `json:"createNamespace,omitempty"`
+	// CreateNamespace: the deployment creates its target namespace when missing, unless this is
+	// set to false (then a missing namespace fails the deployment).
+	CreateNamespace *bool `json:"createNamespace,omitempty"`
 
 	// AllowedTargetNamespaceSelector restricts deployment to namespaces whose labels match, as
 	// checked by the agent on the downstream cluster.

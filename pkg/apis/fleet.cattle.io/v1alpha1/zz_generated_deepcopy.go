@@ -212,6 +212,11 @@ func (in *BundleDeploymentOptions) DeepCopyInto(out *BundleDeploymentOptions) {
 			(*out)[key] = val
 		}
 	}
+	if in.CreateNamespace != nil {
+		in, out := &in.CreateNamespace, &out.CreateNamespace
+		*out = new(bool)
+		**out = **in
+	}
 	if in.AllowedTargetNamespaceSelector != nil {
 		in, out := &in.AllowedTargetNamespaceSelector, &out.AllowedTargetNamespaceSelector
 		*out = new(v1.LabelSelector)
