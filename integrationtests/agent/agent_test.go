@@ -89,6 +89,22 @@ var _ = Describe("agent", func() {
 		Expect(cmData(ns, "my-release-cm")()).To(And(HaveKeyWithValue("who", clusterName+"-test"), HaveKeyWithValue("size", "small")))
 	})
 
+	It("lets chart templates look up names, as Fleet does, unless helm.disableDNS", func() {
+		chart := []fleet.BundleResource{
+			res("chart/Chart.yaml", "apiVersion: v2\nname: dns\nversion: 0.1.0\n"),
+			res("chart/templates/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-dns\ndata:\n  ip: {{ getHostByName \"localhost\" | quote }}\n"),
+		}
+		on, off, ns := unique("dns-on"), unique("dns-off"), unique("dns-ns")
+		newBundle(on, fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns,
+			Helm: &fleet.HelmOptions{Chart: "chart", ReleaseName: "on"}}, Resources: chart})
+		newBundle(off, fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns,
+			Helm: &fleet.HelmOptions{Chart: "chart", ReleaseName: "off", DisableDNS: true}}, Resources: chart})
+		readyAndCurrent(on)
+		readyAndCurrent(off)
+		Expect(cmData(ns, "on-dns")()).To(HaveKeyWithValue("ip", "127.0.0.1"))
+		Expect(cmData(ns, "off-dns")()).To(HaveKeyWithValue("ip", ""))
+	})
+
 	It("post-renders with kustomize and applies yaml overlays", func() {
 		kname, oname, ns := unique("kust"), unique("overlay"), unique("kust-ns")
 		newBundle(kname, fleet.BundleSpec{
@@ -182,6 +198,24 @@ var _ = Describe("agent", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Consistently(func() string { return bd(name).Status.Display.State }, 8*time.Second, 500*time.Millisecond).Should(Equal(string(fleet.Ready)))
 		// The same kind of change elsewhere is drift, so the check above could fail.
+		_, err = local.CoreV1().ConfigMaps(ns).Patch(ctx, "watched", types.MergePatchType, []byte(`{"data":{"a":"2"}}`), metav1.PatchOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(state(name)).Should(Equal(string(fleet.Modified)))
+		Expect(bd(name).Status.ModifiedStatus).To(ConsistOf(HaveField("Name", "watched")))
+	})
+
+	It("leaves out of drift the whole objects a comparePatch ignores (op: ignore)", func(ctx context.Context) {
+		name, ns := unique("ignore"), unique("ignore-ns")
+		newBundle(name, fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns, Diff: &fleet.DiffOptions{ComparePatches: []fleet.ComparePatch{{
+				APIVersion: "v1", Kind: "ConfigMap", Name: "free", Operations: []fleet.Operation{{Op: "ignore"}},
+			}}}},
+			Resources: []fleet.BundleResource{res("free.yaml", configMap("free", "a", "1")), res("cm.yaml", configMap("watched", "a", "1"))},
+		})
+		readyAndCurrent(name)
+		// Changed first, so every check that sees the second change sees this one too.
+		_, err := local.CoreV1().ConfigMaps(ns).Patch(ctx, "free", types.MergePatchType, []byte(`{"data":{"a":"changed","b":"new"}}`), metav1.PatchOptions{})
+		Expect(err).NotTo(HaveOccurred())
 		_, err = local.CoreV1().ConfigMaps(ns).Patch(ctx, "watched", types.MergePatchType, []byte(`{"data":{"a":"2"}}`), metav1.PatchOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(state(name)).Should(Equal(string(fleet.Modified)))

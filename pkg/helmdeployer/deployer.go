@@ -335,6 +335,8 @@ func (d *Deployer) deploy(ctx context.Context, in Input) (*Release, error) {
 		install.Atomic = helmOpts.Atomic
 		install.TakeOwnership = helmOpts.TakeOwnership
 		install.SkipSchemaValidation = helmOpts.SkipSchemaValidation
+		// Templates may look names up (getHostByName), as in Fleet, unless helm.disableDNS.
+		install.EnableDNS = !helmOpts.DisableDNS
 		install.Labels = labels
 		install.PostRenderer = pr
 		rel, err = install.RunWithContext(ctx, c, in.Values)
@@ -348,6 +350,7 @@ func (d *Deployer) deploy(ctx context.Context, in Input) (*Release, error) {
 		upgrade.Force = helmOpts.Force
 		upgrade.TakeOwnership = helmOpts.TakeOwnership
 		upgrade.SkipSchemaValidation = helmOpts.SkipSchemaValidation
+		upgrade.EnableDNS = !helmOpts.DisableDNS
 		upgrade.MaxHistory = helmOpts.MaxHistory
 		if upgrade.MaxHistory <= 0 {
 			upgrade.MaxHistory = DefaultMaxHistory

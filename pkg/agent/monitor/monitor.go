@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rancher/wrangler/v3/pkg/apply"
+	"github.com/rancher/wrangler/v3/pkg/objectset"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -117,6 +118,9 @@ func (m *Monitor) Check(ctx context.Context, bundleID string, rel *helmdeployer.
 	if err != nil {
 		return Result{}, fmt.Errorf("comparing release %s with the cluster: %w", rel, err)
 	}
+	if opts.Diff != nil {
+		dropIgnored(&plan, opts.Diff.ComparePatches)
+	}
 	if fresh {
 		// A fresh check follows a deploy: watch the kinds deployed, so later changes are noticed.
 		m.watch(desired)
@@ -158,11 +162,62 @@ func (m *Monitor) gvr(gvk schema.GroupVersionKind) (schema.GroupVersionResource,
 	return mapping.Resource, true
 }
 
+// ignoreOp in a comparePatch's operations leaves the objects it names out of drift detection.
+const ignoreOp = "ignore"
+
+// dropIgnored removes from plan the objects a comparePatch with an "ignore" operation names
+// (by apiVersion and kind, and namespace and name where given): changed, missing or extra,
+// they are not drift.
+func dropIgnored(plan *apply.Plan, patches []fleet.ComparePatch) {
+	var ignored []fleet.ComparePatch
+	for _, cp := range patches {
+		for _, op := range cp.Operations {
+			if op.Op == ignoreOp {
+				ignored = append(ignored, cp)
+				break
+			}
+		}
+	}
+	if len(ignored) == 0 {
+		return
+	}
+	matches := func(gvk schema.GroupVersionKind, k objectset.ObjectKey) bool {
+		for _, cp := range ignored {
+			if schema.FromAPIVersionAndKind(cp.APIVersion, cp.Kind) == gvk &&
+				(cp.Namespace == "" || cp.Namespace == k.Namespace) && (cp.Name == "" || cp.Name == k.Name) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, byGVK := range []objectset.ObjectKeyByGVK{plan.Create, plan.Delete} {
+		for gvk, keys := range byGVK {
+			kept := keys[:0]
+			for _, k := range keys {
+				if !matches(gvk, k) {
+					kept = append(kept, k)
+				}
+			}
+			byGVK[gvk] = kept
+		}
+	}
+	for gvk, byKey := range plan.Update {
+		for k := range byKey {
+			if matches(gvk, k) {
+				delete(byKey, k)
+			}
+		}
+	}
+}
+
 // comparePatchOps turns a comparePatch into JSON patches wrangler applies to both sides before
 // comparing, one per operation so a path missing on one object does not void the others.
 func comparePatchOps(cp fleet.ComparePatch) [][]byte {
 	var out [][]byte
 	for _, op := range cp.Operations {
+		if op.Op == ignoreOp {
+			continue // the whole object is left out of the comparison (dropIgnored)
+		}
 		var value interface{} = op.Value
 		var decoded interface{}
 		if op.Value != "" && json.Unmarshal([]byte(op.Value), &decoded) == nil {
