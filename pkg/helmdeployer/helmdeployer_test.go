@@ -150,7 +150,7 @@ func TestRollbackAndUninstallTakeSlots(t *testing.T) {
 	if err := d.Uninstall(ctx, r); !errors.Is(err, context.Canceled) {
 		t.Errorf("uninstall with no free slot: %v", err)
 	}
-	if err := d.Rollback(ctx, r, "", false, false); !errors.Is(err, context.Canceled) {
+	if err := d.Rollback(ctx, r, "", false, false, 0); !errors.Is(err, context.Canceled) {
 		t.Errorf("rollback with no free slot: %v", err)
 	}
 	if len(d.slots) != ParallelActions {

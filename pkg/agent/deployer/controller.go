@@ -258,7 +258,11 @@ func (h *handler) check(bd *fleet.BundleDeployment, rel *helmdeployer.Release, s
 	if err == nil && !res.NonModified && cd != nil && cd.Enabled &&
 		status.AppliedDeploymentID == bd.Spec.DeploymentID && !bd.Spec.Paused {
 		h.log(bd.Name).WithField("release", rel.String()).Info("correcting drift")
-		if rerr := h.deployer.Rollback(h.ctx, rel, opts.ServiceAccount, cd.Force, cd.KeepFailHistory); rerr != nil {
+		maxHistory := 0
+		if opts.Helm != nil {
+			maxHistory = opts.Helm.MaxHistory
+		}
+		if rerr := h.deployer.Rollback(h.ctx, rel, opts.ServiceAccount, cd.Force, cd.KeepFailHistory, maxHistory); rerr != nil {
 			h.log(bd.Name).WithError(rerr).Warn("drift correction failed")
 			fleet.SetCondition(&status.Conditions, fleet.ConditionDeployed, corev1.ConditionFalse, "DriftCorrectionFailed", rerr.Error(), now)
 		} else if cur, cerr := h.deployer.Current(h.ctx, bd.Name, opts); cerr == nil && cur != nil {
