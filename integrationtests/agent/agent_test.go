@@ -222,6 +222,63 @@ var _ = Describe("agent", func() {
 		Expect(bd(name).Status.ModifiedStatus).To(ConsistOf(HaveField("Name", "watched")))
 	})
 
+	It("copies downstreamResources from the bundle's namespace into the bundle's namespace downstream, and follows their changes", func(ctx context.Context) {
+		name, ns := unique("copies"), unique("copies-ns")
+		secret, cm := unique("creds"), unique("settings")
+		mgr, err := manager.Clientset()
+		Expect(err).NotTo(HaveOccurred())
+		_, err = mgr.CoreV1().ConfigMaps(fleet.DefaultNamespace).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cm},
+			Data: map[string]string{"mode": "fast"}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		newBundle(name, fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns, DownstreamResources: []fleet.DownstreamResource{
+				{Kind: "ConfigMap", Name: cm}, {Kind: "Secret", Name: secret}}},
+			Resources: []fleet.BundleResource{res("cm.yaml", configMap("app", "k", "v"))},
+		})
+		// The Secret does not exist yet: the deployment says which and waits.
+		Eventually(func(g Gomega) {
+			b := bd(name)
+			g.Expect(b).NotTo(BeNil())
+			g.Expect(b.Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring("downstreamResources[1]: Secret "+secret))))
+		}).Should(Succeed())
+		Expect(cmData(ns, "app")()).To(BeNil(), "nothing is deployed before every copy is there")
+		_, err = mgr.CoreV1().Secrets(fleet.DefaultNamespace).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secret},
+			Data: map[string][]byte{"token": []byte("s3cret")}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		readyAndCurrent(name)
+		Expect(cmData(ns, cm)()).To(HaveKeyWithValue("mode", "fast"))
+		secretData := func() map[string][]byte {
+			s, err := local.CoreV1().Secrets(ns).Get(ctx, secret, metav1.GetOptions{})
+			if err != nil {
+				return nil
+			}
+			return s.Data
+		}
+		Expect(secretData()).To(HaveKeyWithValue("token", []byte("s3cret")))
+
+		// A changed source reaches the cluster without touching the Bundle.
+		src, err := mgr.CoreV1().Secrets(fleet.DefaultNamespace).Get(ctx, secret, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		src.Data["token"] = []byte("rotated")
+		_, err = mgr.CoreV1().Secrets(fleet.DefaultNamespace).Update(ctx, src, metav1.UpdateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(secretData).Should(HaveKeyWithValue("token", []byte("rotated")))
+	})
+
+	It("deploys again when a resource it took over from another bundle (overwrites) is gone", func(ctx context.Context) {
+		name, ns := unique("taker"), unique("taker-ns")
+		newBundle(name, fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns,
+				OverwrittenResources: []fleet.OverwrittenResource{{Kind: "ConfigMap", Name: "shared"}}},
+			Resources: []fleet.BundleResource{res("shared.yaml", configMap("shared", "a", "1")), res("own.yaml", configMap("own", "b", "2"))},
+		})
+		readyAndCurrent(name)
+		// What the removal of the bundle it came from does.
+		Expect(local.CoreV1().ConfigMaps(ns).Delete(ctx, "shared", metav1.DeleteOptions{})).To(Succeed())
+		Eventually(cmData(ns, "shared")).Should(HaveKeyWithValue("a", "1"), "recreated without correctDrift")
+		readyAndCurrent(name)
+	})
+
 	It("deploys a bundle only once the bundles it depends on are Ready", func() {
 		first, second, ns := unique("dep-first"), unique("dep-second"), unique("dep-ns")
 		newBundle(first, fleet.BundleSpec{

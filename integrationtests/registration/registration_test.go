@@ -287,6 +287,11 @@ var _ = Describe("cluster registration", Ordered, func() {
 		forbidden(err)
 		_, err = kube.CoreV1().Secrets(cred.ClusterNamespace).List(ctx, metav1.ListOptions{})
 		forbidden(err)
+		// Copies of downstreamResources are read by name in its own namespace only.
+		_, err = kube.CoreV1().ConfigMaps(cred.ClusterNamespace).List(ctx, metav1.ListOptions{})
+		forbidden(err)
+		_, err = kube.CoreV1().ConfigMaps(otherNS).Get(ctx, "anything", metav1.GetOptions{})
+		forbidden(err)
 		_, err = fl.BundleDeployment().List("", metav1.ListOptions{})
 		forbidden(err)
 

@@ -171,8 +171,12 @@ func start(ctx context.Context, upstream, local *rest.Config, kube kubernetes.In
 	if err != nil {
 		return err
 	}
+	up, err := kubernetes.NewForConfig(upstream)
+	if err != nil {
+		return err
+	}
 	deployer.Register(ctx, deployer.Deps{BundleDeployments: bds, Contents: f.Content(), Deployer: dep, Monitor: mon,
-		Namespace: o.ClusterNamespace, MonitorInterval: o.MonitorInterval, Changes: changes})
+		Namespace: o.ClusterNamespace, MonitorInterval: o.MonitorInterval, Changes: changes, Upstream: up})
 	if err := scf.Start(ctx, o.Workers); err != nil {
 		return err
 	}

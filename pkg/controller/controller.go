@@ -28,6 +28,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/controller/clustergroup"
 	"github.com/fleetgo/fleet/pkg/controller/clusterimport"
 	"github.com/fleetgo/fleet/pkg/controller/content"
+	"github.com/fleetgo/fleet/pkg/controller/downstream"
 	"github.com/fleetgo/fleet/pkg/controller/gitrepo"
 	"github.com/fleetgo/fleet/pkg/controller/index"
 	"github.com/fleetgo/fleet/pkg/controller/registration"
@@ -215,6 +216,7 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 	serve.Run(ctx, o.WebhookAddr, &gitrepo.Webhook{Kube: kube, GitRepos: f.GitRepo(), SystemNamespace: o.SystemNamespace})
 	clusterimport.Register(ctx, clusterimport.Deps{Kube: kube, Clusters: f.Cluster(), Tokens: f.ClusterRegistrationToken(), AgentImage: o.AgentImage})
 	content.Register(ctx, f.Content(), f.BundleDeployment())
+	downstream.Register(ctx, kube, f.BundleDeployment(), c.Secret())
 	clustergroup.Register(ctx, f.ClusterGroup(), f.Cluster())
 	return scf.Start(ctx, o.Workers)
 }

@@ -110,6 +110,9 @@ type Input struct {
 	// Values and ValuesHash are what Values returned for Options, read once per deploy.
 	Values     map[string]interface{}
 	ValuesHash string
+	// Downstream are the Secrets and ConfigMaps (downstreamResources) to create or update in
+	// the release namespace before the release.
+	Downstream []metav1.Object
 }
 
 // Release identifies a Helm release.
@@ -284,6 +287,9 @@ func (d *Deployer) deploy(ctx context.Context, in Input) (*Release, error) {
 	if err := d.ensureNamespace(ctx, ns, &opts); err != nil {
 		return nil, err
 	}
+	if err := d.applyDownstream(ctx, ns, in.BundleID, in.Downstream); err != nil {
+		return nil, err
+	}
 	ac, err := d.actionConfig(ns, sa)
 	if err != nil {
 		return nil, err
@@ -402,6 +408,58 @@ func annotateChart(c *chart.Chart, in Input) {
 	if in.Commit != "" {
 		c.Metadata.Annotations[fleet.CommitAnnotation] = in.Commit
 	}
+}
+
+// DownstreamLabel marks the Secrets and ConfigMaps an agent created from a bundle's
+// downstreamResources, with the BundleDeployment's name.
+const DownstreamLabel = "fleet.cattle.io/downstream-resource-of"
+
+// applyDownstream creates or updates the bundle's downstreamResources in namespace ns.
+func (d *Deployer) applyDownstream(ctx context.Context, ns, bundleID string, objs []metav1.Object) error {
+	for _, o := range objs {
+		o.SetNamespace(ns)
+		labels := o.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[DownstreamLabel] = bundleID
+		o.SetLabels(labels)
+		var err error
+		switch obj := o.(type) {
+		case *corev1.Secret:
+			err = createOrUpdate(ctx, d.kube.CoreV1().Secrets(ns), obj)
+		case *corev1.ConfigMap:
+			err = createOrUpdate(ctx, d.kube.CoreV1().ConfigMaps(ns), obj)
+		default:
+			err = fmt.Errorf("%T cannot be a downstream resource", o)
+		}
+		if err != nil {
+			return fmt.Errorf("downstream resource %s/%s: %w", ns, o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// namespacedClient is what createOrUpdate needs of a typed client (Secrets, ConfigMaps).
+type namespacedClient[T metav1.Object] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+}
+
+// createOrUpdate writes obj whole, over what exists under its name.
+func createOrUpdate[T metav1.Object](ctx context.Context, c namespacedClient[T], obj T) error {
+	cur, err := c.Get(ctx, obj.GetName(), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = c.Create(ctx, obj, metav1.CreateOptions{})
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	obj.SetResourceVersion(cur.GetResourceVersion())
+	_, err = c.Update(ctx, obj, metav1.UpdateOptions{})
+	return err
 }
 
 // ensureNamespace creates the release namespace when missing (unless createNamespace is false)

@@ -139,3 +139,9 @@ func HashPrefix(s string, n int) string {
 	}
 	return sha256Hex(s)[:n]
 }
+
+// DownstreamCopy is the name, in a cluster namespace, of the copy of a downstreamResources
+// source for BundleDeployment bd: the manager writes it there, the cluster's agent reads it.
+func DownstreamCopy(bd, source string) string {
+	return SafeConcatName(bd, "downstream", source)
+}

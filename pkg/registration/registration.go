@@ -113,14 +113,15 @@ func CredentialReaderRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}}
 }
 
-// AgentRules are what an agent may do in its cluster namespace: read its BundleDeployments and
-// their option Secrets, write their status, and renew its own credential.
+// AgentRules are what an agent may do in its cluster namespace: read its BundleDeployments, their
+// option Secrets and the copies of their downstreamResources (get by name, never list), write
+// their status, and renew its own credential.
 func AgentRules() []rbacv1.PolicyRule {
 	g := fleet.SchemeGroupVersion.Group
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{g}, Resources: []string{"bundledeployments"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{g}, Resources: []string{"bundledeployments/status"}, Verbs: []string{"update", "patch"}},
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets", "configmaps"}, Verbs: []string{"get"}},
 		{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}, ResourceNames: []string{AgentServiceAccount}},
 	}
 }

@@ -6,7 +6,10 @@ package deployer
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -16,11 +19,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/fleetgo/fleet/pkg/agent/monitor"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/helmdeployer"
+	"github.com/fleetgo/fleet/pkg/names"
 	"github.com/fleetgo/fleet/pkg/summary"
 )
 
@@ -59,6 +65,9 @@ type Deps struct {
 	MonitorInterval time.Duration
 	// Changes is what the monitor tells of changed objects; the controller records its checks there.
 	Changes *Changes
+	// Upstream reads, by name, the copies of downstreamResources the manager puts in the
+	// cluster namespace.
+	Upstream kubernetes.Interface
 }
 
 type handler struct {
@@ -74,12 +83,13 @@ type handler struct {
 	ns       string
 	interval time.Duration
 	changes  *Changes
+	upstream kubernetes.Interface
 }
 
 // Register starts deploying the namespace's BundleDeployments.
 func Register(ctx context.Context, d Deps) {
 	h := &handler{ctx: ctx, bds: d.BundleDeployments, contents: newContentCache(d.Contents),
-		deployer: d.Deployer, monitor: d.Monitor, ns: d.Namespace, interval: d.MonitorInterval, changes: d.Changes}
+		deployer: d.Deployer, monitor: d.Monitor, ns: d.Namespace, interval: d.MonitorInterval, changes: d.Changes, upstream: d.Upstream}
 	if h.changes == nil {
 		h.changes = NewChanges(d.BundleDeployments, d.Namespace)
 	}
@@ -198,8 +208,28 @@ func (h *handler) deploy(bd *fleet.BundleDeployment, rel *helmdeployer.Release, 
 	if err != nil {
 		return nil, 0, h.failed(bd, status, err, now)
 	}
+	// So are the copies of downstreamResources.
+	downstream, downstreamHash, err := h.downstream(bd)
+	if err != nil {
+		return nil, 0, h.failed(bd, status, err, now)
+	}
+	if downstreamHash != "" {
+		sum := sha256.Sum256([]byte(valuesHash + "/" + downstreamHash))
+		valuesHash = hex.EncodeToString(sum[:])[:32]
+	}
 	upToDate := rel != nil && rel.Status == release.StatusDeployed && rel.DeploymentID == spec.DeploymentID &&
 		rel.SyncGeneration == opts.ForceSyncGeneration && rel.ValuesHash == valuesHash
+	if upToDate && len(opts.OverwrittenResources) > 0 {
+		// Resources taken over from another bundle may have gone with that bundle's removal.
+		gone, err := h.deployer.MissingOverwritten(h.ctx, rel, opts.OverwrittenResources)
+		if err != nil {
+			return nil, 0, h.failed(bd, status, err, now)
+		}
+		if gone != "" {
+			h.log(bd.Name).WithField("resource", gone).Info("an overwritten resource is gone: deploying again")
+			upToDate = false
+		}
+	}
 	if upToDate {
 		// The release is what the spec asks for (perhaps the status write after the deploy was
 		// lost): record it without deploying again.
@@ -216,7 +246,7 @@ func (h *handler) deploy(bd *fleet.BundleDeployment, rel *helmdeployer.Release, 
 	}
 	h.log(bd.Name).WithField("deploymentID", spec.DeploymentID).Debug("deploying")
 	deployed, err := h.deployer.Deploy(h.ctx, helmdeployer.Input{BundleID: bd.Name, Commit: bd.Labels[fleet.CommitLabel],
-		DeploymentID: spec.DeploymentID, Files: files, Options: *opts, Values: values, ValuesHash: valuesHash})
+		DeploymentID: spec.DeploymentID, Files: files, Options: *opts, Values: values, ValuesHash: valuesHash, Downstream: downstream})
 	if err != nil {
 		err = h.failed(bd, status, err, now)
 		if helmdeployer.IsPermanent(err) {
@@ -227,6 +257,55 @@ func (h *handler) deploy(bd *fleet.BundleDeployment, rel *helmdeployer.Release, 
 	h.log(bd.Name).WithField("release", deployed.String()).Info("deployed")
 	h.applied(bd, deployed, status, now)
 	return deployed, 0, nil
+}
+
+// downstream reads the manager's copies of the BundleDeployment's downstreamResources, as the
+// objects to create downstream (under their own names), and a hash of their data ("" without
+// any). A copy not there yet is an error retried until the manager has made it.
+func (h *handler) downstream(bd *fleet.BundleDeployment) ([]metav1.Object, string, error) {
+	res := bd.Spec.Options.DownstreamResources
+	if len(res) == 0 {
+		return nil, "", nil
+	}
+	if h.upstream == nil {
+		return nil, "", fmt.Errorf("downstreamResources: this agent cannot read the manager's copies")
+	}
+	sum := sha256.New()
+	var out []metav1.Object
+	for i, r := range res {
+		copyName := names.DownstreamCopy(bd.Name, r.Name)
+		where := fmt.Sprintf("downstreamResources[%d]: %s %s", i, r.Kind, r.Name)
+		missing := fmt.Errorf("%s: no copy in the cluster namespace yet (the manager copies it from namespace %s, where it must exist)",
+			where, bd.Labels[fleet.BundleNamespaceLabel])
+		var (
+			obj     metav1.Object
+			version string
+			err     error
+		)
+		switch r.Kind {
+		case "Secret":
+			var s *corev1.Secret
+			if s, err = h.upstream.CoreV1().Secrets(h.ns).Get(h.ctx, copyName, metav1.GetOptions{}); err == nil {
+				obj, version = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: r.Name}, Type: s.Type, Data: s.Data}, s.ResourceVersion
+			}
+		case "ConfigMap":
+			var cm *corev1.ConfigMap
+			if cm, err = h.upstream.CoreV1().ConfigMaps(h.ns).Get(h.ctx, copyName, metav1.GetOptions{}); err == nil {
+				obj, version = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: r.Name}, Data: cm.Data, BinaryData: cm.BinaryData}, cm.ResourceVersion
+			}
+		default:
+			return nil, "", helmdeployer.Permanent(fmt.Errorf("%s: kind must be Secret or ConfigMap", where))
+		}
+		if apierrors.IsNotFound(err) {
+			return nil, "", missing
+		}
+		if err != nil {
+			return nil, "", fmt.Errorf("%s: %w", where, err)
+		}
+		fmt.Fprintf(sum, "%d:%s/%s:%s:", i, r.Kind, r.Name, version)
+		out = append(out, obj)
+	}
+	return out, hex.EncodeToString(sum.Sum(nil))[:32], nil
 }
 
 func (h *handler) applied(bd *fleet.BundleDeployment, rel *helmdeployer.Release, status *fleet.BundleDeploymentStatus, now time.Time) {
