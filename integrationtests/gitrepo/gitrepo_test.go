@@ -103,11 +103,12 @@ var _ = Describe("GitRepo", func() {
 		}).Should(BeTrue())
 	})
 
-	It("passes serviceAccount, targetNamespace, paused, keepResources, deleteNamespace, correctDrift and targets down to its Bundles", func() {
+	It("passes serviceAccount, targetNamespace, paused, keepResources, deleteNamespace, correctDrift, forceSyncGeneration and targets down to its Bundles", func() {
 		commit := publish("passdown", "main", map[string]string{"app/cm.yaml": configMap("app", "x")})
 		newGitRepo("passdown", "passdown", func(s *fleet.GitRepoSpec) {
 			s.ServiceAccount, s.TargetNamespace, s.Paused, s.KeepResources, s.DeleteNamespace = "deployer", "apps", true, true, true
 			s.CorrectDrift = &fleet.CorrectDrift{Enabled: true}
+			s.ForceSyncGeneration = 2
 			s.Targets = []fleet.GitTarget{{Name: "dev", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "dev"}}}}
 		})
 		Eventually(func() map[string]string { return bundlesOf("passdown") }).Should(Equal(map[string]string{"passdown-app": commit}))
@@ -120,6 +121,7 @@ var _ = Describe("GitRepo", func() {
 		Expect(b.Spec.DeleteNamespace).To(BeTrue())
 		Expect(b.Spec.CorrectDrift).NotTo(BeNil())
 		Expect(b.Spec.CorrectDrift.Enabled).To(BeTrue())
+		Expect(b.Spec.ForceSyncGeneration).To(Equal(int64(2)), "Force Update redeploys")
 		Expect(b.Spec.Targets).NotTo(BeEmpty())
 		Expect(b.Spec.Targets[len(b.Spec.Targets)-1].ClusterSelector.MatchLabels).To(HaveKeyWithValue("env", "dev"))
 	})
