@@ -127,3 +127,27 @@ func TestApplyFleetFlags(t *testing.T) {
 		t.Error("-f with paths must be refused")
 	}
 }
+
+// The targets file is Fleet's: targets and targetRestrictions, both added to every Bundle.
+func TestApplyTargetsFileInFleetFormat(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "app"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "app", "cm.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tf := filepath.Join(t.TempDir(), "targets.yaml")
+	if err := os.WriteFile(tf, []byte("targets:\n- name: prod\n  clusterGroup: prod\ntargetRestrictions:\n- name: prod\n  clusterGroup: prod\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runRoot(t, "apply", "--root", root, "-o", "-", "--targets-file", tf, "repo", "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs := decodeBundles(t, out)
+	if len(bs) != 1 || len(bs[0].Spec.Targets) != 1 || bs[0].Spec.Targets[0].ClusterGroup != "prod" ||
+		len(bs[0].Spec.TargetRestrictions) != 1 || bs[0].Spec.TargetRestrictions[0].ClusterGroup != "prod" {
+		t.Fatalf("targets and restrictions:\n%s", out)
+	}
+}
