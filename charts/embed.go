@@ -11,6 +11,8 @@ import (
 
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
+
+	"github.com/fleetgo/fleet/pkg/version"
 )
 
 //go:embed all:fleet-crd all:fleet all:fleet-agent
@@ -23,7 +25,9 @@ const (
 	Agent = "fleet-agent"
 )
 
-// Load returns one of the embedded charts.
+// Load returns one of the embedded charts. A released binary stamps its own version as the
+// chart's appVersion, the image tag the charts use by default, as `make charts` does for the
+// packaged charts: `fleet install` and `helm install` then run the same image.
 func Load(name string) (*chart.Chart, error) {
 	var buffered []*loader.BufferedFile
 	err := fs.WalkDir(files, name, func(p string, d fs.DirEntry, err error) error {
@@ -43,5 +47,12 @@ func Load(name string) (*chart.Chart, error) {
 	if len(buffered) == 0 {
 		return nil, fmt.Errorf("chart %s: not embedded", path.Clean(name))
 	}
-	return loader.LoadFiles(buffered)
+	c, err := loader.LoadFiles(buffered)
+	if err != nil {
+		return nil, err
+	}
+	if version.Version != "dev" {
+		c.Metadata.AppVersion = version.Version
+	}
+	return c, nil
 }

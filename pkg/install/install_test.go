@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"helm.sh/helm/v3/pkg/releaseutil"
+
+	"github.com/fleetgo/fleet/pkg/version"
 	"sigs.k8s.io/yaml"
 )
 
@@ -76,6 +78,23 @@ func TestSetImage(t *testing.T) {
 		got := v["image"].(map[string]interface{})
 		if got["repository"] != want[0] || got["tag"] != want[1] {
 			t.Errorf("%s: got %v, want %v", in, got, want)
+		}
+	}
+}
+
+// A released binary's manifests default to its own image tag, the appVersion `make charts`
+// stamps into the packaged charts.
+func TestDefaultImageTagIsTheBinaryVersion(t *testing.T) {
+	old := version.Version
+	version.Version = "v9.8.7"
+	t.Cleanup(func() { version.Version = old })
+	out, err := Controller(ControllerOptions{SystemNamespace: "fleet-sys"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"image: ghcr.io/fleetgo/fleet:v9.8.7", "--agent-image=ghcr.io/fleetgo/fleet:v9.8.7"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("manifest lacks %q", want)
 		}
 	}
 }
