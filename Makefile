@@ -18,12 +18,29 @@ IMAGE_LDFLAGS := -s -w -X $(MODULE)/pkg/version.Version=$(VERSION) \
 IMAGE_ARGS = -binaries amd64=bin/linux-amd64/fleet,arm64=bin/linux-arm64/fleet -version $(VERSION) \
 	-revision $(COMMIT) -created $(IMAGE_CREATED) -out bin/image
 
+# Charts: a tag vX.Y.Z gives chart version X.Y.Z; any other build 0.0.0-dev.g<describe>. The
+# appVersion is the image tag, which the charts' templates use when image.tag is empty.
+CHART_VERSION ?= $(shell v=$$(echo '$(VERSION)' | sed 's/^v//'); \
+	if [[ $$v =~ ^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$ ]]; then echo $$v; else echo 0.0.0-dev.g$$v; fi)
+CHARTS := fleet-crd fleet fleet-agent
+# Where the Helm repository (index.yaml) will be served from; empty writes relative URLs.
+CHART_REPO_URL ?=
+HELM_VERSION = $(shell $(GO) list -m -f '{{.Version}}' helm.sh/helm/v3)
+HELM := $(CURDIR)/dev/bin/helm
+# The real-node tier: containerd with its runc shim, the CNI plugins and the pause program.
+NODE_PKGS := github.com/containerd/containerd/v2/cmd/containerd \
+	github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 ./pause
+CNI_PKGS := github.com/containernetworking/plugins/plugins/main/bridge \
+	github.com/containernetworking/plugins/plugins/main/loopback \
+	github.com/containernetworking/plugins/plugins/ipam/host-local \
+	github.com/containernetworking/plugins/plugins/meta/portmap
+
 # Control-plane binaries (etcd, kube-apiserver, ...) built from source by dev/controlplane.
 export FLEET_CONTROLPLANE_BIN := $(CURDIR)/dev/bin
 # Integration and e2e suites start real clusters: one suite at a time keeps two cores responsive.
 TEST_TIMEOUT ?= 45m
 
-.PHONY: image image-push help build controlplane test test-unit test-integration e2e generate verify verify-fast bench quickstart quickstart-check up down clean
+.PHONY: image image-push helm charts charts-push node help build controlplane test test-unit test-integration e2e generate verify verify-fast bench quickstart quickstart-check up down clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -40,6 +57,24 @@ image: ## build the OCI image index (linux/amd64, linux/arm64) into bin/image; p
 image-push: image ## push the image index to $(REGISTRY)/fleet:$(VERSION) (REGISTRY=host:port/path; INSECURE=1 for plain HTTP)
 	@test -n "$(REGISTRY)" || { echo "image-push: set REGISTRY=host:port/path"; exit 1; }
 	$(GO) run ./dev/image $(IMAGE_ARGS) -push $(REGISTRY)/fleet:$(VERSION) $(if $(INSECURE),-insecure)
+
+helm: ## the Helm CLI at go.mod's Helm SDK version, into dev/bin
+	$(GO) build -ldflags "-X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION)" -o $(HELM) helm.sh/helm/v3/cmd/helm
+
+charts: helm ## package the three charts with the project version and write a Helm repository into bin/charts
+	rm -rf bin/charts && mkdir -p bin/charts
+	$(HELM) package --version $(CHART_VERSION) --app-version $(VERSION) -d bin/charts $(addprefix charts/,$(CHARTS))
+	$(HELM) repo index bin/charts $(if $(CHART_REPO_URL),--url $(CHART_REPO_URL))
+
+charts-push: charts ## push the packaged charts to oci://$(REGISTRY)/charts (INSECURE=1 for plain HTTP)
+	@test -n "$(REGISTRY)" || { echo "charts-push: set REGISTRY=host:port/path"; exit 1; }
+	@for c in $(CHARTS); do \
+		$(HELM) push bin/charts/$$c-$(CHART_VERSION).tgz oci://$(REGISTRY)/charts $(if $(INSECURE),--plain-http) || exit 1; \
+	done
+
+node: ## containerd, its runc shim, the CNI plugins and the pause program of the real-node tier, into dev/bin
+	cd dev/node && CGO_ENABLED=0 $(GO) build -trimpath -tags "no_btrfs no_devmapper no_zfs" -o $(FLEET_CONTROLPLANE_BIN)/ $(NODE_PKGS)
+	cd dev/node && CGO_ENABLED=0 $(GO) build -trimpath -o $(FLEET_CONTROLPLANE_BIN)/cni/ $(CNI_PKGS)
 
 controlplane: ## build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok into dev/bin (skips what is current)
 	cd dev/controlplane && $(GO) run . -out $(FLEET_CONTROLPLANE_BIN)

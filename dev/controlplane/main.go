@@ -1,5 +1,6 @@
 // Command controlplane builds the Kubernetes control-plane binaries the project's tests and
-// quickstart run (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok)
+// quickstart run (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok, and
+// the kubelet and kube-proxy of the real-node tier)
 // from their Go modules, pinned by this module's go.mod, into a bin folder.
 //
 // It is idempotent: a binary whose stamp (Go version, go.mod, go.sum and this builder's own
@@ -42,6 +43,8 @@ var binaries = []binary{
 	{"kube-controller-manager", "k8s.io/kubernetes/cmd/kube-controller-manager"},
 	{"kube-scheduler", "k8s.io/kubernetes/cmd/kube-scheduler"},
 	{"kubectl", "k8s.io/kubernetes/cmd/kubectl"},
+	{"kubelet", "k8s.io/kubernetes/cmd/kubelet"},
+	{"kube-proxy", "k8s.io/kubernetes/cmd/kube-proxy"},
 	{"kwok", "sigs.k8s.io/kwok/cmd/kwok"},
 }
 
