@@ -84,7 +84,7 @@ test: verify-fast test-unit test-integration e2e quickstart-check ## everything 
 test-unit: ## unit tests of the pure packages
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /integrationtests/ -e /e2e)
 
-test-integration: controlplane ## ginkgo suites against real apiservers
+test-integration: controlplane node image ## ginkgo suites against real apiservers (and a real node running the image)
 	$(GO) test -count=1 -p 1 -timeout $(TEST_TIMEOUT) ./integrationtests/...
 
 e2e: controlplane build ## multi-cluster suites with real fleet processes

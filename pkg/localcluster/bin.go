@@ -22,6 +22,9 @@ var binaryFor = map[string]string{
 	"kube-controller-manager": "kube-controller-manager",
 	"kube-scheduler":          "kube-scheduler",
 	"kwok":                    "kwok",
+	"containerd":              "containerd",
+	"kubelet":                 "kubelet",
+	"kube-proxy":              "kube-proxy",
 }
 
 // BinDir returns $FLEET_CONTROLPLANE_BIN, or dev/bin of the module this process runs in (found
@@ -52,8 +55,12 @@ func checkBinaries(dir string, tier Tier) error {
 	if tier >= Controllers {
 		need = append(need, "kube-controller-manager")
 	}
-	if tier >= Workloads {
+	switch tier {
+	case Workloads:
 		need = append(need, "kube-scheduler", "kwok", kwokStagesFile)
+	case Node:
+		need = append(need, "kube-scheduler", "kubelet", "kube-proxy", "containerd", "containerd-shim-runc-v2",
+			"pause", "cni/bridge", "cni/host-local", "cni/loopback", "cni/portmap")
 	}
 	var errs []error
 	for _, n := range need {

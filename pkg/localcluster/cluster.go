@@ -40,6 +40,10 @@ const (
 	// Workloads adds kube-scheduler and kwok with one fake Node, so Pods are scheduled and become
 	// Running and Ready without a kubelet.
 	Workloads
+	// Node adds kube-scheduler and one real node instead of kwok: a kubelet, containerd with
+	// runc, CNI bridge networking and kube-proxy, in the cluster's network namespace
+	// (Options.Node), so Pods really run. Needs root.
+	Node
 )
 
 func (t Tier) String() string {
@@ -50,6 +54,8 @@ func (t Tier) String() string {
 		return "controllers"
 	case Workloads:
 		return "workloads"
+	case Node:
+		return "node"
 	}
 	return "tier(" + strconv.Itoa(int(t)) + ")"
 }
@@ -87,6 +93,8 @@ type Options struct {
 	// certificate, for clients reaching it at another address.
 	BindAddress string
 	ExtraIPs    []net.IP
+	// Node configures the real node of the Node tier; its network namespace is the cluster's.
+	Node *NodeOptions
 }
 
 // Cluster is one running control plane.
@@ -102,6 +110,7 @@ type Cluster struct {
 
 	restConfig *rest.Config
 	procs      []*process
+	node       *nodeStarter
 	removeDir  bool
 	stopOnce   sync.Once
 }
@@ -144,6 +153,16 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	if o.Tier == 0 {
 		o.Tier = APIServer
 	}
+	if o.Tier == Node {
+		if o.Node == nil || o.Node.Net == nil {
+			return nil, fmt.Errorf("cluster %s: the node tier needs Options.Node with a network namespace", o.Name)
+		}
+		// The whole cluster lives in the node's namespace; pods reach the apiserver at the
+		// node's address through the kubernetes Service.
+		o.NetNS = o.Node.Net.Name
+		o.BindAddress = "0.0.0.0"
+		o.ExtraIPs = append(o.ExtraIPs, o.Node.Net.NSIP)
+	}
 	if o.StartTimeout == 0 {
 		o.StartTimeout = DefaultStartTimeout
 	}
@@ -182,8 +201,11 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	if o.Tier >= Controllers {
 		steps = append(steps, s.controllerManager)
 	}
-	if o.Tier >= Workloads {
+	switch o.Tier {
+	case Workloads:
 		steps = append(steps, s.scheduler, s.kwok)
+	case Node:
+		steps = append(steps, s.scheduler, s.node)
 	}
 	for _, step := range steps {
 		if err := step(); err != nil {
@@ -208,6 +230,9 @@ func (c *Cluster) stopProcesses() {
 	// Reverse order: clients of the apiserver first, etcd last.
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		c.procs[i].stop()
+	}
+	if c.node != nil {
+		c.node.cleanup()
 	}
 }
 
@@ -300,6 +325,11 @@ func (s *starter) certificates() error {
 	if err := p.issue("admin", "admin", []string{"system:masters"}, false, nil, nil); err != nil {
 		return err
 	}
+	if s.o.Tier == Node {
+		if err := p.issue("apiserver-kubelet-client", "kube-apiserver-kubelet-client", []string{"system:masters"}, false, nil, nil); err != nil {
+			return err
+		}
+	}
 	return p.serviceAccountKey()
 }
 
@@ -325,19 +355,25 @@ func (s *starter) etcd() error {
 	if err != nil {
 		return err
 	}
+	return s.waitFor(p, "GET /health", s.httpOK(s.etcdURL+"/health"))
+}
+
+// httpOK reports whether url answers 200, reached from inside the cluster's network namespace
+// when it has one.
+func (s *starter) httpOK(url string) func(context.Context) (bool, error) {
 	client := &http.Client{Timeout: 2 * time.Second}
 	if s.o.NetNS != "" {
 		client.Transport = &http.Transport{DialContext: Dial(s.o.NetNS)}
 	}
-	return s.waitFor(p, "GET /health", func(ctx context.Context) (bool, error) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.etcdURL+"/health", nil)
+	return func(ctx context.Context) (bool, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		resp, err := client.Do(req)
 		if err != nil {
 			return false, err
 		}
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, nil
-	})
+	}
 }
 
 func (s *starter) apiserver() error {
@@ -354,26 +390,38 @@ func (s *starter) apiserver() error {
 	if bind == "" {
 		bind = "127.0.0.1"
 	}
+	advertise, authz, reconciler := "127.0.0.1", "RBAC", "none"
+	var kubeletClient []string
+	if s.o.Tier == Node {
+		// The kubernetes Service must lead pods to the apiserver at the node's address; the
+		// kubelet's credential is authorized by the Node authorizer; the apiserver presents its
+		// own client certificate to kubelets (logs, exec).
+		advertise, authz, reconciler = s.o.Node.Net.NSIP.String(), "Node,RBAC", "lease"
+		kubeletClient = []string{"--kubelet-client-certificate=" + s.pki.path("apiserver-kubelet-client.crt"),
+			"--kubelet-client-key=" + s.pki.path("apiserver-kubelet-client.key"),
+			"--kubelet-preferred-address-types=InternalIP"}
+	}
 	pk := s.pki.path
-	p, err := s.run("kube-apiserver",
-		"--etcd-servers="+s.etcdURL,
-		"--bind-address="+bind,
-		"--advertise-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(port),
-		"--cert-dir="+filepath.Join(s.c.Dir, "apiserver"),
-		"--tls-cert-file="+pk("apiserver.crt"),
-		"--tls-private-key-file="+pk("apiserver.key"),
-		"--client-ca-file="+pk("ca.crt"),
-		"--service-account-key-file="+pk("sa.key"),
-		"--service-account-signing-key-file="+pk("sa.key"),
+	args := []string{
+		"--etcd-servers=" + s.etcdURL,
+		"--bind-address=" + bind,
+		"--advertise-address=" + advertise,
+		"--secure-port=" + strconv.Itoa(port),
+		"--cert-dir=" + filepath.Join(s.c.Dir, "apiserver"),
+		"--tls-cert-file=" + pk("apiserver.crt"),
+		"--tls-private-key-file=" + pk("apiserver.key"),
+		"--client-ca-file=" + pk("ca.crt"),
+		"--service-account-key-file=" + pk("sa.key"),
+		"--service-account-signing-key-file=" + pk("sa.key"),
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-cluster-ip-range="+serviceCIDR,
-		"--authorization-mode=RBAC",
+		"--service-cluster-ip-range=" + serviceCIDR,
+		"--authorization-mode=" + authz,
 		"--allow-privileged=true",
 		// Fewer moving parts on a two-core machine; none of the tests measure fairness.
 		"--enable-priority-and-fairness=false",
-		"--endpoint-reconciler-type=none",
-	)
+		"--endpoint-reconciler-type=" + reconciler,
+	}
+	p, err := s.run("kube-apiserver", append(args, kubeletClient...)...)
 	if err != nil {
 		return err
 	}

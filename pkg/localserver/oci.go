@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -26,8 +27,15 @@ type OCIRegistry struct {
 	done    chan struct{}
 }
 
-// StartOCIRegistry runs docker-registry with its storage under dir, requiring auth when set.
+// StartOCIRegistry runs docker-registry on loopback with its storage under dir, requiring auth
+// when set.
 func StartOCIRegistry(ctx context.Context, dir string, auth BasicAuth) (*OCIRegistry, error) {
+	return StartOCIRegistryOn(ctx, dir, auth, "127.0.0.1")
+}
+
+// StartOCIRegistryOn is StartOCIRegistry listening on address ip ("0.0.0.0" for every address,
+// so network namespaces reach it at their host address); Host stays on loopback.
+func StartOCIRegistryOn(ctx context.Context, dir string, auth BasicAuth, ip string) (*OCIRegistry, error) {
 	bin, err := exec.LookPath(registryBinary)
 	if err != nil {
 		return nil, fmt.Errorf("OCI registry: %s not found (apt-get install docker-registry): %w", registryBinary, err)
@@ -35,15 +43,16 @@ func StartOCIRegistry(ctx context.Context, dir string, auth BasicAuth) (*OCIRegi
 	if err := os.MkdirAll(filepath.Join(dir, "storage"), 0o755); err != nil {
 		return nil, err
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		return nil, err
 	}
-	host := l.Addr().String()
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	listen, host := net.JoinHostPort(ip, port), net.JoinHostPort("127.0.0.1", port)
 	l.Close()
 
-	cfg := fmt.Sprintf("version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: %s\n  delete:\n    enabled: true\nhttp:\n  addr: %s\n",
-		filepath.Join(dir, "storage"), host)
+	cfg := fmt.Sprintf("version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: %s\n  delete:\n    enabled: true\nhttp:\n  addr: %q\n",
+		filepath.Join(dir, "storage"), listen)
 	if auth.Username != "" {
 		hash, err := bcrypt.GenerateFromPassword([]byte(auth.Password), bcrypt.DefaultCost)
 		if err != nil {
@@ -78,7 +87,8 @@ func StartOCIRegistry(ctx context.Context, dir string, auth BasicAuth) (*OCIRegi
 	for !statusOK("http://" + host + "/v2/") {
 		select {
 		case <-r.done:
-			return nil, fmt.Errorf("OCI registry exited at start; log %s", logPath)
+			data, _ := os.ReadFile(logPath)
+			return nil, fmt.Errorf("OCI registry exited at start; log %s:\n%s", logPath, data)
 		case <-ctx.Done():
 			r.Close()
 			return nil, ctx.Err()
