@@ -18,10 +18,11 @@ IMAGE_LDFLAGS := -s -w -X $(MODULE)/pkg/version.Version=$(VERSION) \
 IMAGE_ARGS = -binaries amd64=bin/linux-amd64/fleet,arm64=bin/linux-arm64/fleet -version $(VERSION) \
 	-revision $(COMMIT) -created $(IMAGE_CREATED) -out bin/image
 
-# Charts: a tag vX.Y.Z gives chart version X.Y.Z; any other build 0.0.0-dev.g<describe>. The
+# Charts: a tag vX.Y.Z (or vX.Y.Z-rc.N) gives chart version X.Y.Z; any other build 0.0.0+dev.<describe>,
+# build metadata rather than a prerelease, so `helm install` finds it without --devel. The
 # appVersion is the image tag, which the charts' templates use when image.tag is empty.
 CHART_VERSION ?= $(shell v=$$(echo '$(VERSION)' | sed 's/^v//'); \
-	if [[ $$v =~ ^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$ ]]; then echo $$v; else echo 0.0.0-dev.g$$v; fi)
+	if [[ $$v =~ ^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.]+)?$$ ]]; then echo $$v; else echo 0.0.0+dev.$$v; fi)
 CHARTS := fleet-crd fleet fleet-agent
 # Where the Helm repository (index.yaml) will be served from; empty writes relative URLs.
 CHART_REPO_URL ?=
@@ -40,7 +41,7 @@ export FLEET_CONTROLPLANE_BIN := $(CURDIR)/dev/bin
 # Integration and e2e suites start real clusters: one suite at a time keeps two cores responsive.
 TEST_TIMEOUT ?= 45m
 
-.PHONY: image image-push helm charts charts-push node help build controlplane test test-unit test-integration e2e generate verify verify-fast bench quickstart quickstart-check up down clean
+.PHONY: image image-push dist helm charts charts-push node help build controlplane test test-unit test-integration e2e generate verify verify-fast bench quickstart quickstart-check up down clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -57,6 +58,17 @@ image: ## build the OCI image index (linux/amd64, linux/arm64) into bin/image; p
 image-push: image ## push the image index to $(REGISTRY)/fleet:$(VERSION) (REGISTRY=host:port/path; INSECURE=1 for plain HTTP)
 	@test -n "$(REGISTRY)" || { echo "image-push: set REGISTRY=host:port/path"; exit 1; }
 	$(GO) run ./dev/image $(IMAGE_ARGS) -push $(REGISTRY)/fleet:$(VERSION) $(if $(INSECURE),-insecure)
+
+# Release binaries: the CLI (and everything else) for users' machines.
+PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+
+dist: ## release binaries for linux and darwin, amd64 and arm64, with SHA256SUMS, into bin/dist
+	rm -rf bin/dist && mkdir -p bin/dist
+	@for p in $(PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; \
+		echo "fleet-$$os-$$arch"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "$(IMAGE_LDFLAGS)" -o bin/dist/fleet-$$os-$$arch . || exit 1; \
+	done
+	cd bin/dist && sha256sum fleet-* > SHA256SUMS
 
 helm: ## the Helm CLI at go.mod's Helm SDK version, into dev/bin
 	$(GO) build -ldflags "-X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION)" -o $(HELM) helm.sh/helm/v3/cmd/helm
@@ -87,7 +99,7 @@ test-unit: ## unit tests of the pure packages
 test-integration: controlplane node image ## ginkgo suites against real apiservers (and a real node running the image)
 	$(GO) test -count=1 -p 1 -timeout $(TEST_TIMEOUT) ./integrationtests/...
 
-e2e: controlplane build ## multi-cluster suites with real fleet processes
+e2e: controlplane node build image charts ## multi-cluster suites with real fleet processes, and the install walkthrough on real nodes
 	@if [ -n "$$(find e2e -name '*_test.go' 2>/dev/null)" ]; then \
 		$(GO) test -count=1 -p 1 -timeout $(TEST_TIMEOUT) ./e2e/...; \
 	else echo "e2e: no suites yet"; fi

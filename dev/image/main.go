@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -80,7 +81,8 @@ func run() error {
 		if err != nil {
 			return fmt.Errorf("-push %q: %w", push, err)
 		}
-		if err := remote.WriteIndex(ref, idx); err != nil {
+		// Credentials as `docker login` or `crane auth login` stored them (~/.docker/config.json).
+		if err := remote.WriteIndex(ref, idx, remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
 			return fmt.Errorf("pushing %s: %w", push, err)
 		}
 		fmt.Printf("pushed %s@%s\n", ref.Context(), digest)

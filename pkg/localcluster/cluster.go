@@ -386,6 +386,10 @@ func (s *starter) apiserver() error {
 		port = ports[0]
 	}
 	s.c.Server = fmt.Sprintf("https://127.0.0.1:%d", port)
+	if s.o.Tier == Node {
+		// Reachable from the host and from other namespaces, and inside its own.
+		s.c.Server = "https://" + net.JoinHostPort(s.o.Node.Net.NSIP.String(), strconv.Itoa(port))
+	}
 	bind := s.o.BindAddress
 	if bind == "" {
 		bind = "127.0.0.1"

@@ -270,8 +270,10 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 serializeImagePulls: false
 maxPods: 110
+podLogsDir: %s
 `, n.cgroups, filepath.Join(n.dir, "containerd", "containerd.sock"), n.nodeIP, kubeletPort,
-		n.pki.path("kubelet-serving.crt"), n.pki.path("kubelet-serving.key"), n.pki.path("ca.crt"))
+		n.pki.path("kubelet-serving.crt"), n.pki.path("kubelet-serving.key"), n.pki.path("ca.crt"),
+		filepath.Join(n.dir, "pod-logs"))
 }
 
 func containerdConfig(dir, cniBin, cniConf string) string {

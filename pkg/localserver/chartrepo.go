@@ -2,6 +2,7 @@ package localserver
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -26,10 +27,18 @@ type ChartRepo struct {
 // StartChartRepo serves an empty chart repository from dir (created if missing), requiring
 // auth when it is set. Add charts with AddChart; stop it with Close.
 func StartChartRepo(dir string, auth BasicAuth) (*ChartRepo, error) {
+	return StartChartRepoOn(dir, auth, nil)
+}
+
+// StartChartRepoOn is StartChartRepo listening on ip (loopback when nil).
+func StartChartRepoOn(dir string, auth BasicAuth, ip net.IP) (*ChartRepo, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	srv := httptest.NewServer(auth.wrap(http.FileServer(http.Dir(dir))))
+	srv, err := serveOn(auth.wrap(http.FileServer(http.Dir(dir))), ip)
+	if err != nil {
+		return nil, err
+	}
 	r := &ChartRepo{Dir: dir, URL: srv.URL, srv: srv}
 	if err := r.reindex(); err != nil {
 		srv.Close()

@@ -3,6 +3,7 @@ package localserver
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
@@ -28,6 +29,12 @@ type GitServer struct {
 // StartGitServer serves the bare repositories under root (created if missing), requiring auth
 // when it is set. Stop it with Close.
 func StartGitServer(root string, auth BasicAuth) (*GitServer, error) {
+	return StartGitServerOn(root, auth, nil)
+}
+
+// StartGitServerOn is StartGitServer listening on ip (loopback when nil), for clients in other
+// network namespaces: pods of a real node reach it at the host's end of their link.
+func StartGitServerOn(root string, auth BasicAuth, ip net.IP) (*GitServer, error) {
 	backend, err := exec.LookPath("git-http-backend")
 	if err != nil {
 		backend = gitHTTPBackend
@@ -47,8 +54,27 @@ func StartGitServer(root string, auth BasicAuth) (*GitServer, error) {
 			"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.receivepack", "GIT_CONFIG_VALUE_0=true",
 		},
 	}
-	srv := httptest.NewServer(auth.wrap(h))
+	srv, err := serveOn(auth.wrap(h), ip)
+	if err != nil {
+		return nil, err
+	}
 	return &GitServer{Root: root, URL: srv.URL, srv: srv}, nil
+}
+
+// serveOn starts an HTTP test server on ip (loopback when nil) at a free port.
+func serveOn(h http.Handler, ip net.IP) (*httptest.Server, error) {
+	if ip == nil {
+		return httptest.NewServer(h), nil
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
+	if err != nil {
+		return nil, err
+	}
+	srv := httptest.NewUnstartedServer(h)
+	srv.Listener.Close()
+	srv.Listener = l
+	srv.Start()
+	return srv, nil
 }
 
 // Close stops the server.

@@ -22,9 +22,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/tools/record"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
@@ -57,8 +60,17 @@ var ErrNoBootstrap = errors.New("no credential (Secret " + registration.AgentSec
 // Obtain returns the agent's stored credential, registering first when it has none. It retries
 // with backoff (a token may be applied later, the manager may be down) until ctx ends; each
 // failure is logged with its cause.
+//
+// Each failure is also recorded as a Warning Event (reason RegistrationFailed) on the
+// registration token's Secret in the agent's own cluster, so `kubectl get events` there says why
+// the agent is not registered while it cannot reach the manager at all.
 func Obtain(ctx context.Context, local kubernetes.Interface, o Options) (*Credential, error) {
 	backoff := wait.Backoff{Duration: 2 * time.Second, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: time.Minute}
+	events := record.NewBroadcaster(record.WithContext(ctx))
+	defer events.Shutdown()
+	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: local.CoreV1().Events(o.Namespace)})
+	rec := events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "fleet-agent"})
+	token := &corev1.ObjectReference{APIVersion: "v1", Kind: "Secret", Namespace: o.Namespace, Name: registration.BootstrapSecret}
 	for {
 		c, err := Stored(ctx, local, o.Namespace)
 		if err == nil && c != nil {
@@ -70,6 +82,7 @@ func Obtain(ctx context.Context, local kubernetes.Interface, o Options) (*Creden
 			}
 		}
 		logrus.WithError(err).Error("registering with the manager")
+		rec.Eventf(token, corev1.EventTypeWarning, "RegistrationFailed", "registering with the manager: %v", err)
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()

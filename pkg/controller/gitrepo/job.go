@@ -227,7 +227,10 @@ func (h *handler) createJob(gr *fleet.GitRepo, commit, name string) error {
 	}
 	applyArgs = append(applyArgs, "--", gr.Name)
 	applyArgs = append(applyArgs, o.Paths...)
-	env = append(env, corev1.EnvVar{Name: "COMMIT", Value: commit})
+	env = append(env, corev1.EnvVar{Name: "COMMIT", Value: commit},
+		// The pod runs as jobUID, not the image's user, whose home it may not read: Helm's
+		// cache and client-go's kubeconfig lookup use a home it owns.
+		corev1.EnvVar{Name: "HOME", Value: "/tmp"})
 
 	backoff := int32(0)
 	deadline := int64(jobDeadline / time.Second)
