@@ -113,11 +113,13 @@ CRD_COMPAT ?= ../shared/tools/crd-compat
 PYTHON_YAML ?= $(shell python3 -c 'import yaml' 2>/dev/null && echo python3 || echo /usr/bin/python3)
 API_KINDS := GitRepo,Bundle,BundleDeployment,Cluster,ClusterGroup,ClusterRegistration,ClusterRegistrationToken,BundleNamespaceMapping,GitRepoRestriction,Content
 
-verify-fast: ## gofmt, go vet and the API contract
+verify-fast: helm ## gofmt, go vet, helm lint --strict of the three charts and the API contract
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \
 		if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	cd dev/controlplane && $(GO) vet .
+	cd dev/node && $(GO) vet ./pause
+	$(HELM) lint --strict $(addprefix charts/,$(CHARTS))
 	@if [ -x $(CRD_COMPAT) ]; then $(PYTHON_YAML) $(CRD_COMPAT) --kinds $(API_KINDS) --min 100 charts/fleet-crd/templates; \
 		else echo "crd-compat not found at $(CRD_COMPAT); API contract not checked"; fi
 

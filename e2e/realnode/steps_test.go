@@ -12,6 +12,9 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/fleetgo/fleet/pkg/localcluster"
 )
 
 // The README's walkthrough, command for command (README: "Install"). Only the addresses differ:
@@ -122,5 +125,125 @@ var _ = Describe("the walkthrough", Ordered, func() {
 			out := sh(c, "kubectl", "get", "configmap", "-n", "walkthrough", "walkthrough", "-o", "jsonpath={.data.hello}")
 			Expect(out).To(Equal("world"))
 		}
+	})
+
+	It("pushes the same charts to an OCI registry, from which Helm installs them", func(ctx context.Context) {
+		charts, err := filepath.Glob(filepath.Join(root, "bin", "charts", "*.tgz"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(charts).To(HaveLen(3))
+		var version string
+		for _, c := range charts {
+			// What `make charts-push REGISTRY=... INSECURE=1` runs for each chart.
+			sh(mgmt.Kubeconfig, "helm", "push", c, "oci://"+registry+"/charts", "--plain-http")
+			if strings.HasPrefix(filepath.Base(c), "fleet-agent-") {
+				version = strings.TrimSuffix(strings.TrimPrefix(filepath.Base(c), "fleet-agent-"), ".tgz")
+			}
+		}
+		out := sh(prod.Kubeconfig, "helm", "-n", "oci-check", "install", "--create-namespace", "--plain-http", "--version", version,
+			"--set", "token=unused", "--set", "apiServerURL="+mgmt.Server,
+			"fleet-agent-oci", "oci://"+registry+"/charts/fleet-agent")
+		Expect(out).To(ContainSubstring("STATUS: deployed"))
+		Expect(sh(prod.Kubeconfig, "helm", "-n", "oci-check", "get", "manifest", "fleet-agent-oci")).To(ContainSubstring("image: ghcr.io/fleetgo/fleet:" + tag))
+		sh(prod.Kubeconfig, "helm", "-n", "oci-check", "uninstall", "--wait", "fleet-agent-oci")
+	})
+
+	Context("bad input", func() {
+		var bad *localcluster.Cluster
+		var values []byte
+
+		BeforeAll(func(ctx context.Context) {
+			var err error
+			bad, err = localcluster.Start(ctx, nodeOptions("wt-bad", newNet("bad", 3)))
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(bad.Stop)
+			extra = append(extra, bad)
+			out, err := exec.Command(filepath.Join(bin, "kubectl"), "--kubeconfig", mgmt.Kubeconfig, "-n", "fleet-default",
+				"get", "secret", "new-token", "-o", "jsonpath={.data.values}").Output()
+			Expect(err).NotTo(HaveOccurred())
+			values, err = base64.StdEncoding.DecodeString(string(out))
+			Expect(err).NotTo(HaveOccurred())
+		})
+
+		// install writes values with overrides and installs (or upgrades) the agent chart on bad.
+		install := func(overrides map[string]interface{}, args ...string) {
+			GinkgoHelper()
+			var v map[string]interface{}
+			Expect(yaml.Unmarshal(values, &v)).To(Succeed())
+			for k, val := range overrides {
+				v[k] = val
+			}
+			v["labels"] = map[string]interface{}{"env": "bad"}
+			data, err := yaml.Marshal(v)
+			Expect(err).NotTo(HaveOccurred())
+			file := filepath.Join(work, "values-bad.yaml")
+			Expect(os.WriteFile(file, data, 0o644)).To(Succeed())
+			sh(bad.Kubeconfig, "helm", append([]string{"-n", "cattle-fleet-system", "upgrade", "--install", "--create-namespace",
+				"--values", file, "fleet-agent", "fleet/fleet-agent"}, args...)...)
+		}
+		// registrationFailed waits for the agent's RegistrationFailed Event naming want, and checks
+		// its pod says the same in its log and runs on without restarting.
+		registrationFailed := func(ctx context.Context, want string) {
+			GinkgoHelper()
+			cs := clientset(bad)
+			Eventually(func(g Gomega) {
+				evs, err := cs.CoreV1().Events("cattle-fleet-system").List(ctx, metav1.ListOptions{FieldSelector: "reason=RegistrationFailed"})
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(evs.Items).NotTo(BeEmpty())
+				g.Expect(evs.Items[len(evs.Items)-1].Message).To(ContainSubstring(want))
+				g.Expect(evs.Items[len(evs.Items)-1].InvolvedObject.Name).To(Equal("fleet-agent-bootstrap"))
+			}).Should(Succeed())
+			// The agent's pod (a previous install's may still be terminating).
+			var p corev1.Pod
+			Eventually(func(g Gomega) {
+				pods, err := cs.CoreV1().Pods("cattle-fleet-system").List(ctx, metav1.ListOptions{})
+				g.Expect(err).NotTo(HaveOccurred())
+				var live []corev1.Pod
+				for _, p := range pods.Items {
+					if p.DeletionTimestamp == nil {
+						live = append(live, p)
+					}
+				}
+				g.Expect(live).To(HaveLen(1))
+				p = live[0]
+			}).Should(Succeed())
+			Eventually(func(g Gomega) {
+				logs, err := cs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(string(logs)).To(ContainSubstring(want))
+			}).Should(Succeed())
+			p2, err := cs.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(p2.Status.Phase).To(Equal(corev1.PodRunning))
+			Expect(p2.Status.ContainerStatuses[0].RestartCount).To(BeZero(), "no crash loop")
+		}
+
+		It("an agent given a wrong apiServerURL says why in its log and in an Event, and keeps trying", func(ctx context.Context) {
+			wrong := "https://" + mgmtNet.NSIP.String() + ":1"
+			install(map[string]interface{}{"apiServerURL": wrong})
+			registrationFailed(ctx, "registering with the manager at "+wrong)
+		})
+
+		It("an agent given the wrong CA says the certificate is not trusted", func(ctx context.Context) {
+			sh(bad.Kubeconfig, "helm", "-n", "cattle-fleet-system", "uninstall", "--wait", "fleet-agent")
+			install(map[string]interface{}{"apiServerCA": string(dev.RESTConfig().CAData)})
+			registrationFailed(ctx, "certificate signed by unknown authority")
+		})
+
+		It("an image that cannot be pulled shows in the pod's events, and no Cluster is registered", func(ctx context.Context) {
+			sh(bad.Kubeconfig, "helm", "-n", "cattle-fleet-system", "uninstall", "--wait", "fleet-agent")
+			install(nil, "--set", "image.tag=no-such-tag")
+			cs := clientset(bad)
+			Eventually(func(g Gomega) {
+				evs, err := cs.CoreV1().Events("cattle-fleet-system").List(ctx, metav1.ListOptions{FieldSelector: "reason=Failed"})
+				g.Expect(err).NotTo(HaveOccurred())
+				var msgs []string
+				for _, e := range evs.Items {
+					msgs = append(msgs, e.Message)
+				}
+				g.Expect(strings.Join(msgs, "\n")).To(ContainSubstring(`Failed to pull image "ghcr.io/fleetgo/fleet:no-such-tag"`))
+			}).Should(Succeed())
+			out := sh(mgmt.Kubeconfig, "kubectl", "get", "clusters.fleet.cattle.io", "-A", "-l", "env=bad", "-o", "name")
+			Expect(strings.TrimSpace(out)).To(BeEmpty(), "a cluster whose agent never ran has not checked in")
+		})
 	})
 })

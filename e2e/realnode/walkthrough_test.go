@@ -42,10 +42,16 @@ var (
 	// mgmt, dev and prod each run in their own network namespace with a real node.
 	mgmt, dev, prod *localcluster.Cluster
 	mgmtNet         *localcluster.NetNS
-	git             *localserver.GitServer
-	chartRepoURL    string
+	// extra are clusters specs start for themselves.
+	extra        []*localcluster.Cluster
+	git          *localserver.GitServer
+	chartRepoURL string
 	// tag is the image tag the packaged charts default to (their appVersion).
 	tag string
+	// regPort is the registry's port; netBase numbers the suite's network namespaces.
+	regPort, netBase int
+	// registry is the OCI registry's host:port on the host.
+	registry string
 )
 
 // sh runs a command as a user would, with KUBECONFIG set and Helm's state in the suite's folder.
@@ -87,13 +93,10 @@ var _ = BeforeSuite(func(ctx context.Context) {
 
 	// Three namespaces; the host reaches each at its NSIP, and pods of any reach the host's
 	// servers at mgmtNet.HostIP.
-	base := os.Getpid()%60*3 + 40
+	netBase = os.Getpid()%60*4 + 10
 	var nets []*localcluster.NetNS
 	for i, name := range []string{"mgmt", "dev", "prod"} {
-		ns, err := localcluster.NewNetNS(fmt.Sprintf("fleet-wt-%s-%d", name, os.Getpid()), base+i)
-		Expect(err).NotTo(HaveOccurred(), "creating a network namespace (needs root)")
-		DeferCleanup(ns.Delete)
-		nets = append(nets, ns)
+		nets = append(nets, newNet(name, i))
 	}
 	mgmtNet = nets[0]
 
@@ -101,12 +104,13 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	reg, err := localserver.StartOCIRegistryOn(ctx, filepath.Join(work, "registry"), localserver.BasicAuth{}, "0.0.0.0")
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(reg.Close)
+	registry = reg.Host
 	Expect(localcluster.PushSandboxImage(reg.Host, bin)).To(Succeed())
 	_, err = localcluster.PushLayout(filepath.Join(root, "bin", "image"), reg.Host+"/fleetgo/fleet:"+tag)
 	Expect(err).NotTo(HaveOccurred())
 	_, port, err := net.SplitHostPort(reg.Host)
 	Expect(err).NotTo(HaveOccurred())
-	regPort, _ := strconv.Atoi(port)
+	regPort, _ = strconv.Atoi(port)
 
 	// The Helm repository `make charts` wrote, and the git server, where pods reach them.
 	l, err := net.Listen("tcp", net.JoinHostPort(mgmtNet.HostIP.String(), "0"))
@@ -123,8 +127,7 @@ var _ = BeforeSuite(func(ctx context.Context) {
 
 	var opts []localcluster.Options
 	for i, name := range []string{"wt-mgmt", "wt-dev", "wt-prod"} {
-		opts = append(opts, localcluster.Options{Name: name, Tier: localcluster.Node,
-			Node: &localcluster.NodeOptions{Net: nets[i], RegistryPort: regPort, Mirrors: []string{"ghcr.io"}}})
+		opts = append(opts, nodeOptions(name, nets[i]))
 	}
 	clusters, err := localcluster.StartAll(ctx, opts...)
 	Expect(err).NotTo(HaveOccurred())
@@ -134,11 +137,26 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	mgmt, dev, prod = clusters[0], clusters[1], clusters[2]
 }, NodeTimeout(12*time.Minute))
 
+// newNet creates the suite's i-th network namespace.
+func newNet(name string, i int) *localcluster.NetNS {
+	GinkgoHelper()
+	ns, err := localcluster.NewNetNS(fmt.Sprintf("fleet-wt-%s-%d", name, os.Getpid()), netBase+i)
+	Expect(err).NotTo(HaveOccurred(), "creating a network namespace (needs root)")
+	DeferCleanup(ns.Delete)
+	return ns
+}
+
+// nodeOptions describe a real-node cluster that pulls ghcr.io images from the suite's registry.
+func nodeOptions(name string, net *localcluster.NetNS) localcluster.Options {
+	return localcluster.Options{Name: name, Tier: localcluster.Node,
+		Node: &localcluster.NodeOptions{Net: net, RegistryPort: regPort, Mirrors: []string{"ghcr.io"}}}
+}
+
 var _ = ReportAfterEach(func(r SpecReport) {
 	if !r.Failed() {
 		return
 	}
-	for _, c := range []*localcluster.Cluster{mgmt, dev, prod} {
+	for _, c := range append([]*localcluster.Cluster{mgmt, dev, prod}, extra...) {
 		if c == nil {
 			continue
 		}
