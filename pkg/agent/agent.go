@@ -46,8 +46,9 @@ type Options struct {
 	CheckinInterval, MonitorInterval, GCInterval time.Duration
 	// Workers deploying BundleDeployments in parallel.
 	Workers int
-	// LeaderElect runs the agent only while holding a Lease in its own cluster.
-	LeaderElect bool
+	// LeaderElect runs the agent only while holding a Lease in its own cluster, with LeaderTiming.
+	LeaderElect  bool
+	LeaderTiming leader.Timing
 	// HealthAddr serves /healthz and /readyz; MetricsAddr serves /metrics. Empty disables.
 	HealthAddr, MetricsAddr string
 	// ProfileAddr serves Go's runtime profiles under /debug/pprof/. Empty (the default) disables.
@@ -129,7 +130,7 @@ func run(ctx context.Context, upstream, local *rest.Config, o Options, health *s
 		return err
 	}
 	return leader.Run(ctx, leader.Options{Elect: o.LeaderElect, Namespace: o.Namespace, Name: "fleet-agent-lock", Kube: kube,
-		Health: health, Start: func(ctx context.Context) error {
+		Health: health, Timing: o.LeaderTiming, Start: func(ctx context.Context) error {
 			if err := start(ctx, upstream, local, kube, o); err != nil {
 				return err
 			}

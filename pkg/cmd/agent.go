@@ -67,6 +67,7 @@ func newAgent() *cobra.Command {
 	fl.DurationVar(&o.GCInterval, "gc-interval", 0, "interval of release garbage collection (default 15m)")
 	fl.IntVar(&o.Workers, "workers", 50, "BundleDeployments deployed in parallel")
 	fl.BoolVar(&o.LeaderElect, "leader-elect", true, "run only while holding the leader lease in this cluster")
+	bindLeaderTiming(fl, &o.LeaderTiming)
 	fl.StringVar(&o.HealthAddr, "health-addr", ":8082", "address of /healthz and /readyz (empty disables)")
 	fl.StringVar(&o.MetricsAddr, "metrics-addr", ":8083", "address of /metrics (empty disables)")
 	fl.StringVar(&o.ProfileAddr, "profile-addr", "", "address of Go's /debug/pprof/ profiles (empty disables)")

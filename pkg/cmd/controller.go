@@ -20,6 +20,7 @@ func newController() *cobra.Command {
 		logJSON   bool
 		debug     bool
 		gcPercent int
+		gitops    bool
 	)
 	c := &cobra.Command{
 		Use:   "controller",
@@ -29,6 +30,7 @@ func newController() *cobra.Command {
 			if err := registration.CheckCredentialLifetime(o.CredentialLifetime); err != nil {
 				return err
 			}
+			o.DisableGitOps = !gitops
 			setupLogging(logJSON, debug)
 			// The manager's memory is mostly long-lived caches: collecting when the heap grows
 			// by half rather than doubles costs little CPU and saves a quarter of the peak.
@@ -48,11 +50,13 @@ func newController() *cobra.Command {
 	fl.StringVar(&o.SystemNamespace, "namespace", fleet.SystemNamespace, "system namespace: configuration and leader election")
 	fl.IntVar(&o.Workers, "workers", 50, "workers per controller")
 	fl.BoolVar(&o.LeaderElect, "leader-elect", true, "run only while holding the leader lease")
+	bindLeaderTiming(fl, &o.LeaderTiming)
 	fl.StringVar(&o.HealthAddr, "health-addr", ":8081", "address of /healthz and /readyz (empty disables)")
 	fl.StringVar(&o.MetricsAddr, "metrics-addr", ":8080", "address of /metrics (empty disables)")
 	fl.StringVar(&o.ProfileAddr, "profile-addr", "", "address of Go's /debug/pprof/ profiles (empty disables)")
 	fl.Float32Var(&o.QPS, "kube-api-qps", controller.DefaultQPS, "requests per second to the apiserver")
 	fl.IntVar(&o.Burst, "kube-api-burst", controller.DefaultBurst, "burst of requests to the apiserver")
+	fl.BoolVar(&gitops, "gitops", true, "run the GitRepo controller and the webhook receiver (false: Bundles come from elsewhere)")
 	fl.StringVar(&o.WebhookAddr, "webhook-addr", ":8084", "address of the git providers' push webhook receiver (empty disables)")
 	fl.StringVar(&o.GitJobImage, "git-job-image", "", "image (with the fleet binary) of the Jobs that clone GitRepos and apply them; empty runs them in this process")
 	fl.IntVar(&o.GitRuns, "git-runs", 4, "GitRepo clone-and-apply runs at once when they run in this process")

@@ -6,6 +6,8 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/fleetgo/fleet/pkg/leader"
 )
 
 // kubeFlags are the standard connection flags of commands that talk to a cluster.
@@ -45,4 +47,11 @@ func setupLogging(logJSON, debug bool) {
 			logrus.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: "15:04:05.000"})
 		}
 	}
+}
+
+// bindLeaderTiming adds the leader Lease's timing flags (the charts' leaderElection values).
+func bindLeaderTiming(fl *pflag.FlagSet, t *leader.Timing) {
+	fl.DurationVar(&t.LeaseDuration, "leader-election-lease-duration", leader.LeaseDuration, "how long a leader Lease is valid without renewal")
+	fl.DurationVar(&t.RenewDeadline, "leader-election-renew-deadline", leader.RenewDeadline, "how long the leader keeps trying to renew before it gives up")
+	fl.DurationVar(&t.RetryPeriod, "leader-election-retry-period", leader.RetryPeriod, "how often candidates try to acquire or renew the Lease")
 }

@@ -11,6 +11,7 @@ import (
 	lassocontroller "github.com/rancher/lasso/pkg/controller"
 	"github.com/rancher/wrangler/v3/pkg/generated/controllers/batch"
 	"github.com/rancher/wrangler/v3/pkg/generated/controllers/core"
+	corecontrollers "github.com/rancher/wrangler/v3/pkg/generated/controllers/core/v1"
 	"github.com/rancher/wrangler/v3/pkg/schemes"
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
@@ -33,6 +34,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/controller/index"
 	"github.com/fleetgo/fleet/pkg/controller/registration"
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
+	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/leader"
 	"github.com/fleetgo/fleet/pkg/serve"
 )
@@ -43,8 +45,12 @@ type Options struct {
 	SystemNamespace string
 	// Workers per controller.
 	Workers int
-	// LeaderElect runs the controllers only while holding the Lease.
-	LeaderElect bool
+	// DisableGitOps leaves GitRepos alone (no GitRepo controller, no webhook receiver): Bundles
+	// are created by other means (Fleet's gitops.enabled=false).
+	DisableGitOps bool
+	// LeaderElect runs the controllers only while holding the Lease, with LeaderTiming.
+	LeaderElect  bool
+	LeaderTiming leader.Timing
 	// HealthAddr serves /healthz and /readyz; MetricsAddr serves /metrics. Empty disables.
 	HealthAddr, MetricsAddr string
 	// ProfileAddr serves Go's runtime profiles under /debug/pprof/. Empty (the default) disables.
@@ -102,7 +108,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	health := &serve.Status{}
 	serve.Endpoints(ctx, o.HealthAddr, o.MetricsAddr, o.ProfileAddr, health)
 	return leader.Run(ctx, leader.Options{Elect: o.LeaderElect, Namespace: o.SystemNamespace, Name: "fleet-controller-lock",
-		Kube: kube, Health: health, StartTimeout: o.StartTimeout,
+		Kube: kube, Health: health, StartTimeout: o.StartTimeout, Timing: o.LeaderTiming,
 		Start: func(ctx context.Context) error {
 			if err := start(ctx, cfg, kube, o); err != nil {
 				return err
@@ -202,6 +208,21 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 		RegistrationNamespace: o.RegistrationNamespace, CredentialLifetime: o.CredentialLifetime}); err != nil {
 		return err
 	}
+	if !o.DisableGitOps {
+		if err := startGitOps(ctx, cfg, kube, scf, f, c, o); err != nil {
+			return err
+		}
+	}
+	clusterimport.Register(ctx, clusterimport.Deps{Kube: kube, Clusters: f.Cluster(), Tokens: f.ClusterRegistrationToken(), AgentImage: o.AgentImage})
+	content.Register(ctx, f.Content(), f.BundleDeployment())
+	downstream.Register(ctx, kube, f.BundleDeployment(), c.Secret())
+	clustergroup.Register(ctx, f.ClusterGroup(), f.Cluster())
+	return scf.Start(ctx, o.Workers)
+}
+
+// startGitOps registers the GitRepo controller and the git providers' webhook receiver.
+func startGitOps(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, scf lassocontroller.SharedControllerFactory,
+	f fleetcontrollers.Interface, c corecontrollers.Interface, o Options) error {
 	var jobs *gitrepo.JobRunner
 	if o.GitJobImage != "" {
 		bf, err := batch.NewFactoryFromConfigWithOptions(cfg, &batch.FactoryOptions{SharedControllerFactory: scf})
@@ -214,9 +235,5 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 		Clusters: f.Cluster(), Runs: o.GitRuns, RunTimeout: o.GitRunTimeout, CheckinInterval: func() time.Duration { return config.Get().AgentCheckinInterval.Duration },
 		JobRunner: jobs, Restrictions: f.GitRepoRestriction(), Secrets: c.Secret()})
 	serve.Run(ctx, o.WebhookAddr, &gitrepo.Webhook{Kube: kube, GitRepos: f.GitRepo(), SystemNamespace: o.SystemNamespace})
-	clusterimport.Register(ctx, clusterimport.Deps{Kube: kube, Clusters: f.Cluster(), Tokens: f.ClusterRegistrationToken(), AgentImage: o.AgentImage})
-	content.Register(ctx, f.Content(), f.BundleDeployment())
-	downstream.Register(ctx, kube, f.BundleDeployment(), c.Secret())
-	clustergroup.Register(ctx, f.ClusterGroup(), f.Cluster())
-	return scf.Start(ctx, o.Workers)
+	return nil
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/serve"
 )
 
-// Lease timing, as wrangler's leader election uses it.
+// Lease timing by default, as wrangler's leader election uses it.
 const (
 	LeaseDuration = 45 * time.Second
 	RenewDeadline = 30 * time.Second
@@ -44,6 +44,28 @@ type Options struct {
 	StartTimeout time.Duration
 	// Health is told when the controllers run and when the run failed.
 	Health *serve.Status
+	// Timing of the Lease; zero fields take the defaults above.
+	Timing Timing
+}
+
+// Timing is the Lease's timing (Fleet's leaderElection.leaseDuration, renewDeadline and
+// retryPeriod chart values).
+type Timing struct {
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+}
+
+// withDefaults fills zero fields with the package defaults.
+func (t Timing) withDefaults() Timing {
+	if t.LeaseDuration <= 0 {
+		t.LeaseDuration = LeaseDuration
+	}
+	if t.RenewDeadline <= 0 {
+		t.RenewDeadline = RenewDeadline
+	}
+	if t.RetryPeriod <= 0 {
+		t.RetryPeriod = RetryPeriod
+	}
+	return t
 }
 
 // ErrLostLease ends a run whose Lease was taken or could not be renewed.
@@ -81,8 +103,9 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	t := o.Timing.withDefaults()
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock: lock, LeaseDuration: LeaseDuration, RenewDeadline: RenewDeadline, RetryPeriod: RetryPeriod,
+		Lock: lock, LeaseDuration: t.LeaseDuration, RenewDeadline: t.RenewDeadline, RetryPeriod: t.RetryPeriod,
 		ReleaseOnCancel: true, Name: o.Name,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) { go run(ctx) },

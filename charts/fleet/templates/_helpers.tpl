@@ -1,3 +1,16 @@
+{{- /* An image reference: systemDefaultRegistry, repository, and the tag or the chart's appVersion. */ -}}
+{{- define "fleet.imageRef" -}}
+{{- $img := index . 0 -}}{{- $root := index . 1 -}}
+{{- with $root.Values.global.cattle.systemDefaultRegistry }}{{ . }}/{{ end }}{{ $img.repository }}:{{ $img.tag | default $root.Chart.AppVersion }}
+{{- end -}}
+
 {{- define "fleet.image" -}}
-{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{ include "fleet.imageRef" (list .Values.image .) }}
+{{- end -}}
+
+{{- /* The largest of controller.reconciler.workers: one process runs every controller with one pool size. */ -}}
+{{- define "fleet.workers" -}}
+{{- $max := 1 -}}
+{{- range $k, $v := .Values.controller.reconciler.workers }}{{ if gt (int $v) $max }}{{ $max = int $v }}{{ end }}{{ end -}}
+{{ $max }}
 {{- end -}}

@@ -1,0 +1,112 @@
+package install
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/releaseutil"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/fleetgo/fleet/charts"
+)
+
+// renderWith renders a chart with a values file and returns its objects by kind/name.
+func renderWith(t *testing.T, chart, file string) map[string]string {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values map[string]interface{}
+	if err := yaml.Unmarshal(data, &values); err != nil {
+		t.Fatal(err)
+	}
+	out, err := Render(chart, chart, "cattle-fleet-system", values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := map[string]string{}
+	for _, doc := range releaseutil.SplitManifests(out) {
+		var o struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
+			t.Fatal(err)
+		}
+		objs[o.Kind+"/"+o.Metadata.Name] = doc
+	}
+	return objs
+}
+
+// A values file written for Fleet's fleet chart installs ours with the same effect.
+func TestFleetValuesFile(t *testing.T) {
+	objs := renderWith(t, charts.Fleet, "testdata/fleet-values.yaml")
+	var d appsv1.Deployment
+	if err := yaml.Unmarshal([]byte(objs["Deployment/fleet-controller"]), &d); err != nil {
+		t.Fatal(err)
+	}
+	pod := d.Spec.Template.Spec
+	c := pod.Containers[0]
+	if pod.NodeSelector["node-role.kubernetes.io/control-plane"] != "true" || len(pod.Tolerations) != 1 ||
+		pod.Tolerations[0].Effect != corev1.TaintEffectNoSchedule || pod.PriorityClassName != "system-cluster-critical" {
+		t.Errorf("scheduling values not applied: %+v", pod)
+	}
+	if !strings.HasPrefix(c.Image, "registry.example:5000/ghcr.io/fleetgo/fleet:") {
+		t.Errorf("systemDefaultRegistry not applied: %s", c.Image)
+	}
+	args := strings.Join(c.Args, " ")
+	for _, want := range []string{"--debug", "--leader-election-lease-duration=60s", "--leader-election-renew-deadline=40s",
+		"--leader-election-retry-period=5s", "--workers=80", "--gitops=false", "--metrics-addr=",
+		"--agent-image=registry.example:5000/ghcr.io/fleetgo/fleet:"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("args lack %q: %s", want, args)
+		}
+	}
+	if strings.Contains(args, "--git-job-image") {
+		t.Errorf("gitops disabled, yet a gitjob image: %s", args)
+	}
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	if env["HTTP_PROXY"] != "http://proxy.example:3128" || env["HTTPS_PROXY"] != "http://proxy.example:3128" ||
+		env["NO_PROXY"] != "127.0.0.0/8,.svc" || env["EXPERIMENTAL_OCI_STORAGE"] != "true" {
+		t.Errorf("env: %v", env)
+	}
+	if _, ok := objs["Service/fleet-controller"]; ok {
+		t.Error("metrics disabled, yet the metrics Service is rendered")
+	}
+	var cm corev1.ConfigMap
+	if err := yaml.Unmarshal([]byte(objs["ConfigMap/fleet-controller"]), &cm); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"agentCheckinInterval":"1m"`, `"garbageCollectionInterval":"30m"`, `"agentTLSMode":"strict"`,
+		`"gitClientTimeout":"45s"`, `"clusterEnqueueDelay":"120s"`, `"apiServerURL":"https://rancher.example:6443"`} {
+		if !strings.Contains(cm.Data["config"], want) {
+			t.Errorf("config lacks %s: %s", want, cm.Data["config"])
+		}
+	}
+}
+
+// The values schema names a key of the wrong type, and refuses unknown keys.
+func TestFleetValuesSchema(t *testing.T) {
+	for _, tc := range []struct {
+		values map[string]interface{}
+		want   string
+	}{
+		{map[string]interface{}{"leaderElection": true}, "/leaderElection"},
+		{map[string]interface{}{"agentCheckinInterval": "soon"}, "/agentCheckinInterval"},
+		{map[string]interface{}{"nodeSelectr": map[string]interface{}{}}, "nodeSelectr"},
+	} {
+		_, err := Render(charts.Fleet, "fleet", "cattle-fleet-system", tc.values)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("values %v: error %v, want one naming %s", tc.values, err, tc.want)
+		}
+	}
+}
