@@ -110,3 +110,41 @@ func TestFleetValuesSchema(t *testing.T) {
 		}
 	}
 }
+
+// A values file written for Fleet's fleet-agent chart installs ours with the same effect.
+func TestFleetAgentValuesFile(t *testing.T) {
+	objs := renderWith(t, charts.Agent, "testdata/fleet-agent-values.yaml")
+	var d appsv1.Deployment
+	if err := yaml.Unmarshal([]byte(objs["Deployment/fleet-agent"]), &d); err != nil {
+		t.Fatal(err)
+	}
+	pod := d.Spec.Template.Spec
+	c := pod.Containers[0]
+	if pod.NodeSelector["kubernetes.io/os"] != "linux" || len(pod.Tolerations) != 1 || pod.Tolerations[0].Key != "dedicated" || !pod.HostNetwork {
+		t.Errorf("fleetAgent values not applied: %+v", pod)
+	}
+	if !strings.HasPrefix(c.Image, "registry.example:5000/ghcr.io/fleetgo/fleet:") {
+		t.Errorf("systemDefaultRegistry not applied: %s", c.Image)
+	}
+	args := strings.Join(c.Args, " ")
+	for _, want := range []string{"--debug", "--workers=20", "--gc-interval=1h", "--leader-election-lease-duration=60s",
+		"--leader-election-renew-deadline=40s", "--leader-election-retry-period=5s"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("args lack %q: %s", want, args)
+		}
+	}
+	var cm corev1.ConfigMap
+	if err := yaml.Unmarshal([]byte(objs["ConfigMap/fleet-agent"]), &cm); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(cm.Data["config"], `"env":"prod"`) {
+		t.Errorf("labels: %s", cm.Data["config"])
+	}
+	if _, ok := objs["Secret/fleet-agent-bootstrap"]; !ok {
+		t.Error("no bootstrap Secret for the token")
+	}
+	_, err := Render(charts.Agent, "fleet-agent", "cattle-fleet-system", map[string]interface{}{"leaderElection": false})
+	if err == nil || !strings.Contains(err.Error(), "/leaderElection") {
+		t.Errorf("a boolean leaderElection: %v, want an error naming it", err)
+	}
+}

@@ -1,5 +1,5 @@
 {{- define "fleet-agent.image" -}}
-{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- with .Values.global.cattle.systemDefaultRegistry }}{{ . }}/{{ end }}{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end -}}
 {{- define "fleet-agent.namespace" -}}
 {{ .Values.systemNamespace | default .Release.Namespace }}
