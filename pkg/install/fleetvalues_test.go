@@ -44,14 +44,20 @@ func renderWith(t *testing.T, chart, file string) map[string]string {
 	return objs
 }
 
+// podOf returns the pod template of a rendered Deployment.
+func podOf(t *testing.T, doc string) corev1.PodSpec {
+	t.Helper()
+	var d appsv1.Deployment
+	if err := yaml.Unmarshal([]byte(doc), &d); err != nil {
+		t.Fatal(err)
+	}
+	return d.Spec.Template.Spec
+}
+
 // A values file written for Fleet's fleet chart installs ours with the same effect.
 func TestFleetValuesFile(t *testing.T) {
 	objs := renderWith(t, charts.Fleet, "testdata/fleet-values.yaml")
-	var d appsv1.Deployment
-	if err := yaml.Unmarshal([]byte(objs["Deployment/fleet-controller"]), &d); err != nil {
-		t.Fatal(err)
-	}
-	pod := d.Spec.Template.Spec
+	pod := podOf(t, objs["Deployment/fleet-controller"])
 	c := pod.Containers[0]
 	if pod.NodeSelector["node-role.kubernetes.io/control-plane"] != "true" || len(pod.Tolerations) != 1 ||
 		pod.Tolerations[0].Effect != corev1.TaintEffectNoSchedule || pod.PriorityClassName != "system-cluster-critical" {
@@ -114,11 +120,7 @@ func TestFleetValuesSchema(t *testing.T) {
 // A values file written for Fleet's fleet-agent chart installs ours with the same effect.
 func TestFleetAgentValuesFile(t *testing.T) {
 	objs := renderWith(t, charts.Agent, "testdata/fleet-agent-values.yaml")
-	var d appsv1.Deployment
-	if err := yaml.Unmarshal([]byte(objs["Deployment/fleet-agent"]), &d); err != nil {
-		t.Fatal(err)
-	}
-	pod := d.Spec.Template.Spec
+	pod := podOf(t, objs["Deployment/fleet-agent"])
 	c := pod.Containers[0]
 	if pod.NodeSelector["kubernetes.io/os"] != "linux" || len(pod.Tolerations) != 1 || pod.Tolerations[0].Key != "dedicated" || !pod.HostNetwork {
 		t.Errorf("fleetAgent values not applied: %+v", pod)
