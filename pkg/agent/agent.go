@@ -88,10 +88,30 @@ func RunRegistered(ctx context.Context, local *rest.Config, o Options, reg regis
 		}
 		return err
 	}
+	if moved(cred, reg) {
+		// The manager is somewhere else now: keep the new place with the credential.
+		if err := register.Store(ctx, kube, o.Namespace, cred); err != nil {
+			logrus.WithError(err).Warn("storing the manager's new address with the credential")
+		}
+	}
 	s := register.NewSession(cred)
+	s.TLSMode = reg.TLSMode
 	go s.Renew(ctx, kube, o.Namespace, renewEvery)
 	o.ClusterNamespace, o.ClusterName, o.ClusterObjectNamespace = cred.ClusterNamespace, cred.ClusterName, cred.ClusterObjectNamespace
 	return run(ctx, s.RESTConfig(), local, o, health)
+}
+
+// moved applies the manager's address given to the agent (reg.APIServerURL, reg.APIServerCA)
+// to cred and says whether that changed it.
+func moved(cred *register.Credential, reg register.Options) bool {
+	changed := false
+	if reg.APIServerURL != "" && reg.APIServerURL != cred.APIServerURL {
+		cred.APIServerURL, changed = reg.APIServerURL, true
+	}
+	if reg.APIServerCA != "" && reg.APIServerCA != cred.APIServerCA {
+		cred.APIServerCA, changed = reg.APIServerCA, true
+	}
+	return changed
 }
 
 // endpoints serves the agent's health, metrics and profiles until ctx ends.

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -29,6 +30,15 @@ func newAgent() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			setupLogging(logJSON, debug)
+			if reg.TLSMode != register.TLSSystemStore && reg.TLSMode != register.TLSStrict {
+				return fmt.Errorf("--agent-tls-mode %q: must be %s or %s", reg.TLSMode, register.TLSSystemStore, register.TLSStrict)
+			}
+			if reg.APIServerURL == "" {
+				reg.APIServerURL = os.Getenv("FLEET_API_SERVER_URL")
+			}
+			if reg.APIServerCA == "" {
+				reg.APIServerCA = os.Getenv("FLEET_API_SERVER_CA")
+			}
 			cfg, err := local.restConfig()
 			if err != nil {
 				// In a pod without a kubeconfig: the cluster the agent runs in.
@@ -55,6 +65,9 @@ func newAgent() *cobra.Command {
 	local.bind(c)
 	fl := c.Flags()
 	fl.StringVar(&upstreamKubeconfig, "upstream-kubeconfig", "", "kubeconfig of the manager cluster; without it the agent uses its stored credential, registering first with the "+registration.BootstrapSecret+" Secret")
+	fl.StringVar(&reg.TLSMode, "agent-tls-mode", register.TLSSystemStore, "how the manager's certificate is trusted: "+register.TLSSystemStore+" (the system's CA store and apiServerCA) or "+register.TLSStrict+" (apiServerCA only)")
+	fl.StringVar(&reg.APIServerURL, "api-server-url", "", "the manager's URL, winning over the stored credential's (default $FLEET_API_SERVER_URL)")
+	fl.StringVar(&reg.APIServerCA, "api-server-ca", "", "PEM CA bundle of the manager, winning over the stored credential's (default $FLEET_API_SERVER_CA)")
 	fl.StringVar(&reg.ClientID, "client-id", "", "this cluster's identity at registration (default: the agent ConfigMap's clientID, else the kube-system namespace UID)")
 	fl.StringToStringVar(&reg.Labels, "label", nil, "label for this cluster's Cluster at registration (k=v, repeatable; added to the agent ConfigMap's labels)")
 	fl.DurationVar(&renewEvery, "credential-renew-every", 0, "renew the agent's credential this often (default: hourly, or after a third of its lifetime)")

@@ -31,6 +31,7 @@ func newController() *cobra.Command {
 				return err
 			}
 			o.DisableGitOps = !gitops
+			o.AgentDebug = debug
 			setupLogging(logJSON, debug)
 			// The manager's memory is mostly long-lived caches: collecting when the heap grows
 			// by half rather than doubles costs little CPU and saves a quarter of the peak.
@@ -61,6 +62,7 @@ func newController() *cobra.Command {
 	fl.StringVar(&o.GitJobImage, "git-job-image", "", "image (with the fleet binary) of the Jobs that clone GitRepos and apply them; empty runs them in this process")
 	fl.IntVar(&o.GitRuns, "git-runs", 4, "GitRepo clone-and-apply runs at once when they run in this process")
 	fl.DurationVar(&o.GitRunTimeout, "git-run-timeout", gitrepo.DefaultRunTimeout, "longest a GitRepo clone-and-apply may take when it runs in this process (a stalled git or chart server)")
+	fl.BoolVar(&o.ManageAgents, "manage-agents", true, "keep every cluster's agent as configured through its own Bundle, fleet-agent-<cluster> (with --agent-image)")
 	fl.StringVar(&o.AgentImage, "agent-image", "", "agent image installed into clusters the manager imports itself (Cluster.spec.kubeConfigSecret)")
 	fl.StringVar(&o.RegistrationNamespace, "registration-namespace", fleet.ClustersSystemNamespace, "namespace of the credentials registering agents pick up")
 	fl.DurationVar(&o.CredentialLifetime, "agent-credential-lifetime", 24*time.Hour, "lifetime of an agent's credential (at least 10m); agents renew it hourly or after a third of it")

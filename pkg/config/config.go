@@ -23,6 +23,8 @@ const (
 	DefaultAgentCheckinInterval = 15 * time.Minute
 	// DefaultGarbageCollectionInterval is how often agents remove releases of deleted deployments.
 	DefaultGarbageCollectionInterval = 15 * time.Minute
+	// DefaultAgentTLSMode: agents trust the system's CA store as well as APIServerCA.
+	DefaultAgentTLSMode = "system-store"
 )
 
 // Config is the document in the ConfigMap.
@@ -36,6 +38,9 @@ type Config struct {
 	AgentCheckinInterval metav1.Duration `json:"agentCheckinInterval,omitempty"`
 	// GarbageCollectionInterval is how often agents remove releases of deleted deployments.
 	GarbageCollectionInterval metav1.Duration `json:"garbageCollectionInterval,omitempty"`
+	// AgentTLSMode is how agents trust the manager's certificate: "system-store" (the system's
+	// CA store and APIServerCA) or "strict" (APIServerCA only).
+	AgentTLSMode string `json:"agentTLSMode,omitempty"`
 	// KubeConfigSecretNamespaces are namespaces from which any Cluster may take its
 	// spec.kubeConfigSecret. Otherwise a Cluster's kubeConfigSecretNamespace must be its own
 	// namespace: whoever may write Clusters in one namespace must not be able to make the
@@ -51,6 +56,9 @@ func Parse(data string) (*Config, error) {
 			return nil, fmt.Errorf("configmap %s key %s: %w", ConfigMapName, Key, err)
 		}
 	}
+	if m := c.AgentTLSMode; m != "" && m != "system-store" && m != "strict" {
+		return nil, fmt.Errorf("configmap %s key %s: agentTLSMode %q: must be system-store or strict", ConfigMapName, Key, m)
+	}
 	return c.WithDefaults(), nil
 }
 
@@ -61,6 +69,9 @@ func (c Config) WithDefaults() *Config {
 	}
 	if c.GarbageCollectionInterval.Duration <= 0 {
 		c.GarbageCollectionInterval.Duration = DefaultGarbageCollectionInterval
+	}
+	if c.AgentTLSMode == "" {
+		c.AgentTLSMode = DefaultAgentTLSMode
 	}
 	return &c
 }

@@ -21,3 +21,16 @@ func TestParse(t *testing.T) {
 		t.Fatal("defaults")
 	}
 }
+
+func TestParseAgentTLSMode(t *testing.T) {
+	c, err := Parse(`{"agentTLSMode":"strict"}`)
+	if err != nil || c.AgentTLSMode != "strict" {
+		t.Fatalf("%v %v", c, err)
+	}
+	if c, _ := Parse(""); c.AgentTLSMode != DefaultAgentTLSMode {
+		t.Errorf("default %q", c.AgentTLSMode)
+	}
+	if _, err := Parse(`{"agentTLSMode":"lenient"}`); err == nil {
+		t.Error("an unknown agentTLSMode is refused")
+	}
+}

@@ -5,6 +5,7 @@ package controller
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	lassocache "github.com/rancher/lasso/pkg/cache"
@@ -23,6 +24,7 @@ import (
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/config"
+	"github.com/fleetgo/fleet/pkg/controller/agentmanagement"
 	"github.com/fleetgo/fleet/pkg/controller/bootstrap"
 	"github.com/fleetgo/fleet/pkg/controller/bundle"
 	"github.com/fleetgo/fleet/pkg/controller/cluster"
@@ -71,8 +73,15 @@ type Options struct {
 	GitRuns int
 	// GitRunTimeout bounds one in-process clone-and-apply; zero means ten minutes.
 	GitRunTimeout time.Duration
-	// AgentImage is the agent the manager installs into clusters it imports itself.
+	// AgentImage is the agent the manager installs into clusters it imports itself, and keeps
+	// every agent at when ManageAgents is set.
 	AgentImage string
+	// ManageAgents gives every Cluster's agent its own Bundle (fleet-agent-<cluster>) holding
+	// its Deployment as the manager's configuration and the Cluster's agent settings say (needs
+	// AgentImage).
+	ManageAgents bool
+	// AgentDebug turns on the managed agents' debug log.
+	AgentDebug bool
 	// StartTimeout bounds the retries of a start that fails (bootstrap, registration setup):
 	// past it Run returns the error; zero means five minutes.
 	StartTimeout time.Duration
@@ -175,6 +184,8 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 		return err
 	}
 	index.Register(f.BundleDeployment())
+	// configChanged, once agent management runs, brings every Cluster's agent up to date.
+	var configChanged atomic.Pointer[func()]
 	c.ConfigMap().OnChange(ctx, "config-reload", func(_ string, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
 		if cm == nil || cm.Namespace != o.SystemNamespace || cm.Name != config.ConfigMapName {
 			return cm, nil
@@ -187,6 +198,9 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 		}
 		config.Set(parsed)
 		logrus.Info("configuration reloaded")
+		if f := configChanged.Load(); f != nil {
+			(*f)()
+		}
 		return cm, nil
 	})
 	bundle.Register(ctx, bundle.Deps{
@@ -213,7 +227,13 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 			return err
 		}
 	}
-	clusterimport.Register(ctx, clusterimport.Deps{Kube: kube, Clusters: f.Cluster(), Tokens: f.ClusterRegistrationToken(), AgentImage: o.AgentImage})
+	settings := agentmanagement.Settings(o.AgentImage, o.AgentDebug)
+	clusterimport.Register(ctx, clusterimport.Deps{Kube: kube, Clusters: f.Cluster(), Tokens: f.ClusterRegistrationToken(), Settings: settings})
+	if o.ManageAgents && o.AgentImage != "" {
+		recheck := agentmanagement.Register(ctx, agentmanagement.Deps{Clusters: f.Cluster(), Bundles: f.Bundle(),
+			BundleDeployments: f.BundleDeployment(), Settings: settings, AgentConfig: clusterimport.AgentConfig(c.Secret().Cache())})
+		configChanged.Store(&recheck)
+	}
 	content.Register(ctx, f.Content(), f.BundleDeployment())
 	downstream.Register(ctx, kube, f.BundleDeployment(), c.Secret())
 	clustergroup.Register(ctx, f.ClusterGroup(), f.Cluster())

@@ -46,6 +46,11 @@ type Options struct {
 	// PollInterval is how often the agent looks for its credential after asking; Timeout is how
 	// long it waits for it (Fleet's agents wait up to 30 minutes).
 	PollInterval, Timeout time.Duration
+	// APIServerURL and APIServerCA, when set, say where the manager is now: they win over the
+	// stored credential's (the manager hands them out through the agent's own Bundle).
+	APIServerURL, APIServerCA string
+	// TLSMode is TLSSystemStore (the default) or TLSStrict.
+	TLSMode string
 }
 
 // Credential is the agent's identity on the manager and where its cluster lives there.
@@ -174,7 +179,7 @@ func Register(ctx context.Context, local kubernetes.Interface, o Options) (*Cred
 		}
 	}
 
-	importCfg := &rest.Config{Host: v.APIServerURL, BearerToken: v.Token, TLSClientConfig: rest.TLSClientConfig{CAData: []byte(v.APIServerCA)},
+	importCfg := &rest.Config{Host: v.APIServerURL, BearerToken: v.Token, TLSClientConfig: rest.TLSClientConfig{CAData: []byte(CABundle(v.APIServerCA, o.TLSMode))},
 		Timeout: 30 * time.Second}
 	ff, err := fleetfactory.NewFactoryFromConfig(importCfg)
 	if err != nil {
@@ -312,6 +317,8 @@ func Store(ctx context.Context, local kubernetes.Interface, ns string, c *Creden
 type Session struct {
 	mu   sync.RWMutex
 	cred Credential
+	// TLSMode is how the session trusts the manager's certificate (TLSSystemStore or TLSStrict).
+	TLSMode string
 }
 
 // NewSession starts a session with c.
@@ -327,7 +334,7 @@ func (s *Session) Credential() Credential {
 // RESTConfig reaches the manager with the session's current token.
 func (s *Session) RESTConfig() *rest.Config {
 	c := s.Credential()
-	return &rest.Config{Host: c.APIServerURL, TLSClientConfig: rest.TLSClientConfig{CAData: []byte(c.APIServerCA)},
+	return &rest.Config{Host: c.APIServerURL, TLSClientConfig: rest.TLSClientConfig{CAData: []byte(CABundle(c.APIServerCA, s.TLSMode))},
 		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return &bearer{next: rt, s: s} }}
 }
 

@@ -14,16 +14,19 @@ import (
 	"time"
 
 	"github.com/rancher/wrangler/v3/pkg/apply"
+	corecontrollers "github.com/rancher/wrangler/v3/pkg/generated/controllers/core/v1"
 	wyaml "github.com/rancher/wrangler/v3/pkg/yaml"
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetgo/fleet/charts"
+	"github.com/fleetgo/fleet/pkg/agentmanifest"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/config"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
@@ -47,8 +50,8 @@ type Deps struct {
 	Kube     kubernetes.Interface
 	Clusters fleetcontrollers.ClusterController
 	Tokens   fleetcontrollers.ClusterRegistrationTokenController
-	// AgentImage is the agent image installed ("repository[:tag]"; empty: the chart's).
-	AgentImage string
+	// Settings are the manager's side of the agent's configuration (image, intervals...).
+	Settings func() agentmanifest.Settings
 }
 
 type handler struct {
@@ -168,12 +171,12 @@ func (h *handler) importCluster(c *fleet.Cluster) error {
 	if agentNS == "" {
 		agentNS = fleet.SystemNamespace
 	}
-	chartValues := map[string]interface{}{"token": values.Token, "apiServerURL": values.APIServerURL, "apiServerCA": values.APIServerCA,
+	settings := h.Settings()
+	chartValues := agentmanifest.Values(c, settings)
+	for k, v := range map[string]interface{}{"token": values.Token, "apiServerURL": values.APIServerURL, "apiServerCA": values.APIServerCA,
 		"clusterNamespace": values.ClusterNamespace, "systemRegistrationNamespace": values.SystemRegistrationNamespace,
-		"clientID": c.Spec.ClientID, "createNamespace": true}
-	if h.AgentImage != "" {
-		repo, tag := install.SplitImage(h.AgentImage)
-		chartValues["image"] = map[string]interface{}{"repository": repo, "tag": tag}
+		"clientID": c.Spec.ClientID, "createNamespace": true, "agentConfig": true} {
+		chartValues[k] = v
 	}
 	manifest, err := install.Render(charts.Agent, "fleet-agent", agentNS, chartValues)
 	if err != nil {
@@ -183,6 +186,15 @@ func (h *handler) importCluster(c *fleet.Cluster) error {
 	if err != nil {
 		return err
 	}
+	// The agent's Deployment exactly as its own Bundle will hold it, so that the two never
+	// undo each other.
+	managed, err := agentmanifest.Objects(c, agentmanifest.Settings{Image: settings.Image, Debug: settings.Debug,
+		Config: withAPIServer(settings.Config, values.APIServerURL, values.APIServerCA)}, agentNS)
+	if err != nil {
+		return err
+	}
+	objs = slices.DeleteFunc(objs, func(o runtime.Object) bool { return o.GetObjectKind().GroupVersionKind().Kind == "Deployment" })
+	objs = append(objs, managed...)
 	a, err := apply.NewForConfig(cfg)
 	if err != nil {
 		return err
@@ -191,6 +203,42 @@ func (h *handler) importCluster(c *fleet.Cluster) error {
 		return fmt.Errorf("installing the agent through kubeConfigSecret %s/%s: %w", secretNS, c.Spec.KubeConfigSecret, err)
 	}
 	return nil
+}
+
+// AgentConfig returns, for a Cluster, the manager's configuration as its agent is given it: for
+// an imported cluster whose kubeconfig Secret names the manager's URL and CA (keys apiServerURL,
+// apiServerCA), those win, as they did when the agent was installed.
+func AgentConfig(secrets corecontrollers.SecretCache) func(*fleet.Cluster, config.Config) config.Config {
+	return func(c *fleet.Cluster, cfg config.Config) config.Config {
+		if c.Spec.KubeConfigSecret == "" {
+			return cfg
+		}
+		ns := c.Spec.KubeConfigSecretNamespace
+		if ns == "" {
+			ns = c.Namespace
+		}
+		if secretNamespaceAllowed(c, ns, cfg.KubeConfigSecretNamespaces) != nil {
+			return cfg
+		}
+		s, err := secrets.Get(ns, c.Spec.KubeConfigSecret)
+		if err != nil || secretIsFor(s, c) != nil {
+			return cfg
+		}
+		url, ca := cfg.APIServerURL, cfg.APIServerCA
+		if u := string(s.Data[registration.KeyAPIServerURL]); u != "" {
+			url = u
+		}
+		if v := string(s.Data[registration.KeyAPIServerCA]); v != "" {
+			ca = v
+		}
+		return withAPIServer(cfg, url, ca)
+	}
+}
+
+// withAPIServer is cfg with the manager's URL and CA as this cluster's agent is told them.
+func withAPIServer(cfg config.Config, url, ca string) config.Config {
+	cfg.APIServerURL, cfg.APIServerCA = url, ca
+	return cfg
 }
 
 // secretNamespaceAllowed: a Cluster's kubeconfig Secret is in the Cluster's own namespace, or in

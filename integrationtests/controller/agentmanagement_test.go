@@ -1,0 +1,214 @@
+package controller_test
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+
+	"github.com/fleetgo/fleet/integrationtests/testenv"
+	"github.com/fleetgo/fleet/pkg/agentmanifest"
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/config"
+	"github.com/fleetgo/fleet/pkg/controller"
+	"github.com/fleetgo/fleet/pkg/controller/agentmanagement"
+	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+)
+
+// The manager manages agents as Fleet does: a Cluster whose agent checked in gets the agent's
+// own Bundle, shaped by the configuration and the Cluster's agent settings, and its status says
+// what the agent was given and whether it runs it.
+var _ = Describe("agent management", Ordered, func() {
+	var (
+		oapi  fleetcontrollers.Interface
+		okube kubernetes.Interface
+		saved *config.Config
+	)
+	const (
+		ns   = fleet.DefaultNamespace
+		name = "edge"
+	)
+	conf := config.Config{APIServerURL: "https://manager.example:6443", APIServerCA: "not-a-real-ca"}
+
+	BeforeAll(func(ctx context.Context) {
+		saved = config.Get()
+		cl, a, err := testenv.StartWithCRDs(ctx, "agentmgmt")
+		Expect(err).NotTo(HaveOccurred())
+		oapi = a
+		DeferCleanup(cl.Stop)
+		okube, err = kubernetes.NewForConfig(cl.RESTConfig())
+		Expect(err).NotTo(HaveOccurred())
+		stop := testenv.RunController(cl.RESTConfig(), conf, controller.Options{ManageAgents: true, AgentImage: "registry.local/fleet:mgmt"})
+		DeferCleanup(func() {
+			Expect(stop()).To(Succeed())
+			config.Set(saved)
+		})
+		cm, err := conf.ConfigMap("cattle-fleet-system")
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() error {
+			_, err := okube.CoreV1().ConfigMaps(cm.Namespace).Create(ctx, cm, metav1.CreateOptions{})
+			return err
+		}).Should(Succeed())
+	})
+
+	// deployment reads the agent's Deployment out of its Bundle.
+	deployment := func(g Gomega) (*fleet.Bundle, *appsv1.Deployment, string) {
+		b, err := oapi.Bundle().Get(ns, agentmanagement.BundleName(name), metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(b.Spec.Resources).To(HaveLen(1))
+		manifest := b.Spec.Resources[0].Content
+		var d *appsv1.Deployment
+		for _, doc := range strings.Split(manifest, "---\n") {
+			if strings.Contains(doc, "kind: Deployment") {
+				d = &appsv1.Deployment{}
+				g.Expect(yaml.Unmarshal([]byte(doc), d)).To(Succeed())
+			}
+		}
+		g.Expect(d).NotTo(BeNil(), manifest)
+		return b, d, manifest
+	}
+	cluster := func(g Gomega) *fleet.Cluster {
+		c, err := oapi.Cluster().Get(ns, name, metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		return c
+	}
+	// applyAgentBundle does what the agent does once it deployed its Bundle.
+	applyAgentBundle := func(g Gomega) {
+		c := cluster(g)
+		bd, err := oapi.BundleDeployment().Get(c.Status.Namespace, agentmanagement.BundleName(name), metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		bd.Status.AppliedDeploymentID = bd.Spec.DeploymentID
+		_, err = oapi.BundleDeployment().UpdateStatus(bd)
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+
+	It("gives no Bundle to a Cluster whose agent never checked in, and one shaped by the Cluster's agent settings once it has", func() {
+		yes := true
+		_, err := oapi.Cluster().Create(&fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: fleet.ClusterSpec{
+			AgentTolerations: []corev1.Toleration{{Key: "edge-only", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+			AgentEnvVars:     []corev1.EnvVar{{Name: "HTTPS_PROXY", Value: "http://proxy.example:3128"}},
+			PrivateRepoURL:   "mirror.example",
+			HostNetwork:      &yes,
+			AgentPullSecrets: []corev1.LocalObjectReference{{Name: "mirror-pull"}},
+			AgentResources:   &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("300Mi")}},
+			AgentSchedulingCustomization: &fleet.AgentSchedulingCustomization{
+				PriorityClass:       &fleet.PriorityClassSpec{Value: 1000},
+				PodDisruptionBudget: &fleet.PodDisruptionBudgetSpec{MinAvailable: "1"}},
+		}})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) { g.Expect(cluster(g).Status.Namespace).NotTo(BeEmpty()) }).Should(Succeed())
+		_, err = oapi.Bundle().Get(ns, agentmanagement.BundleName(name), metav1.GetOptions{})
+		Expect(err).To(HaveOccurred(), "no agent has checked in yet")
+
+		Eventually(func() error {
+			c, err := oapi.Cluster().Get(ns, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			c.Status.Agent = fleet.AgentStatus{LastSeen: metav1.Now(), Namespace: "cattle-fleet-system"}
+			_, err = oapi.Cluster().UpdateStatus(c)
+			return err
+		}).Should(Succeed())
+
+		Eventually(func(g Gomega) {
+			b, d, manifest := deployment(g)
+			g.Expect(b.Spec.Targets).To(Equal([]fleet.BundleTarget{{ClusterName: name}}))
+			g.Expect(b.Spec.DefaultNamespace).To(Equal("cattle-fleet-system"))
+			g.Expect(b.Spec.KeepResources).To(BeTrue())
+			g.Expect(b.Spec.Helm.TakeOwnership).To(BeTrue())
+			g.Expect(b.OwnerReferences).To(HaveLen(1))
+			g.Expect(b.OwnerReferences[0].Name).To(Equal(name))
+			g.Expect(d.Namespace).To(Equal("cattle-fleet-system"))
+			pod := d.Spec.Template.Spec
+			g.Expect(pod.Containers[0].Image).To(Equal("mirror.example/registry.local/fleet:mgmt"))
+			g.Expect(pod.Containers[0].Args).To(ContainElements("--checkin-interval=15m0s", "--gc-interval=15m0s", "--agent-tls-mode=system-store"))
+			g.Expect(pod.Containers[0].Env).To(ContainElements(
+				corev1.EnvVar{Name: "HTTPS_PROXY", Value: "http://proxy.example:3128"},
+				corev1.EnvVar{Name: "FLEET_API_SERVER_URL", Value: conf.APIServerURL}))
+			g.Expect(pod.Containers[0].Resources.Limits.Memory().String()).To(Equal("300Mi"))
+			g.Expect(pod.Tolerations).To(ContainElement(corev1.Toleration{Key: "edge-only", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}))
+			g.Expect(pod.HostNetwork).To(BeTrue())
+			g.Expect(pod.ImagePullSecrets).To(ContainElement(corev1.LocalObjectReference{Name: "mirror-pull"}))
+			g.Expect(pod.PriorityClassName).To(Equal(agentmanifest.PriorityClassName))
+			g.Expect(d.Spec.Template.Annotations).To(HaveKeyWithValue(agentmanifest.GenerationAnnotation, "0"))
+			g.Expect(manifest).To(ContainSubstring("kind: PriorityClass"))
+			g.Expect(manifest).To(ContainSubstring("kind: PodDisruptionBudget"))
+		}).Should(Succeed())
+	})
+
+	It("reports what the agent was given, and that it does not run it until its BundleDeployment is applied", func() {
+		Eventually(func(g Gomega) {
+			s := cluster(g).Status
+			g.Expect(s.APIServerURL).To(Equal(conf.APIServerURL))
+			g.Expect(s.APIServerCAHash).NotTo(BeEmpty())
+			g.Expect(s.AgentTLSMode).To(Equal("system-store"))
+			g.Expect(s.GarbageCollectionInterval).To(Equal(&metav1.Duration{Duration: 15 * time.Minute}))
+			g.Expect(s.AgentPrivateRepoURL).To(Equal("mirror.example"))
+			g.Expect(s.AgentHostNetwork).To(BeTrue())
+			for _, h := range []string{s.AgentEnvVarsHash, s.AgentTolerationsHash, s.AgentResourcesHash, s.AgentSchedulingCustomizationHash} {
+				g.Expect(h).NotTo(BeEmpty())
+			}
+			g.Expect(s.AgentAffinityHash).To(BeEmpty(), "no agentAffinity set")
+			g.Expect(s.AgentMigrated && s.AgentNamespaceMigrated && s.CattleNamespaceMigrated).To(BeTrue())
+			g.Expect(s.AgentConfigChanged).To(BeTrue())
+			g.Expect(s.AgentDeployedGeneration).To(BeNil())
+		}).Should(Succeed())
+		Eventually(applyAgentBundle).Should(Succeed())
+		Eventually(func(g Gomega) {
+			s := cluster(g).Status
+			g.Expect(s.AgentConfigChanged).To(BeFalse())
+			g.Expect(s.AgentDeployedGeneration).To(HaveValue(BeEquivalentTo(0)))
+		}).Should(Succeed())
+	})
+
+	It("re-renders every agent when the configuration changes", func(ctx context.Context) {
+		changed := conf
+		changed.AgentCheckinInterval = metav1.Duration{Duration: 42 * time.Second}
+		changed.AgentTLSMode = "strict"
+		cm, err := changed.ConfigMap("cattle-fleet-system")
+		Expect(err).NotTo(HaveOccurred())
+		_, err = okube.CoreV1().ConfigMaps(cm.Namespace).Update(ctx, cm, metav1.UpdateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) {
+			_, d, _ := deployment(g)
+			g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(ContainElements("--checkin-interval=42s", "--agent-tls-mode=strict"))
+			s := cluster(g).Status
+			g.Expect(s.AgentTLSMode).To(Equal("strict"))
+			g.Expect(s.AgentConfigChanged).To(BeTrue(), "the agent has not deployed the new configuration yet")
+		}).Should(Succeed())
+		Eventually(applyAgentBundle).Should(Succeed())
+		Eventually(func(g Gomega) { g.Expect(cluster(g).Status.AgentConfigChanged).To(BeFalse()) }).Should(Succeed())
+	})
+
+	It("redeploys the agent when spec.redeployAgentGeneration is raised, and reports the generation once deployed", func() {
+		Eventually(func() error {
+			c, err := oapi.Cluster().Get(ns, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			c.Spec.RedeployAgentGeneration = 3
+			_, err = oapi.Cluster().Update(c)
+			return err
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			b, d, _ := deployment(g)
+			g.Expect(d.Spec.Template.Annotations).To(HaveKeyWithValue(agentmanifest.GenerationAnnotation, "3"))
+			g.Expect(b.Labels).To(HaveKeyWithValue(agentmanagement.GenerationLabel, "3"))
+			bd, err := oapi.BundleDeployment().Get(cluster(g).Status.Namespace, b.Name, metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(bd.Labels).To(HaveKeyWithValue(agentmanagement.GenerationLabel, "3"))
+		}).Should(Succeed())
+		Eventually(applyAgentBundle).Should(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(cluster(g).Status.AgentDeployedGeneration).To(HaveValue(BeEquivalentTo(3)))
+		}).Should(Succeed())
+	})
+})
