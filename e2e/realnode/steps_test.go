@@ -127,6 +127,8 @@ var _ = Describe("the walkthrough", Ordered, func() {
 		}
 	})
 
+	managedAgentSpecs()
+
 	It("pushes the same charts to an OCI registry, from which Helm installs them", func(ctx context.Context) {
 		charts, err := filepath.Glob(filepath.Join(root, "bin", "charts", "*.tgz"))
 		Expect(err).NotTo(HaveOccurred())
