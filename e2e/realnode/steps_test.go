@@ -128,6 +128,7 @@ var _ = Describe("the walkthrough", Ordered, func() {
 	})
 
 	managedAgentSpecs()
+	statusSpecs()
 
 	It("pushes the same charts to an OCI registry, from which Helm installs them", func(ctx context.Context) {
 		charts, err := filepath.Glob(filepath.Join(root, "bin", "charts", "*.tgz"))

@@ -143,6 +143,18 @@ func nonReadyCounts(s fleet.BundleSummary) map[fleet.BundleState]int {
 	}
 }
 
+// ReadyReason is the reason of a roll-up's Ready condition: empty when ready, otherwise its
+// display state (the worst state, or Offline).
+func ReadyReason(ready corev1.ConditionStatus, state string) string {
+	if ready == corev1.ConditionTrue {
+		return ""
+	}
+	if state == "" {
+		return string(fleet.NotReady)
+	}
+	return state
+}
+
 // ReadyMessage is the message of a roll-up's Ready condition: empty when ready, otherwise the
 // counts by state and the first non-ready items with their reasons.
 func ReadyMessage(s fleet.BundleSummary) string {

@@ -313,6 +313,7 @@ func (h *handler) applied(bd *fleet.BundleDeployment, rel *helmdeployer.Release,
 	status.Release = rel.String()
 	gen := bd.Spec.Options.ForceSyncGeneration
 	status.SyncGeneration = &gen
+	status.DownstreamResourcesGeneration = bd.Spec.DownstreamResourcesGeneration
 	fleet.SetCondition(&status.Conditions, fleet.ConditionDeployed, corev1.ConditionTrue, "", "", now)
 	fleet.SetCondition(&status.Conditions, fleet.ConditionInstalled, corev1.ConditionTrue, "", "", now)
 }

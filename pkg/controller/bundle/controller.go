@@ -10,10 +10,13 @@ package bundle
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -80,6 +83,8 @@ type handler struct {
 	writeSlots chan struct{}
 	// cpu holds one token per pass planning or rendering.
 	cpu chan struct{}
+	// sums holds each Bundle's resourcesSum by UID.
+	sums sync.Map
 }
 
 // Register starts reconciling Bundles, and re-reconciles them when their BundleDeployments,
@@ -406,6 +411,7 @@ func (h *handler) sync(b *fleet.Bundle, plan []planned, contentName string, rele
 		})
 	}
 	release()
+	r.created = created
 	if err := g.Wait(); err != nil {
 		return nil, nil, false, err
 	}
@@ -438,6 +444,8 @@ func (h *handler) write(cur, next *fleet.BundleDeployment) (*fleet.BundleDeploym
 		}
 		return bd, nil
 	}
+	// The downstream controller counts changes of the copies here.
+	next.Spec.DownstreamResourcesGeneration = cur.Spec.DownstreamResourcesGeneration
 	// Cached deployments hold their values compacted (controller.slimDeployment).
 	next.Spec.Options.CompactValues()
 	next.Spec.StagedOptions.CompactValues()
@@ -461,6 +469,7 @@ func (h *handler) write(cur, next *fleet.BundleDeployment) (*fleet.BundleDeploym
 
 // finalize deletes every BundleDeployment of a deleted Bundle, then lets it go.
 func (h *handler) finalize(b *fleet.Bundle) (*fleet.Bundle, error) {
+	h.sums.Delete(string(b.UID))
 	existing, err := h.bdCache.GetByIndex(index.ByBundle, b.Namespace+"/"+b.Name)
 	if err != nil {
 		return b, err
@@ -482,6 +491,7 @@ func (h *handler) finalize(b *fleet.Bundle) (*fleet.Bundle, error) {
 func (h *handler) updateStatus(b *fleet.Bundle, result []synced, r *rollout, planErr error) (*fleet.Bundle, error) {
 	status := *b.Status.DeepCopy()
 	status.ObservedGeneration = b.Generation
+	status.ResourcesSHA256Sum = h.resourcesSum(b)
 	ready, message := corev1.ConditionTrue, ""
 	if planErr != nil {
 		ready, message = corev1.ConditionFalse, planErr.Error()
@@ -511,6 +521,8 @@ func (h *handler) updateStatus(b *fleet.Bundle, result []synced, r *rollout, pla
 			summary.Add(&s, name, r.bd)
 		}
 		status.Summary = s
+		status.NewlyCreated = r.created
+		status.ResourceKey = resourceKeys(result)
 		status.Unavailable = countUnavailable(result)
 		status.PartitionStatus, status.UnavailablePartitions = r.status(result)
 		status.MaxUnavailable = r.maxUnavailable
@@ -535,7 +547,7 @@ func (h *handler) updateStatus(b *fleet.Bundle, result []synced, r *rollout, pla
 			}
 		}
 	}
-	fleet.SetCondition(&status.Conditions, fleet.ConditionReady, ready, "", message, h.now())
+	fleet.SetCondition(&status.Conditions, fleet.ConditionReady, ready, summary.ReadyReason(ready, status.Display.State), message, h.now())
 	if equality.Semantic.DeepEqual(status, b.Status) {
 		return b, nil
 	}
@@ -578,9 +590,51 @@ func compare(a, b string) int {
 	return 0
 }
 
-// addState counts a BundleDeployment's state in a partition summary.
-func addState(s *fleet.BundleSummary, bd *fleet.BundleDeployment) {
-	summary.Increment(s, summary.State(bd))
+// resourceKeys are the objects the Bundle's BundleDeployments reported deploying, each once,
+// sorted (Fleet's status.resourceKey).
+func resourceKeys(result []synced) []fleet.ResourceKey {
+	seen := map[fleet.ResourceKey]bool{}
+	var out []fleet.ResourceKey
+	for _, r := range result {
+		if r.bd == nil {
+			continue
+		}
+		for _, res := range r.bd.Status.Resources {
+			k := fleet.ResourceKey{APIVersion: res.APIVersion, Kind: res.Kind, Namespace: res.Namespace, Name: res.Name}
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, k)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b fleet.ResourceKey) int {
+		return strings.Compare(a.APIVersion+"/"+a.Kind+"/"+a.Namespace+"/"+a.Name, b.APIVersion+"/"+b.Kind+"/"+b.Namespace+"/"+b.Name)
+	})
+	return out
+}
+
+// resourcesSum is the sha256 of the Bundle's resources (status.resourcesSha256Sum), computed
+// once per generation.
+func (h *handler) resourcesSum(b *fleet.Bundle) string {
+	key := string(b.UID)
+	if v, ok := h.sums.Load(key); ok {
+		if s := v.(resourcesSum); s.generation == b.Generation {
+			return s.sum
+		}
+	}
+	data, err := json.Marshal(b.Spec.Resources)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(data)
+	s := resourcesSum{generation: b.Generation, sum: hex.EncodeToString(sum[:])}
+	h.sums.Store(key, s)
+	return s.sum
+}
+
+type resourcesSum struct {
+	generation int64
+	sum        string
 }
 
 func firstN(s []string, n int) []string {

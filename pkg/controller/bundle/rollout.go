@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/summary"
 	"github.com/fleetgo/fleet/pkg/target"
 )
 
@@ -30,7 +31,9 @@ type partition struct {
 // the partition's and the Bundle's maxUnavailable, and stopping at the first partitions that are
 // too unavailable once more than maxUnavailablePartitions are.
 type rollout struct {
-	paused                   bool
+	paused bool
+	// created is how many BundleDeployments the pass created (status.newlyCreated).
+	created                  int
 	maxUnavailable           int
 	unavailable              int
 	maxUnavailablePartitions int
@@ -201,7 +204,9 @@ func (r *rollout) status(result []synced) ([]fleet.PartitionStatus, int) {
 				ps.Unavailable++
 			}
 			if s.bd != nil {
-				addState(&ps.Summary, s.bd)
+				summary.Add(&ps.Summary, s.cluster.Namespace+"/"+s.cluster.Name, s.bd)
+			} else {
+				summary.Increment(&ps.Summary, fleet.Pending)
 			}
 		}
 		if ps.Unavailable > ps.MaxUnavailable {

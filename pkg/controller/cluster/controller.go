@@ -213,7 +213,7 @@ func (h *handler) status(c *fleet.Cluster, ns string) (fleet.ClusterStatus, erro
 		ready, reason = corev1.ConditionUnknown, StateOffline
 		message = fmt.Sprintf("the agent has not checked in since %s", lastSeen.UTC().Format(time.RFC3339))
 	case state != "":
-		ready, message = corev1.ConditionFalse, summary.ReadyMessage(s)
+		ready, reason, message = corev1.ConditionFalse, state, summary.ReadyMessage(s)
 	}
 	status.Display.State = state
 	fleet.SetCondition(&status.Conditions, fleet.ConditionReady, ready, reason, message, h.now())

@@ -95,7 +95,7 @@ func (h *handler) OnChange(_ string, g *fleet.ClusterGroup) (*fleet.ClusterGroup
 	if ready == corev1.ConditionTrue && status.NonReadyClusterCount > 0 {
 		ready, message = corev1.ConditionFalse, fmt.Sprintf("%d cluster(s) not ready: %v", status.NonReadyClusterCount, status.NonReadyClusters)
 	}
-	fleet.SetCondition(&status.Conditions, fleet.ConditionReady, ready, "", message, h.now())
+	fleet.SetCondition(&status.Conditions, fleet.ConditionReady, ready, summary.ReadyReason(ready, status.Display.State), message, h.now())
 	if equality.Semantic.DeepEqual(status, g.Status) {
 		return g, nil
 	}

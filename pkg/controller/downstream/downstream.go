@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
@@ -82,16 +83,17 @@ func (h *handler) onChange(_ string, bd *fleet.BundleDeployment) (*fleet.BundleD
 	src := bd.Labels[fleet.BundleNamespaceLabel]
 	owner := []metav1.OwnerReference{{APIVersion: fleet.SchemeGroupVersion.String(), Kind: "BundleDeployment", Name: bd.Name, UID: bd.UID}}
 	labels := map[string]string{CopyLabel: bd.Name}
-	poll := false
+	poll, changed := false, false
 	for _, r := range bd.Spec.Options.DownstreamResources {
 		poll = poll || r.Kind == KindConfigMap
 		meta := metav1.ObjectMeta{Name: names.DownstreamCopy(bd.Name, r.Name), Namespace: bd.Namespace, Labels: labels, OwnerReferences: owner}
 		var err error
+		var c bool
 		switch r.Kind {
 		case KindSecret:
-			err = h.copySecret(src, r.Name, meta)
+			c, err = h.copySecret(src, r.Name, meta)
 		case KindConfigMap:
-			err = h.copyConfigMap(src, r.Name, meta)
+			c, err = h.copyConfigMap(src, r.Name, meta)
 		default:
 			// The agent reports the bad kind; there is nothing to copy.
 			continue
@@ -103,6 +105,15 @@ func (h *handler) onChange(_ string, bd *fleet.BundleDeployment) (*fleet.BundleD
 		if err != nil {
 			return bd, fmt.Errorf("copying downstream %s %s/%s for %s/%s: %w", r.Kind, src, r.Name, bd.Namespace, bd.Name, err)
 		}
+		changed = changed || c
+	}
+	if changed {
+		// The agent watches its BundleDeployments, not the copies: a new generation tells it
+		// to deploy them (it reports the generation it deployed in status).
+		patch := fmt.Sprintf(`{"spec":{"downstreamResourcesGeneration":%d}}`, bd.Spec.DownstreamResourcesGeneration+1)
+		if _, err := h.bds.Patch(bd.Namespace, bd.Name, types.MergePatchType, []byte(patch)); err != nil && !apierrors.IsNotFound(err) {
+			return bd, fmt.Errorf("telling %s/%s its downstream resources changed: %w", bd.Namespace, bd.Name, err)
+		}
 	}
 	if poll {
 		h.bds.EnqueueAfter(bd.Namespace, bd.Name, configMapPoll)
@@ -110,45 +121,45 @@ func (h *handler) onChange(_ string, bd *fleet.BundleDeployment) (*fleet.BundleD
 	return bd, nil
 }
 
-func (h *handler) copySecret(ns, name string, meta metav1.ObjectMeta) error {
+func (h *handler) copySecret(ns, name string, meta metav1.ObjectMeta) (bool, error) {
 	s, err := h.secrets.Get(ns, name)
 	if err != nil {
-		return err
+		return false, err
 	}
 	want := &corev1.Secret{ObjectMeta: meta, Type: s.Type, Data: s.Data}
 	client := h.kube.CoreV1().Secrets(meta.Namespace)
 	cur, err := h.secrets.Get(meta.Namespace, meta.Name)
 	if apierrors.IsNotFound(err) {
 		_, err = client.Create(context.Background(), want, metav1.CreateOptions{})
-		return err
+		return err == nil, err
 	}
 	if err != nil || (equality.Semantic.DeepEqual(cur.Data, want.Data) && cur.Type == want.Type) {
-		return err
+		return false, err
 	}
 	cur = cur.DeepCopy()
 	cur.Data = want.Data
 	_, err = client.Update(context.Background(), cur, metav1.UpdateOptions{})
-	return err
+	return err == nil, err
 }
 
-func (h *handler) copyConfigMap(ns, name string, meta metav1.ObjectMeta) error {
+func (h *handler) copyConfigMap(ns, name string, meta metav1.ObjectMeta) (bool, error) {
 	ctx := context.Background()
 	cm, err := h.kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return err
+		return false, err
 	}
 	want := &corev1.ConfigMap{ObjectMeta: meta, Data: cm.Data, BinaryData: cm.BinaryData}
 	client := h.kube.CoreV1().ConfigMaps(meta.Namespace)
 	cur, err := client.Get(ctx, meta.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		_, err = client.Create(context.Background(), want, metav1.CreateOptions{})
-		return err
+		return err == nil, err
 	}
 	if err != nil || (equality.Semantic.DeepEqual(cur.Data, want.Data) && equality.Semantic.DeepEqual(cur.BinaryData, want.BinaryData)) {
-		return err
+		return false, err
 	}
 	cur = cur.DeepCopy()
 	cur.Data, cur.BinaryData = want.Data, want.BinaryData
 	_, err = client.Update(context.Background(), cur, metav1.UpdateOptions{})
-	return err
+	return err == nil, err
 }

@@ -487,23 +487,45 @@ func (h *handler) rollup(gr *fleet.GitRepo, status *fleet.GitRepoStatus, now tim
 		interval = h.CheckinInterval()
 	}
 	var perCluster []clusterResource
+	perClusterCounts := map[string]*fleet.ResourceCounts{}
+	keys := map[string][]fleet.ResourceKey{}
+	for _, b := range bundles {
+		keys[b.Name] = b.Status.ResourceKey
+		// Targets whose BundleDeployment is not made yet are known to their Bundle only.
+		s.Pending += b.Status.Summary.Pending
+		s.DesiredReady += b.Status.Summary.Pending
+	}
 	for _, bd := range bds {
 		state := summary.State(bd)
 		offline := false
 		if c := h.cluster(bd); c != nil && interval > 0 && summary.Offline(c, interval, now) {
 			state, offline = fleet.BundleState(""), true // unknown: counted in desiredReady only
 		}
-		perCluster = append(perCluster, clusterResource{bd: bd, offline: offline,
-			cluster: bd.Labels[fleet.ClusterNamespaceLabel] + "/" + bd.Labels[fleet.ClusterLabel]})
-		// (An unknown state counts as desired, not as any state.)
-		summary.Increment(&s, state)
+		cluster := bd.Labels[fleet.ClusterNamespaceLabel] + "/" + bd.Labels[fleet.ClusterLabel]
+		perCluster = append(perCluster, clusterResource{bd: bd, offline: offline, cluster: cluster, keys: keys[bd.Labels[fleet.BundleLabel]]})
+		if offline {
+			// (An unknown state counts as desired, not as any state.)
+			summary.Increment(&s, state)
+		} else {
+			summary.Add(&s, bd.Labels[fleet.BundleLabel]+" on "+cluster, bd)
+		}
 		if bd.Status.ResourceCounts != nil {
 			summary.AddCounts(&counts, *bd.Status.ResourceCounts)
+			pc := perClusterCounts[cluster]
+			if pc == nil {
+				pc = &fleet.ResourceCounts{}
+				perClusterCounts[cluster] = pc
+			}
+			summary.AddCounts(pc, *bd.Status.ResourceCounts)
 		}
 		ready, seen := clusters[bd.Namespace]
 		clusters[bd.Namespace] = (ready || !seen) && state == fleet.Ready
 	}
 	status.Summary, status.ResourceCounts = s, counts
+	status.PerClusterResourceCounts = nil
+	if len(perClusterCounts) > 0 {
+		status.PerClusterResourceCounts = perClusterCounts
+	}
 	status.Resources = resources(perCluster)
 	status.DesiredReadyClusters, status.ReadyClusters = len(clusters), 0
 	for _, ready := range clusters {
@@ -547,7 +569,7 @@ func (h *handler) rollup(gr *fleet.GitRepo, status *fleet.GitRepoStatus, now tim
 		}
 		status.Display.Error, status.Display.Message = ready == corev1.ConditionFalse, msg
 	}
-	fleet.SetCondition(&status.Conditions, fleet.ConditionReady, ready, "", msg, now)
+	fleet.SetCondition(&status.Conditions, fleet.ConditionReady, ready, summary.ReadyReason(ready, status.Display.State), msg, now)
 }
 
 func (h *handler) cluster(bd *fleet.BundleDeployment) *fleet.Cluster {

@@ -17,6 +17,9 @@ type clusterResource struct {
 	bd      *fleet.BundleDeployment
 	cluster string
 	offline bool
+	// keys are the objects the BundleDeployment's Bundle deploys elsewhere (its resourceKey):
+	// where this deployment has reported none yet, they are listed in its state.
+	keys []fleet.ResourceKey
 }
 
 // resources lists every resource the GitRepo's BundleDeployments deployed, with the state it
@@ -28,7 +31,8 @@ func resources(bds []clusterResource) []fleet.GitRepoResource {
 	}
 	byKey := map[string]*entry{}
 	key := func(apiVersion, kind, ns, name string) string { return apiVersion + "/" + kind + "/" + ns + "/" + name }
-	add := func(apiVersion, kind, ns, name, cluster, state string) {
+	var incomplete bool
+	add := func(apiVersion, kind, ns, name, cluster, state string, message ...string) {
 		k := key(apiVersion, kind, ns, name)
 		e := byKey[k]
 		if e == nil {
@@ -44,33 +48,48 @@ func resources(bds []clusterResource) []fleet.GitRepoResource {
 		if old, ok := e.states[cluster]; !ok || rank(state) < rank(old) {
 			e.states[cluster] = state
 		}
+		if len(message) > 0 && message[0] != "" && e.res.Message == "" {
+			e.res.Message = message[0]
+		}
+		// A deployment that listed only the first of its non-ready or modified objects may
+		// leave this one's state unknown there.
+		e.res.IncompleteState = e.res.IncompleteState || incomplete
 	}
 	for _, c := range bds {
 		st := c.bd.Status
+		incomplete = st.IncompleteState
 		base := "Ready"
 		switch {
 		case c.offline:
 			base = "Unknown"
+		case c.bd.Spec.DeploymentID == "":
+			// Held back by its Bundle (paused, or the rollout): nothing to apply yet.
+			base = "Pending"
 		case st.AppliedDeploymentID != c.bd.Spec.DeploymentID:
 			base = "WaitApplied"
 		}
 		for _, r := range st.Resources {
 			add(r.APIVersion, r.Kind, r.Namespace, r.Name, c.cluster, base)
 		}
+		if len(st.Resources) == 0 && base != "Ready" {
+			for _, k := range c.keys {
+				add(k.APIVersion, k.Kind, k.Namespace, k.Name, c.cluster, base)
+			}
+		}
 		if c.offline {
 			continue
 		}
 		for _, n := range st.NonReadyStatus {
-			add(n.APIVersion, n.Kind, n.Namespace, n.Name, c.cluster, "NotReady")
+			add(n.APIVersion, n.Kind, n.Namespace, n.Name, c.cluster, "NotReady", strings.Join(n.Summary.Message, "; "))
 		}
 		for _, m := range st.ModifiedStatus {
-			state := "Modified"
+			state, msg := "Modified", "modified"
 			if m.Create {
-				state = "Missing"
+				state, msg = "Missing", "missing"
 			} else if m.Delete {
-				state = "Orphaned"
+				state, msg = "Orphaned", "not in the release"
 			}
-			add(m.APIVersion, m.Kind, m.Namespace, m.Name, c.cluster, state)
+			add(m.APIVersion, m.Kind, m.Namespace, m.Name, c.cluster, state, msg)
 		}
 	}
 	out := make([]fleet.GitRepoResource, 0, len(byKey))
