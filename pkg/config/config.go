@@ -23,6 +23,8 @@ const (
 	DefaultAgentCheckinInterval = 15 * time.Minute
 	// DefaultGarbageCollectionInterval is how often agents remove releases of deleted deployments.
 	DefaultGarbageCollectionInterval = 15 * time.Minute
+	// DefaultGitClientTimeout bounds a request for a repository's latest commit.
+	DefaultGitClientTimeout = 30 * time.Second
 	// DefaultAgentTLSMode: agents trust the system's CA store as well as APIServerCA.
 	DefaultAgentTLSMode = "system-store"
 )
@@ -41,6 +43,11 @@ type Config struct {
 	// AgentTLSMode is how agents trust the manager's certificate: "system-store" (the system's
 	// CA store and APIServerCA) or "strict" (APIServerCA only).
 	AgentTLSMode string `json:"agentTLSMode,omitempty"`
+	// GitClientTimeout bounds a request for a GitRepo's latest commit (polling).
+	GitClientTimeout metav1.Duration `json:"gitClientTimeout,omitempty"`
+	// IgnoreClusterRegistrationLabels drops the labels agents ask for when they register: a
+	// new Cluster gets none, and labels are set on the manager only.
+	IgnoreClusterRegistrationLabels bool `json:"ignoreClusterRegistrationLabels,omitempty"`
 	// KubeConfigSecretNamespaces are namespaces from which any Cluster may take its
 	// spec.kubeConfigSecret. Otherwise a Cluster's kubeConfigSecretNamespace must be its own
 	// namespace: whoever may write Clusters in one namespace must not be able to make the
@@ -69,6 +76,9 @@ func (c Config) WithDefaults() *Config {
 	}
 	if c.GarbageCollectionInterval.Duration <= 0 {
 		c.GarbageCollectionInterval.Duration = DefaultGarbageCollectionInterval
+	}
+	if c.GitClientTimeout.Duration <= 0 {
+		c.GitClientTimeout.Duration = DefaultGitClientTimeout
 	}
 	if c.AgentTLSMode == "" {
 		c.AgentTLSMode = DefaultAgentTLSMode

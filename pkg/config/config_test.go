@@ -34,3 +34,13 @@ func TestParseAgentTLSMode(t *testing.T) {
 		t.Error("an unknown agentTLSMode is refused")
 	}
 }
+
+func TestParseGitClientTimeoutAndLabels(t *testing.T) {
+	c, err := Parse(`{"gitClientTimeout":"5s","ignoreClusterRegistrationLabels":true}`)
+	if err != nil || c.GitClientTimeout.Duration != 5*time.Second || !c.IgnoreClusterRegistrationLabels {
+		t.Fatalf("%+v %v", c, err)
+	}
+	if c, _ := Parse(""); c.GitClientTimeout.Duration != DefaultGitClientTimeout || c.IgnoreClusterRegistrationLabels {
+		t.Errorf("defaults %+v", c)
+	}
+}

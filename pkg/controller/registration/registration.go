@@ -188,8 +188,12 @@ func (r *registrations) cluster(reg *fleet.ClusterRegistration) (*fleet.Cluster,
 	if found, err := r.Clusters.Cache().GetByIndex(byClientID, reg.Namespace+"/"+reg.Spec.ClientID); err == nil && len(found) > 0 {
 		return found[0], nil
 	}
+	labels := registration.SanitizeLabels(reg.Spec.ClusterLabels)
+	if config.Get().IgnoreClusterRegistrationLabels {
+		labels = nil
+	}
 	c, err := r.Clusters.Create(&fleet.Cluster{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: reg.Namespace, Labels: registration.SanitizeLabels(reg.Spec.ClusterLabels),
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: reg.Namespace, Labels: labels,
 			Annotations: map[string]string{registration.ClientIDAnnotation: reg.Spec.ClientID}},
 		Spec: fleet.ClusterSpec{ClientID: reg.Spec.ClientID},
 	})
