@@ -9,8 +9,6 @@ package agentmanagement
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strconv"
 
@@ -142,12 +140,11 @@ func (h *handler) bundle(c *fleet.Cluster) (*fleet.Bundle, error) {
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(manifest)
 	gvk := fleet.SchemeGroupVersion.WithKind("Cluster")
 	return &fleet.Bundle{
 		ObjectMeta: metav1.ObjectMeta{Name: BundleName(c.Name), Namespace: c.Namespace,
 			Labels: map[string]string{fleet.ManagedLabel: "true", GenerationLabel: strconv.FormatInt(c.Spec.RedeployAgentGeneration, 10),
-				ConfigHashLabel: hex.EncodeToString(sum[:])[:32]},
+				ConfigHashLabel: agentmanifest.Hash(string(manifest))},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(c, gvk)}},
 		Spec: fleet.BundleSpec{
 			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns,

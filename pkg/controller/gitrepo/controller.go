@@ -504,10 +504,11 @@ func (h *handler) rollup(gr *fleet.GitRepo, status *fleet.GitRepoStatus, now tim
 		}
 		cluster := bd.Labels[fleet.ClusterNamespaceLabel] + "/" + bd.Labels[fleet.ClusterLabel]
 		perCluster = append(perCluster, clusterResource{bd: bd, offline: offline, cluster: cluster, keys: keys[bd.Labels[fleet.BundleLabel]]})
-		if offline {
+		if offline || state == fleet.Ready {
 			// (An unknown state counts as desired, not as any state.)
 			summary.Increment(&s, state)
 		} else {
+			// Only a non-ready deployment is listed, under a name built for it alone.
 			summary.Add(&s, bd.Labels[fleet.BundleLabel]+" on "+cluster, bd)
 		}
 		if bd.Status.ResourceCounts != nil {
