@@ -26,7 +26,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"github.com/onsi/gomega/gexec"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -127,12 +126,7 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	var err error
 	root, err = testenv.RepoRoot()
 	Expect(err).NotTo(HaveOccurred())
-	fleetBin = filepath.Join(root, "bin", "fleet")
-	if _, err := os.Stat(fleetBin); err != nil {
-		fleetBin, err = gexec.Build("github.com/fleetgo/fleet")
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(gexec.CleanupBuildArtifacts)
-	}
+	fleetBin = testenv.FleetBinary()
 
 	logDir = GinkgoT().TempDir()
 	netns, err = localcluster.NewNetNS(fmt.Sprintf("fleet-e2e-%d", os.Getpid()), os.Getpid()%200+20)

@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"time"
 
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gexec"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
@@ -92,4 +95,20 @@ func UpdateBundle(api fleetcontrollers.Interface, ns, name string, mutate func(*
 		_, err = api.Bundle().Update(b)
 		return err
 	})
+}
+
+// FleetBinary is the fleet binary the e2e suites run: bin/fleet when `make build` made it (as
+// `make e2e` does), else one built now and removed when the calling node's cleanup runs.
+func FleetBinary() string {
+	GinkgoHelper()
+	root, err := RepoRoot()
+	Expect(err).NotTo(HaveOccurred())
+	bin := filepath.Join(root, "bin", "fleet")
+	if _, err := os.Stat(bin); err == nil {
+		return bin
+	}
+	bin, err = gexec.Build("github.com/fleetgo/fleet")
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(gexec.CleanupBuildArtifacts)
+	return bin
 }

@@ -177,6 +177,12 @@ func start(ctx context.Context, upstream, local *rest.Config, kube kubernetes.In
 	if err != nil {
 		return err
 	}
+	// Releases a Fleet agent made here before the move become this agent's to collect.
+	if n, err := dep.AdoptFleetReleases(ctx); err != nil {
+		logrus.WithError(err).Warn("adopting the releases Fleet's agent made")
+	} else if n > 0 {
+		logrus.WithField("releases", n).Info("adopted the releases Fleet's agent made")
+	}
 	go func() {
 		if err := dep.Warm(); err != nil {
 			logrus.WithError(err).Debug("reading ahead for the first deploy")

@@ -133,6 +133,9 @@ type Release struct {
 	ValuesHash string
 	// Status is Helm's release status.
 	Status release.Status
+	// MadeByFleet is true for a revision a Fleet agent made (before moving onto this one): it
+	// records no deploymentID, only its BundleDeployment in the chart's annotations.
+	MadeByFleet bool
 }
 
 // String is the release as Fleet reports it: "namespace/name:revision".
@@ -148,10 +151,29 @@ func fromHelm(rel *release.Release) *Release {
 		r.Status = rel.Info.Status
 	}
 	if rel.Chart != nil && rel.Chart.Metadata != nil {
-		r.DeploymentID = rel.Chart.Metadata.Annotations[DeploymentIDAnnotation]
-		r.SyncGeneration, _ = strconv.ParseInt(rel.Chart.Metadata.Annotations[SyncGenerationAnnotation], 10, 64)
+		a := rel.Chart.Metadata.Annotations
+		r.DeploymentID = a[DeploymentIDAnnotation]
+		r.SyncGeneration, _ = strconv.ParseInt(a[SyncGenerationAnnotation], 10, 64)
+		// Made by a Fleet agent before the move: Fleet marks only the chart, and records no
+		// deploymentID there.
+		r.MadeByFleet = r.DeploymentID == "" && a[fleet.BundleIDAnnotation] != ""
+		if r.BundleID == "" {
+			r.BundleID = a[fleet.BundleIDAnnotation]
+		}
 	}
 	return r
+}
+
+// owner is the BundleDeployment a release revision belongs to: our release label, or the chart
+// annotation a Fleet agent wrote.
+func owner(rel *release.Release) string {
+	if id := rel.Labels[BundleIDLabel]; id != "" {
+		return id
+	}
+	if rel.Chart != nil && rel.Chart.Metadata != nil {
+		return rel.Chart.Metadata.Annotations[fleet.BundleIDAnnotation]
+	}
+	return ""
 }
 
 // actionConfig is Helm's configuration for releases in namespace, acting as the given
@@ -322,8 +344,8 @@ func (d *Deployer) deploy(ctx context.Context, in Input) (*Release, error) {
 		}
 	}
 	if last != nil {
-		if owner := last.Labels[BundleIDLabel]; owner != in.BundleID && !helmOpts.TakeOwnership {
-			return nil, Permanent(fmt.Errorf("release %s/%s belongs to %q, not to this bundle (set helm.takeOwnership to adopt it)", ns, name, owner))
+		if who := owner(last); who != in.BundleID && !helmOpts.TakeOwnership {
+			return nil, Permanent(fmt.Errorf("release %s/%s belongs to %q, not to this bundle (set helm.takeOwnership to adopt it)", ns, name, who))
 		}
 		if last.Info.Status.IsPending() {
 			if err := recoverPending(ac, last); err != nil {
@@ -591,6 +613,58 @@ func (d *Deployer) Releases(bundleID string) ([]*Release, error) {
 		out = append(out, fromHelm(r))
 	}
 	return out, nil
+}
+
+// AdoptFleetReleases labels the releases a Fleet agent made here (the newest revision of each,
+// unless another agent namespace's) as this agent labels its own, so that garbage collection and
+// the removal of their BundleDeployment find them. Only Helm's release Secrets without this
+// agent's label are read. It returns how many releases it adopted.
+func (d *Deployer) AdoptFleetReleases(ctx context.Context) (int, error) {
+	list, err := d.kube.CoreV1().Secrets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm,!" + AgentNamespaceLabel})
+	if err != nil {
+		return 0, fmt.Errorf("listing releases: %w", err)
+	}
+	newest := map[string]*corev1.Secret{}
+	for i := range list.Items {
+		s := &list.Items[i]
+		k := s.Namespace + "/" + s.Labels["name"]
+		if cur, ok := newest[k]; !ok || revision(s) > revision(cur) {
+			newest[k] = s
+		}
+	}
+	adopted := 0
+	var errs []error
+	for _, s := range newest {
+		store := driver.NewSecrets(d.kube.CoreV1().Secrets(s.Namespace))
+		rel, err := store.Get(s.Name)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("reading release %s/%s: %w", s.Namespace, s.Name, err))
+			continue
+		}
+		if rel.Chart == nil || rel.Chart.Metadata == nil {
+			continue
+		}
+		a := rel.Chart.Metadata.Annotations
+		id, ns := a[fleet.BundleIDAnnotation], a[fleet.AgentNamespaceAnnotation]
+		if id == "" || (ns != "" && ns != d.agentNamespace) {
+			continue
+		}
+		if rel.Labels == nil {
+			rel.Labels = map[string]string{}
+		}
+		rel.Labels[BundleIDLabel], rel.Labels[AgentNamespaceLabel] = id, d.agentNamespace
+		if err := store.Update(s.Name, rel); err != nil {
+			errs = append(errs, fmt.Errorf("labelling release %s/%s: %w", s.Namespace, s.Name, err))
+			continue
+		}
+		adopted++
+	}
+	return adopted, errors.Join(errs...)
+}
+
+func revision(s *corev1.Secret) int {
+	v, _ := strconv.Atoi(s.Labels["version"])
+	return v
 }
 
 // Uninstall removes a release. Resources annotated with helm.sh/resource-policy=keep

@@ -48,6 +48,9 @@ const (
 	KeyServiceAccount         = "serviceAccount"
 	// KeyKubeconfig (agent Secret) is the credential as a kubeconfig.
 	KeyKubeconfig = "kubeconfig"
+	// KeyDeploymentNamespace is where a Fleet agent's Secret names the cluster namespace (its
+	// clusterNamespace key is the Cluster's own namespace there).
+	KeyDeploymentNamespace = "deploymentNamespace"
 	// KeyLabels (bootstrap Secret, optional) is JSON of labels that go with the token (the
 	// ClusterGroup it registers into); they win over the agent ConfigMap's.
 	KeyLabels = "labels"
@@ -63,6 +66,12 @@ const (
 	TokenLabel = "fleet.cattle.io/cluster-registration-token"
 	// ClientIDAnnotation on a Cluster created by registration records the agent's clientID.
 	ClientIDAnnotation = "fleet.cattle.io/client-id"
+	// IdentityAnnotation on a Cluster names the agent identity this manager gave it (set at
+	// registration, or when taking over a Cluster a Fleet manager registered).
+	IdentityAnnotation = "fleet.cattle.io/agent-identity"
+	// ExchangeRole (in a cluster namespace taken over from Fleet) lets every ServiceAccount
+	// there trade its token for one of the agent identity.
+	ExchangeRole = "fleet-agent-credential-exchange"
 )
 
 // Values are what a registration token hands an agent (the token Secret's "values" key and the
@@ -124,6 +133,12 @@ func AgentRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{""}, Resources: []string{"secrets", "configmaps"}, Verbs: []string{"get"}},
 		{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}, ResourceNames: []string{AgentServiceAccount}},
 	}
+}
+
+// ExchangeRules: create tokens of the agent identity, nothing else.
+func ExchangeRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"},
+		ResourceNames: []string{AgentServiceAccount}}}
 }
 
 // ClusterStatusRules let an agent patch its own Cluster's status (in the Cluster's namespace).

@@ -219,6 +219,12 @@ func (h *handler) deploy(bd *fleet.BundleDeployment, rel *helmdeployer.Release, 
 	}
 	upToDate := rel != nil && rel.Status == release.StatusDeployed && rel.DeploymentID == spec.DeploymentID &&
 		rel.SyncGeneration == opts.ForceSyncGeneration && rel.ValuesHash == valuesHash
+	if rel != nil && rel.MadeByFleet {
+		// A Fleet agent deployed it before the move: what it reported applying stands until the
+		// manager asks for something else, so moving over upgrades each release at most once.
+		upToDate = rel.Status == release.StatusDeployed && status.AppliedDeploymentID == spec.DeploymentID &&
+			status.Release == rel.String()
+	}
 	if upToDate && len(opts.OverwrittenResources) > 0 {
 		// Resources taken over from another bundle may have gone with that bundle's removal.
 		gone, err := h.deployer.MissingOverwritten(h.ctx, rel, opts.OverwrittenResources)

@@ -106,12 +106,39 @@ func Stored(ctx context.Context, local kubernetes.Interface, ns string) (*Creden
 		return nil, fmt.Errorf("reading secret %s/%s: %w", ns, registration.AgentSecret, err)
 	}
 	d := s.Data
+	if len(d[registration.KeyToken]) == 0 && len(d[registration.KeyDeploymentNamespace]) > 0 {
+		return fromFleet(ns, d)
+	}
 	c := &Credential{Token: string(d[registration.KeyToken]), APIServerURL: string(d[registration.KeyAPIServerURL]),
 		APIServerCA: string(d[registration.KeyAPIServerCA]), ClusterNamespace: string(d[registration.KeyClusterNamespace]),
 		ClusterName: string(d[registration.KeyClusterName]), ClusterObjectNamespace: string(d[registration.KeyClusterObjectNamespace]),
 		SA: string(d[registration.KeyServiceAccount])}
 	if c.Token == "" || c.APIServerURL == "" || c.ClusterNamespace == "" {
 		return nil, fmt.Errorf("secret %s/%s: token, apiServerURL and clusterNamespace are required", ns, registration.AgentSecret)
+	}
+	return c, nil
+}
+
+// fromFleet reads the credential a Fleet agent stored: a kubeconfig whose context namespace is
+// the cluster namespace, with deploymentNamespace (that namespace), clusterNamespace (the
+// Cluster's own namespace) and clusterName beside it. It has no ServiceAccount: Renew trades it
+// for this manager's expiring credential first thing.
+func fromFleet(ns string, d map[string][]byte) (*Credential, error) {
+	where := fmt.Sprintf("secret %s/%s (written by Fleet)", ns, registration.AgentSecret)
+	kc, err := clientcmd.Load(d[registration.KeyKubeconfig])
+	if err != nil {
+		return nil, fmt.Errorf("%s, key %s: %w", where, registration.KeyKubeconfig, err)
+	}
+	ctx := kc.Contexts[kc.CurrentContext]
+	if ctx == nil || kc.Clusters[ctx.Cluster] == nil || kc.AuthInfos[ctx.AuthInfo] == nil {
+		return nil, fmt.Errorf("%s, key %s: the current context names no cluster or user", where, registration.KeyKubeconfig)
+	}
+	cluster, user := kc.Clusters[ctx.Cluster], kc.AuthInfos[ctx.AuthInfo]
+	c := &Credential{Token: user.Token, APIServerURL: cluster.Server, APIServerCA: string(cluster.CertificateAuthorityData),
+		ClusterNamespace: string(d[registration.KeyDeploymentNamespace]), ClusterName: string(d[registration.KeyClusterName]),
+		ClusterObjectNamespace: string(d[registration.KeyClusterNamespace])}
+	if c.Token == "" || c.APIServerURL == "" || c.ClusterName == "" {
+		return nil, fmt.Errorf("%s: the kubeconfig's token and server and key %s are required", where, registration.KeyClusterName)
 	}
 	return c, nil
 }
@@ -349,6 +376,10 @@ func (b *bearer) RoundTrip(req *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(req)
 }
 
+// ExchangedLifetime is the lifetime asked for when the agent trades a credential Fleet stored
+// for one of its own ServiceAccount (the manager's default credential lifetime).
+const ExchangedLifetime = 24 * time.Hour
+
 // RenewEvery is how often the agent renews its credential at most; a credential with a shorter
 // lifetime is renewed when a third of it has passed.
 const RenewEvery = time.Hour
@@ -375,6 +406,10 @@ func (s *Session) Renew(ctx context.Context, local kubernetes.Interface, ns stri
 			}
 		}
 		next := time.Until(issued.Add(period))
+		if c.SA == "" {
+			// Fleet's credential (a token that never expires): exchanged at once.
+			next, lifetime = 0, ExchangedLifetime
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -384,27 +419,26 @@ func (s *Session) Renew(ctx context.Context, local kubernetes.Interface, ns stri
 		if secs < 600 {
 			secs = 600
 		}
-		sa := c.SA
-		if sa == "" {
-			sa = registration.AgentServiceAccount
-		}
+		sa := registration.AgentServiceAccount
 		tr, err := kube.CoreV1().ServiceAccounts(c.ClusterNamespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
 			Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &secs}}, metav1.CreateOptions{})
 		if err != nil {
 			msg := "renewing the agent's credential failed; retrying"
-			if apierrors.IsUnauthorized(err) {
+			if c.SA == "" {
+				msg = "trading the credential Fleet stored for an expiring one failed (the manager has not taken this cluster over yet?); retrying"
+			} else if apierrors.IsUnauthorized(err) {
 				msg = "the manager no longer accepts this agent's credential (its Cluster was deleted, or it expired while the manager was out of reach); register again with a new token"
 			}
 			logrus.WithError(err).WithField("expires", expires.Format(time.RFC3339)).Error(msg)
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(min(time.Minute, max(period/4, time.Second))):
+			case <-time.After(retryAfter(c, period)):
 			}
 			continue
 		}
 		s.mu.Lock()
-		s.cred.Token = tr.Status.Token
+		s.cred.Token, s.cred.SA = tr.Status.Token, sa
 		updated := s.cred
 		s.mu.Unlock()
 		if err := Store(ctx, local, ns, &updated); err != nil {
@@ -412,6 +446,16 @@ func (s *Session) Renew(ctx context.Context, local kubernetes.Interface, ns stri
 		}
 		logrus.WithField("expires", tr.Status.ExpirationTimestamp.Format(time.RFC3339)).Debug("agent credential renewed")
 	}
+}
+
+// retryAfter is how long a failed renewal waits: a quarter of the period, at most a minute; an
+// exchange of Fleet's credential, which the manager allows as soon as it has taken the Cluster
+// over, every few seconds.
+func retryAfter(c Credential, period time.Duration) time.Duration {
+	if c.SA == "" {
+		return 5 * time.Second
+	}
+	return min(time.Minute, max(period/4, time.Second))
 }
 
 // tokenTimes reads when a ServiceAccount token was issued and expires (its JWT claims; the

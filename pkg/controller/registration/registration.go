@@ -78,6 +78,8 @@ func Register(ctx context.Context, d Deps) error {
 	})
 	r := &registrations{Deps: d}
 	d.ClusterRegistrations.OnChange(ctx, "clusterregistration", r.onChange)
+	a := &adopter{kube: d.Kube, clusters: d.Clusters}
+	d.Clusters.OnChange(ctx, "cluster-identity", a.onChange)
 	return nil
 }
 
@@ -194,7 +196,8 @@ func (r *registrations) cluster(reg *fleet.ClusterRegistration) (*fleet.Cluster,
 	}
 	c, err := r.Clusters.Create(&fleet.Cluster{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: reg.Namespace, Labels: labels,
-			Annotations: map[string]string{registration.ClientIDAnnotation: reg.Spec.ClientID}},
+			Annotations: map[string]string{registration.ClientIDAnnotation: reg.Spec.ClientID,
+				registration.IdentityAnnotation: registration.AgentServiceAccount}},
 		Spec: fleet.ClusterSpec{ClientID: reg.Spec.ClientID},
 	})
 	if apierrors.IsAlreadyExists(err) {
@@ -208,33 +211,9 @@ func (r *registrations) cluster(reg *fleet.ClusterRegistration) (*fleet.Cluster,
 
 // grant gives the Cluster's agent its identity and permissions and returns a fresh credential.
 func (r *registrations) grant(ctx context.Context, c *fleet.Cluster) (string, error) {
-	ns := target.ClusterNamespace(c)
-	sa := registration.AgentServiceAccount
-	owner := []metav1.OwnerReference{{APIVersion: fleet.SchemeGroupVersion.String(), Kind: "Cluster", Name: c.Name, UID: c.UID}}
-	if err := ensure.ServiceAccount(ctx, r.Kube, ns, sa, nil, nil); err != nil {
+	ns, sa := target.ClusterNamespace(c), registration.AgentServiceAccount
+	if err := identity(ctx, r.Kube, c); err != nil {
 		return "", err
-	}
-	if err := ensure.Role(ctx, r.Kube, ns, sa, registration.AgentRules(), nil, nil); err != nil {
-		return "", err
-	}
-	if err := ensure.RoleBinding(ctx, r.Kube, ns, sa, "Role", sa, ns, sa, nil, nil); err != nil {
-		return "", err
-	}
-	statusRole := names.SafeConcatName("fleet-agent", c.Name)
-	if err := ensure.Role(ctx, r.Kube, c.Namespace, statusRole, registration.ClusterStatusRules(c.Name), owner, nil); err != nil {
-		return "", err
-	}
-	if err := ensure.RoleBinding(ctx, r.Kube, c.Namespace, statusRole, "Role", statusRole, ns, sa, owner, nil); err != nil {
-		return "", err
-	}
-	_, err := r.Kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: names.SafeConcatName("fleet-content", ns),
-			Labels: map[string]string{fleet.ClusterLabel: c.Name, fleet.ClusterNamespaceLabel: c.Namespace}},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: registration.ContentReaderRole},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}},
-	}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return "", fmt.Errorf("creating the content binding of cluster %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	secs := int64(r.CredentialLifetime / time.Second)
 	tr, err := r.Kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{

@@ -1,0 +1,81 @@
+package register
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/fleetgo/fleet/pkg/registration"
+)
+
+func fleetKubeconfig(t *testing.T, token string) []byte {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["cluster"] = &clientcmdapi.Cluster{Server: "https://manager:6443", CertificateAuthorityData: []byte("CA")}
+	kc.AuthInfos["user"] = &clientcmdapi.AuthInfo{Token: token}
+	kc.Contexts["default"] = &clientcmdapi.Context{Cluster: "cluster", AuthInfo: "user", Namespace: "cluster-fleet-default-c-1-abc"}
+	kc.CurrentContext = "default"
+	raw, err := clientcmd.Write(*kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+func agentSecret(data map[string][]byte) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: registration.AgentSecret, Namespace: "cattle-fleet-system"}, Data: data}
+}
+
+// The Secret a Fleet agent stored: a kubeconfig and where its cluster lives on the manager.
+func TestStoredReadsFleetsSecret(t *testing.T) {
+	kube := fake.NewSimpleClientset(agentSecret(map[string][]byte{
+		"kubeconfig": fleetKubeconfig(t, "legacy"), "deploymentNamespace": []byte("cluster-fleet-default-c-1-abc"),
+		"clusterNamespace": []byte("fleet-default"), "clusterName": []byte("c-1")}))
+	c, err := Stored(context.Background(), kube, "cattle-fleet-system")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Credential{Token: "legacy", APIServerURL: "https://manager:6443", APIServerCA: "CA",
+		ClusterNamespace: "cluster-fleet-default-c-1-abc", ClusterName: "c-1", ClusterObjectNamespace: "fleet-default"}
+	if *c != want {
+		t.Errorf("Stored = %+v, want %+v", *c, want)
+	}
+	if d := retryAfter(*c, RenewEvery); d > 10e9 {
+		t.Errorf("a Fleet credential's exchange is retried after %s, want seconds", d)
+	}
+}
+
+func TestStoredRejectsABrokenFleetSecret(t *testing.T) {
+	for name, data := range map[string]map[string][]byte{
+		"kubeconfig is not one": {"kubeconfig": []byte("{{"), "deploymentNamespace": []byte("ns"), "clusterName": []byte("c")},
+		"no cluster name":       {"kubeconfig": fleetKubeconfig(t, "legacy"), "deploymentNamespace": []byte("ns")},
+		"no token":              {"kubeconfig": fleetKubeconfig(t, ""), "deploymentNamespace": []byte("ns"), "clusterName": []byte("c")},
+	} {
+		_, err := Stored(context.Background(), fake.NewSimpleClientset(agentSecret(data)), "cattle-fleet-system")
+		if err == nil || !strings.Contains(err.Error(), "written by Fleet") {
+			t.Errorf("%s: err = %v, want one naming Fleet's secret", name, err)
+		}
+	}
+}
+
+// Once traded, the credential is stored in this project's keys, and read back the same.
+func TestStoreThenStored(t *testing.T) {
+	kube := fake.NewSimpleClientset()
+	in := &Credential{Token: "t", APIServerURL: "https://m", APIServerCA: "CA", ClusterNamespace: "cns", ClusterName: "c",
+		ClusterObjectNamespace: "fleet-default", SA: registration.AgentServiceAccount}
+	if err := Store(context.Background(), kube, "cattle-fleet-system", in); err != nil {
+		t.Fatal(err)
+	}
+	out, err := Stored(context.Background(), kube, "cattle-fleet-system")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *out != *in {
+		t.Errorf("Stored = %+v, want %+v", *out, *in)
+	}
+}
