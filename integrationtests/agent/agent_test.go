@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/fleetgo/fleet/integrationtests/testenv"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
@@ -176,12 +177,34 @@ var _ = Describe("agent", func() {
 				HaveField("Patch", ContainSubstring(`"a":"1"`)))))
 			g.Expect(b.Status.ModifiedStatus).To(ContainElement(And(HaveField("Name", "gone"), HaveField("Create", true))))
 		}).Should(Succeed())
+		// The agent's metrics: the drift is counted once it is found, no correction yet.
+		Eventually(func(g Gomega) {
+			f, err := testenv.Scrape(agentMetrics)
+			g.Expect(err).NotTo(HaveOccurred())
+			v, ok := f.Sample("fleet_agent_drift_detected_total", map[string]string{"bundledeployment": name})
+			g.Expect(ok).To(BeTrue())
+			g.Expect(v).To(BeNumerically(">=", 1))
+			_, ok = f.Sample("fleet_agent_drift_corrected_total", map[string]string{"bundledeployment": name})
+			g.Expect(ok).To(BeFalse())
+			installs, _ := f.Sample("fleet_agent_deploy_duration_seconds", map[string]string{"action": "install"})
+			g.Expect(installs).To(BeNumerically(">=", 1))
+			age, ok := f.Sample("fleet_agent_checkin_age_seconds", nil)
+			g.Expect(ok).To(BeTrue())
+			g.Expect(age).To(BeNumerically("<", 30), "the agent checks in every 2s")
+		}).Should(Succeed())
 
 		updateBundle(name, func(b *fleet.Bundle) { b.Spec.CorrectDrift = &fleet.CorrectDrift{Enabled: true} })
 		Eventually(cmData(ns, "drifty")).Should(HaveKeyWithValue("a", "1"))
 		Eventually(cmData(ns, "gone")).Should(HaveKeyWithValue("b", "2"))
 		b := readyAndCurrent(name)
 		Expect(b.Status.ModifiedStatus).To(BeEmpty())
+		Eventually(func(g Gomega) {
+			f, err := testenv.Scrape(agentMetrics)
+			g.Expect(err).NotTo(HaveOccurred())
+			v, ok := f.Sample("fleet_agent_drift_corrected_total", map[string]string{"bundledeployment": name})
+			g.Expect(ok).To(BeTrue())
+			g.Expect(v).To(BeNumerically(">=", 1))
+		}).Should(Succeed())
 	})
 
 	It("does not report a mutation that comparePatches ignore", func(ctx context.Context) {

@@ -51,6 +51,8 @@ var (
 	local               kubernetes.Interface
 	clusterNS           string
 	stopAgent           context.CancelFunc
+	// agentMetrics is where the in-process agent serves /metrics.
+	agentMetrics string
 )
 
 var _ = BeforeSuite(func(ctx context.Context) {
@@ -79,6 +81,8 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	}).ShouldNot(BeEmpty())
 	c, _ := api.Cluster().Get(fleet.DefaultNamespace, clusterName, metav1.GetOptions{})
 	clusterNS = c.Status.Namespace
+	agentMetrics, err = testenv.FreeAddr()
+	Expect(err).NotTo(HaveOccurred())
 	startAgent()
 	DeferCleanup(func() { stopAgent() })
 }, NodeTimeout(5*time.Minute))
@@ -93,6 +97,7 @@ func startAgent() {
 		err := agent.Run(ctx, manager.RESTConfig(), downstream.RESTConfig(), agent.Options{
 			Namespace: agentNS, ClusterNamespace: clusterNS, ClusterName: clusterName, ClusterObjectNamespace: fleet.DefaultNamespace,
 			CheckinInterval: 2 * time.Second, MonitorInterval: 3 * time.Second, GCInterval: 5 * time.Second, Workers: 4,
+			MetricsAddr: agentMetrics,
 		})
 		Expect(err).NotTo(HaveOccurred())
 	}()

@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -105,8 +106,11 @@ var _ = Describe("agent management", Ordered, func() {
 		}})
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(func(g Gomega) { g.Expect(cluster(g).Status.Namespace).NotTo(BeEmpty()) }).Should(Succeed())
-		_, err = oapi.Bundle().Get(ns, agentmanagement.BundleName(name), metav1.GetOptions{})
-		Expect(err).To(HaveOccurred(), "no agent has checked in yet")
+		// The Cluster's changes (its namespace above) went through the handler: still no Bundle.
+		Consistently(func() bool {
+			_, err := oapi.Bundle().Get(ns, agentmanagement.BundleName(name), metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		}, 3*time.Second, 250*time.Millisecond).Should(BeTrue(), "no agent has checked in yet")
 
 		Eventually(func() error {
 			c, err := oapi.Cluster().Get(ns, name, metav1.GetOptions{})

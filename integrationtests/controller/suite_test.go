@@ -5,7 +5,6 @@ package controller_test
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
@@ -56,8 +55,7 @@ var _ = ReportAfterEach(func(r SpecReport) {
 })
 
 func freeAddr() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := testenv.FreeAddr()
 	Expect(err).NotTo(HaveOccurred())
-	defer l.Close()
-	return l.Addr().String()
+	return addr
 }

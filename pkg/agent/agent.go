@@ -27,6 +27,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/agent/register"
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
 	"github.com/fleetgo/fleet/pkg/helmdeployer"
+	"github.com/fleetgo/fleet/pkg/metrics"
 	"github.com/fleetgo/fleet/pkg/leader"
 	"github.com/fleetgo/fleet/pkg/serve"
 )
@@ -116,6 +117,7 @@ func moved(cred *register.Credential, reg register.Options) bool {
 
 // endpoints serves the agent's health, metrics and profiles until ctx ends.
 func endpoints(ctx context.Context, o Options) *serve.Status {
+	metrics.RegisterAgent()
 	health := &serve.Status{}
 	serve.Endpoints(ctx, o.HealthAddr, o.MetricsAddr, o.ProfileAddr, health)
 	return health

@@ -38,6 +38,7 @@ import (
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/leader"
+	"github.com/fleetgo/fleet/pkg/metrics"
 	"github.com/fleetgo/fleet/pkg/serve"
 )
 
@@ -234,6 +235,12 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 			BundleDeployments: f.BundleDeployment(), Settings: settings, AgentConfig: clusterimport.AgentConfig(c.Secret().Cache())})
 		configChanged.Store(&recheck)
 	}
+	caches := &metrics.Caches{Bundles: f.Bundle().Cache(), BundleDeployments: f.BundleDeployment().Cache(), Clusters: f.Cluster().Cache(),
+		ClusterGroups: f.ClusterGroup().Cache()}
+	if !o.DisableGitOps {
+		caches.GitRepos = f.GitRepo().Cache()
+	}
+	metrics.Export(ctx, caches)
 	content.Register(ctx, f.Content(), f.BundleDeployment())
 	downstream.Register(ctx, kube, f.BundleDeployment(), c.Secret())
 	clustergroup.Register(ctx, f.ClusterGroup(), f.Cluster())

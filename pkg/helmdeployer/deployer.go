@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/metrics"
 	"github.com/fleetgo/fleet/pkg/render"
 )
 
@@ -354,6 +355,8 @@ func (d *Deployer) deploy(ctx context.Context, in Input) (*Release, error) {
 		}
 	}
 	timeout := time.Duration(helmOpts.TimeoutSeconds) * time.Second
+	started := time.Now()
+	defer func() { metrics.Deployed(last == nil, time.Since(started)) }()
 	var rel *release.Release
 	if last == nil {
 		install := action.NewInstall(ac)

@@ -16,6 +16,7 @@ import (
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/metrics"
 )
 
 // DefaultInterval is Fleet's default agentCheckinInterval.
@@ -84,6 +85,7 @@ func (h *Heartbeat) CheckIn(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("patching status of cluster %s/%s: %w", h.ClusterNamespace, h.ClusterName, err)
 	}
+	metrics.CheckedIn(agent.LastSeen.Time)
 	return nil
 }
 

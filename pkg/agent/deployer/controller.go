@@ -26,6 +26,7 @@ import (
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/helmdeployer"
+	"github.com/fleetgo/fleet/pkg/metrics"
 	"github.com/fleetgo/fleet/pkg/names"
 	"github.com/fleetgo/fleet/pkg/summary"
 )
@@ -138,6 +139,7 @@ func (h *handler) OnChange(key string, bd *fleet.BundleDeployment) (*fleet.Bundl
 		h.replaced.Delete(key)
 		name := key[strings.LastIndex(key, "/")+1:]
 		h.changes.forget(name)
+		metrics.ForgetBundleDeployment(name)
 		return bd, h.cleanup(name)
 	}
 	if bd.Spec.DeploymentID == "" {
@@ -340,6 +342,9 @@ func (h *handler) failed(bd *fleet.BundleDeployment, status *fleet.BundleDeploym
 func (h *handler) check(bd *fleet.BundleDeployment, rel *helmdeployer.Release, status *fleet.BundleDeploymentStatus, fresh bool, now time.Time) {
 	opts := &bd.Spec.Options
 	res, err := h.monitor.Check(h.ctx, bd.Name, rel, opts, fresh)
+	if err == nil && !res.NonModified && status.NonModified {
+		metrics.DriftDetected(bd.Name)
+	}
 	cd := driftCorrection(bd)
 	if err == nil && !res.NonModified && cd != nil && cd.Enabled &&
 		status.AppliedDeploymentID == bd.Spec.DeploymentID && !bd.Spec.Paused {
@@ -352,6 +357,7 @@ func (h *handler) check(bd *fleet.BundleDeployment, rel *helmdeployer.Release, s
 			h.log(bd.Name).WithError(rerr).Warn("drift correction failed")
 			fleet.SetCondition(&status.Conditions, fleet.ConditionDeployed, corev1.ConditionFalse, "DriftCorrectionFailed", rerr.Error(), now)
 		} else if cur, cerr := h.deployer.Current(h.ctx, bd.Name, opts); cerr == nil && cur != nil {
+			metrics.DriftCorrected(bd.Name)
 			status.Release = cur.String()
 			res, err = h.monitor.Check(h.ctx, bd.Name, cur, opts, true)
 		}

@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/sirupsen/logrus"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/yaml"
 
@@ -56,6 +58,19 @@ type Deps struct {
 
 type handler struct {
 	Deps
+	// rendered holds each Cluster's last agent Bundle ("namespace/name" -> *rendering): a
+	// heartbeat changes only the Cluster's status, and renders nothing again.
+	rendered sync.Map
+}
+
+// rendering is an agent Bundle and what it was rendered from.
+type rendering struct {
+	uid        types.UID
+	generation int64
+	// namespace is where the agent runs (the Cluster's spec or its agent's check-in says).
+	namespace string
+	settings  agentmanifest.Settings
+	bundle    *fleet.Bundle
 }
 
 // Register starts managing agents. The returned function re-checks every Cluster: call it
@@ -99,18 +114,21 @@ func managed(c *fleet.Cluster) bool {
 	return c != nil && c.DeletionTimestamp == nil && !c.Status.Agent.LastSeen.IsZero()
 }
 
-func (h *handler) onChange(_ string, c *fleet.Cluster) (*fleet.Cluster, error) {
+func (h *handler) onChange(key string, c *fleet.Cluster) (*fleet.Cluster, error) {
+	if c == nil {
+		h.rendered.Delete(key)
+	}
 	if !managed(c) {
 		return c, nil
 	}
-	want, err := h.bundle(c)
+	want, err := h.cachedBundle(key, c)
 	if err != nil {
 		logrus.WithFields(logrus.Fields{"controller": "agent-bundle", "namespace": c.Namespace, "cluster": c.Name}).WithError(err).Error("rendering the agent")
 		return c, nil
 	}
 	cur, err := h.Bundles.Cache().Get(want.Namespace, want.Name)
 	if apierrors.IsNotFound(err) {
-		if _, err := h.Bundles.Create(want); err != nil && !apierrors.IsAlreadyExists(err) {
+		if _, err := h.Bundles.Create(want.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
 			return c, fmt.Errorf("creating the agent's bundle %s/%s: %w", want.Namespace, want.Name, err)
 		}
 		return c, nil
@@ -122,6 +140,7 @@ func (h *handler) onChange(_ string, c *fleet.Cluster) (*fleet.Cluster, error) {
 		return c, nil
 	}
 	upd := cur.DeepCopy()
+	want = want.DeepCopy()
 	upd.Spec, upd.Labels, upd.OwnerReferences = want.Spec, want.Labels, want.OwnerReferences
 	if _, err := h.Bundles.Update(upd); err != nil {
 		return c, fmt.Errorf("updating the agent's bundle %s/%s: %w", want.Namespace, want.Name, err)
@@ -129,10 +148,29 @@ func (h *handler) onChange(_ string, c *fleet.Cluster) (*fleet.Cluster, error) {
 	return c, nil
 }
 
-// bundle is the agent's own Bundle for c.
-func (h *handler) bundle(c *fleet.Cluster) (*fleet.Bundle, error) {
+// cachedBundle is the agent's own Bundle for c, rendered again only when the Cluster's spec, its
+// agent's namespace or the settings for its agent changed. The result is shared: copy it before changing it.
+func (h *handler) cachedBundle(key string, c *fleet.Cluster) (*fleet.Bundle, error) {
+	s := h.settings(c)
+	if v, ok := h.rendered.Load(key); ok {
+		r := v.(*rendering)
+		if r.uid == c.UID && r.generation == c.Generation && r.namespace == agentmanifest.Namespace(c) &&
+			equality.Semantic.DeepEqual(r.settings, s) {
+			return r.bundle, nil
+		}
+	}
+	b, err := h.bundle(c, s)
+	if err != nil {
+		return nil, err
+	}
+	h.rendered.Store(key, &rendering{uid: c.UID, generation: c.Generation, namespace: agentmanifest.Namespace(c), settings: s, bundle: b})
+	return b, nil
+}
+
+// bundle is the agent's own Bundle for c with settings s.
+func (h *handler) bundle(c *fleet.Cluster, s agentmanifest.Settings) (*fleet.Bundle, error) {
 	ns := agentmanifest.Namespace(c)
-	objs, err := agentmanifest.Objects(c, h.settings(c), ns)
+	objs, err := agentmanifest.Objects(c, s, ns)
 	if err != nil {
 		return nil, err
 	}

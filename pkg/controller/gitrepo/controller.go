@@ -35,6 +35,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/controller/index"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/gitsource"
+	"github.com/fleetgo/fleet/pkg/metrics"
 	"github.com/fleetgo/fleet/pkg/summary"
 )
 
@@ -194,6 +195,8 @@ func (h *handler) onChange(key string, gr *fleet.GitRepo) (*fleet.GitRepo, error
 		h.mu.Lock()
 		delete(h.runs, key)
 		h.mu.Unlock()
+		ns, name, _ := strings.Cut(key, "/")
+		metrics.ForgetGitRepo(ns, name)
 		return nil, nil
 	}
 	if gr.DeletionTimestamp != nil {
@@ -270,7 +273,9 @@ func (h *handler) onChange(key string, gr *fleet.GitRepo) (*fleet.GitRepo, error
 func (h *handler) poll(gr *fleet.GitRepo, src gitsource.Source, status *fleet.GitRepoStatus, now time.Time) {
 	ctx, cancel := context.WithTimeout(context.Background(), config.Get().GitClientTimeout.Duration)
 	defer cancel()
+	started := time.Now()
 	commit, err := gitsource.LatestCommit(ctx, src)
+	metrics.FetchedLatestCommit(gr.Namespace, gr.Name, time.Since(started), err)
 	status.LastPollingTime = metav1.NewTime(now)
 	if err != nil {
 		fleet.SetCondition(&status.Conditions, fleet.ConditionGitPolling, corev1.ConditionFalse, "Error", err.Error(), now)
@@ -327,9 +332,14 @@ func (h *handler) run(key string, gr *fleet.GitRepo, src gitsource.Source, commi
 	status.GitJobStatus = JobInProgress
 	fleet.SetCondition(&status.Conditions, fleet.ConditionReconciling, corev1.ConditionTrue, "", "applying commit "+commit, now)
 	opts := h.applyOptions(gr, commit)
+	metrics.GitJobStarted(gr.Namespace, gr.Name, nil)
 	go func() {
 		h.slots <- struct{}{}
+		started := time.Now()
 		err := h.cloneAndApply(gr, src, commit, opts)
+		if err == nil {
+			metrics.GitJobSucceeded(gr.Namespace, gr.Name, time.Since(started))
+		}
 		<-h.slots
 		if err != nil {
 			h.log(gr).WithError(err).Warn("clone and apply failed")

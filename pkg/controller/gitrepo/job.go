@@ -25,6 +25,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/bundlereader"
 	"github.com/fleetgo/fleet/pkg/cli/apply"
 	"github.com/fleetgo/fleet/pkg/ensure"
+	"github.com/fleetgo/fleet/pkg/metrics"
 	"github.com/fleetgo/fleet/pkg/names"
 )
 
@@ -80,7 +81,9 @@ func (h *handler) runJob(gr *fleet.GitRepo, commit string, status *fleet.GitRepo
 		if status.Commit == commit && status.ObservedGeneration == gr.Generation {
 			return nil // applied before (its Job since deleted)
 		}
-		if err := h.createJob(gr, commit, name); err != nil {
+		err := h.createJob(gr, commit, name)
+		metrics.GitJobStarted(gr.Namespace, gr.Name, err)
+		if err != nil {
 			return err
 		}
 		status.GitJobStatus = JobInProgress
@@ -93,6 +96,10 @@ func (h *handler) runJob(gr *fleet.GitRepo, commit string, status *fleet.GitRepo
 	now := h.now()
 	switch {
 	case job.Status.Succeeded > 0:
+		if (status.Commit != commit || status.ObservedGeneration != gr.Generation) && job.Status.StartTime != nil && job.Status.CompletionTime != nil {
+			// (once per Job: the status then says the commit is applied)
+			metrics.GitJobSucceeded(gr.Namespace, gr.Name, job.Status.CompletionTime.Sub(job.Status.StartTime.Time))
+		}
 		status.Commit, status.ObservedGeneration, status.GitJobStatus = commit, gr.Generation, JobCurrent
 		status.UpdateGeneration = gr.Spec.ForceSyncGeneration
 		fleet.SetCondition(&status.Conditions, fleet.ConditionReconciling, corev1.ConditionFalse, "", "", now)
