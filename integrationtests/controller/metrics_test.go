@@ -80,6 +80,7 @@ var _ = It("exports Fleet's metric families for Bundles, BundleDeployments, Clus
 		expectSample(g, f, "fleet_cluster_group_bundle_ready", group, 1)
 		expectSample(g, f, "fleet_cluster_group_state", with(group, "state", "NotReady"), 1)
 		expectSample(g, f, "fleet_cluster_group_resource_count_missing", group, 0)
+		expectSample(g, f, "fleet_cluster_group_resource_count_notready", group, 0)
 
 		repo := map[string]string{"name": "m-git", "namespace": ns, "repo": "https://git.invalid/m.git", "branch": "main", "paths": "a;b"}
 		expectSample(g, f, "fleet_gitrepo_desired_ready_clusters", repo, 0)

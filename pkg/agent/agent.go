@@ -27,8 +27,8 @@ import (
 	"github.com/fleetgo/fleet/pkg/agent/register"
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
 	"github.com/fleetgo/fleet/pkg/helmdeployer"
-	"github.com/fleetgo/fleet/pkg/metrics"
 	"github.com/fleetgo/fleet/pkg/leader"
+	"github.com/fleetgo/fleet/pkg/metrics"
 	"github.com/fleetgo/fleet/pkg/serve"
 )
 

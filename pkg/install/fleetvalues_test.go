@@ -28,6 +28,12 @@ func renderWith(t *testing.T, chart, file string) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return objectsOf(t, out)
+}
+
+// objectsOf splits a rendered manifest into its objects by kind/name.
+func objectsOf(t *testing.T, out string) map[string]string {
+	t.Helper()
 	objs := map[string]string{}
 	for _, doc := range releaseutil.SplitManifests(out) {
 		var o struct {

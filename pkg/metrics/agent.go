@@ -19,6 +19,7 @@ var (
 	driftCorrected = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_agent_drift_corrected_total",
 		Help: "The number of drift corrections (rollbacks to the deployed revision) that succeeded."}, []string{"bundledeployment"})
 
+	checkinAgeName    = "fleet_agent_checkin_age_seconds"
 	lastCheckIn       atomic.Int64 // unix nanoseconds of the last successful check-in; 0: none yet
 	agentStart        = time.Now()
 	registerAgentOnce sync.Once
@@ -27,7 +28,7 @@ var (
 // RegisterAgent puts the agent's families on the default registry; later calls do nothing.
 func RegisterAgent() {
 	registerAgentOnce.Do(func() {
-		age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fleet_agent_checkin_age_seconds",
+		age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: checkinAgeName,
 			Help: "Seconds since the agent last checked in with the manager (since it started, before the first check-in)."},
 			func() float64 {
 				since := agentStart

@@ -89,7 +89,32 @@ type gauge[T any] struct {
 }
 
 func newGauge[T any](name, help string, labels []string, value func(T) float64) gauge[T] {
-	return gauge[T]{desc: prometheus.NewDesc("fleet_"+name, help, labels, nil), value: value}
+	return gauge[T]{desc: newDesc("fleet_"+name, help, labels), value: value}
+}
+
+// families are the names of every family the manager and the agent export.
+var families []string
+
+func newDesc(name, help string, labels []string) *prometheus.Desc {
+	families = append(families, name)
+	return prometheus.NewDesc(name, help, labels, nil)
+}
+
+// Families are the names of every family the manager and the agent export (for the chart's
+// dashboard to be checked against).
+func Families() []string {
+	out := append([]string{}, families...)
+	for _, c := range append(gitOpsCollectors, deployDuration, driftDetected, driftCorrected) {
+		ch := make(chan *prometheus.Desc, 1)
+		c.Describe(ch)
+		d := <-ch
+		// (a Desc tells its name only in its string form)
+		if _, rest, ok := strings.Cut(d.String(), `fqName: "`); ok {
+			name, _, _ := strings.Cut(rest, `"`)
+			out = append(out, name)
+		}
+	}
+	return append(out, checkinAgeName)
 }
 
 // kind is the status families of one kind: gauges labelled with labels(obj) (whose last value
@@ -136,20 +161,30 @@ func stateOf(s fleet.BundleSummary) string {
 	return string(fleet.Ready)
 }
 
-func resourceCountGauges[T any](prefix, sep string, labels []string, counts func(T) fleet.ResourceCounts) []gauge[T] {
+// countNames are how a kind's resource-count families spell desiredReady, notReady and
+// waitApplied: Fleet spells them differently for Clusters, ClusterGroups and GitRepos.
+type countNames struct{ desiredReady, notReady, waitApplied string }
+
+var (
+	clusterCounts = countNames{"desiredready", "notready", "waitapplied"}
+	groupCounts   = countNames{"desired_ready", "notready", "waitapplied"}
+	gitRepoCounts = countNames{"desired_ready", "not_ready", "wait_applied"}
+)
+
+func resourceCountGauges[T any](prefix string, n countNames, labels []string, counts func(T) fleet.ResourceCounts) []gauge[T] {
 	type rc struct {
 		name, help string
 		v          func(fleet.ResourceCounts) int
 	}
 	table := []rc{
-		{"desired" + sep + "ready", "resources desired to be ready", func(c fleet.ResourceCounts) int { return c.DesiredReady }},
+		{n.desiredReady, "resources desired to be ready", func(c fleet.ResourceCounts) int { return c.DesiredReady }},
 		{"missing", "resources missing", func(c fleet.ResourceCounts) int { return c.Missing }},
 		{"modified", "resources modified (drifted)", func(c fleet.ResourceCounts) int { return c.Modified }},
-		{"not" + sep + "ready", "resources not ready", func(c fleet.ResourceCounts) int { return c.NotReady }},
+		{n.notReady, "resources not ready", func(c fleet.ResourceCounts) int { return c.NotReady }},
 		{"orphaned", "resources orphaned", func(c fleet.ResourceCounts) int { return c.Orphaned }},
 		{"ready", "resources ready", func(c fleet.ResourceCounts) int { return c.Ready }},
 		{"unknown", "resources in an unknown state", func(c fleet.ResourceCounts) int { return c.Unknown }},
-		{"wait" + sep + "applied", "resources waiting to be applied", func(c fleet.ResourceCounts) int { return c.WaitApplied }},
+		{n.waitApplied, "resources waiting to be applied", func(c fleet.ResourceCounts) int { return c.WaitApplied }},
 	}
 	out := make([]gauge[T], 0, len(table))
 	for _, r := range table {
@@ -187,7 +222,7 @@ var (
 	bundleLabels = []string{"name", "namespace", "repo", "state"}
 	bundles      = &kind[*fleet.Bundle]{
 		gauges: summaryGauges("bundle_", bundleLabels, func(b *fleet.Bundle) fleet.BundleSummary { return b.Status.Summary }),
-		state:  prometheus.NewDesc("fleet_bundle_state", "1 for the Bundle's state, 0 for the others.", bundleLabels, nil),
+		state:  newDesc("fleet_bundle_state", "1 for the Bundle's state, 0 for the others.", bundleLabels),
 		states: names(bundleStates),
 		labels: func(b *fleet.Bundle) []string {
 			return []string{b.Name, b.Namespace, b.Labels[fleet.RepoLabel], stateOf(b.Status.Summary)}
@@ -196,8 +231,7 @@ var (
 
 	deploymentLabels = []string{"name", "namespace", "cluster_name", "cluster_namespace", "repo", "bundle", "bundle_namespace", "state"}
 	deployments      = &kind[*fleet.BundleDeployment]{
-		state: prometheus.NewDesc("fleet_bundledeployment_state", "1 for the BundleDeployment's state, 0 for the others.",
-			deploymentLabels, nil),
+		state:  newDesc("fleet_bundledeployment_state", "1 for the BundleDeployment's state, 0 for the others.", deploymentLabels),
 		states: names(bundleStates),
 		labels: func(bd *fleet.BundleDeployment) []string {
 			l := bd.Labels
@@ -213,8 +247,8 @@ var (
 				func(c *fleet.Cluster) float64 { return float64(c.Status.DesiredReadyGitRepos) }),
 			newGauge("cluster_ready_git_repos", "The number of GitRepos ready on the cluster.", clusterLabels,
 				func(c *fleet.Cluster) float64 { return float64(c.Status.ReadyGitRepos) }),
-		}, resourceCountGauges("cluster_resources_count_", "", clusterLabels, func(c *fleet.Cluster) fleet.ResourceCounts { return c.Status.ResourceCounts })...),
-		state:  prometheus.NewDesc("fleet_cluster_state", "1 for the Cluster's state, 0 for the others.", clusterLabels, nil),
+		}, resourceCountGauges("cluster_resources_count_", clusterCounts, clusterLabels, func(c *fleet.Cluster) fleet.ResourceCounts { return c.Status.ResourceCounts })...),
+		state:  newDesc("fleet_cluster_state", "1 for the Cluster's state, 0 for the others.", clusterLabels),
 		states: []string{string(fleet.NotReady), string(fleet.Ready), "WaitCheckIn"},
 		labels: func(c *fleet.Cluster) []string {
 			st := "WaitCheckIn"
@@ -236,9 +270,9 @@ var (
 				func(g *fleet.ClusterGroup) float64 { return float64(g.Status.Summary.DesiredReady) }),
 			newGauge("cluster_group_bundle_ready", "The number of BundleDeployments of the group's clusters that are ready.", groupLabels,
 				func(g *fleet.ClusterGroup) float64 { return float64(g.Status.Summary.Ready) }),
-		}, resourceCountGauges("cluster_group_resource_count_", "_", groupLabels,
+		}, resourceCountGauges("cluster_group_resource_count_", groupCounts, groupLabels,
 			func(g *fleet.ClusterGroup) fleet.ResourceCounts { return g.Status.ResourceCounts })...),
-		state:  prometheus.NewDesc("fleet_cluster_group_state", "1 for the ClusterGroup's state, 0 for the others.", groupLabels, nil),
+		state:  newDesc("fleet_cluster_group_state", "1 for the ClusterGroup's state, 0 for the others.", groupLabels),
 		states: []string{string(fleet.NotReady), string(fleet.Ready)},
 		labels: func(g *fleet.ClusterGroup) []string {
 			return []string{g.Name, g.Namespace, readyOrNot(g.Status.Summary)}
@@ -247,7 +281,7 @@ var (
 
 	gitRepoLabels = []string{"name", "namespace", "repo", "branch", "paths"}
 	gitRepos      = &kind[*fleet.GitRepo]{
-		gauges: append(resourceCountGauges("gitrepo_resources_", "_", gitRepoLabels, func(g *fleet.GitRepo) fleet.ResourceCounts { return g.Status.ResourceCounts }),
+		gauges: append(resourceCountGauges("gitrepo_resources_", gitRepoCounts, gitRepoLabels, func(g *fleet.GitRepo) fleet.ResourceCounts { return g.Status.ResourceCounts }),
 			newGauge("gitrepo_desired_ready_clusters", "The number of clusters the GitRepo should be ready on.", gitRepoLabels,
 				func(g *fleet.GitRepo) float64 { return float64(g.Status.DesiredReadyClusters) }),
 			newGauge("gitrepo_ready_clusters", "The number of clusters the GitRepo is ready on.", gitRepoLabels,
