@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/fleetgo/fleet/integrationtests/testenv"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/registration"
 )
@@ -119,6 +120,10 @@ var _ = Describe("moving a Fleet installation", Ordered, func() {
 				g.Expect(string(s.Data[registration.KeyClusterNamespace])).To(Equal(d.clusterNS))
 				g.Expect(string(s.Data[registration.KeyToken])).NotTo(BeEmpty())
 				g.Expect(string(s.Data[registration.KeyToken])).NotTo(Equal(legacyToken(ctx, d)))
+				// The agent says so in its own cluster.
+				ev, err := testenv.Events(ctx, d.kube, fleet.SystemNamespace, "Secret", registration.AgentSecret)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(ev["CredentialExchanged"]).To(ContainElement(ContainSubstring("traded the credential Fleet stored")))
 			}).Should(Succeed(), d.env)
 			// And it goes on checking in with it.
 			seen := time.Now()

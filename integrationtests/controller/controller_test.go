@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
+	"github.com/fleetgo/fleet/integrationtests/testenv"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
@@ -318,6 +319,11 @@ var _ = Describe("rollout partitions", func() {
 		}
 		Eventually(onV2).Should(Equal([]string{"a"}))
 		Consistently(onV2, "1s").Should(Equal([]string{"a"}), "the rest waits for the canary")
+		Eventually(func(g Gomega) {
+			ev, err := testenv.Events(ctx, kube, ns, "Bundle", "app")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(ev["RolloutPaused"]).To(ContainElement(ContainSubstring("partition canary")))
+		}).Should(Succeed())
 		agentDeploys(deployments(ns, "app")["a"], true)
 		Eventually(onV2).Should(Equal([]string{"a", "b", "c"}))
 	})
@@ -331,6 +337,11 @@ var _ = Describe("status", func() {
 		newBundle(ns, "app", fleet.BundleSpec{Targets: []fleet.BundleTarget{{ClusterSelector: sel("x", "1")}}})
 		Eventually(clusterNames(ns, "app")).Should(HaveLen(2))
 		Eventually(func() string { return bundleStatus(ns, "app")().Display.ReadyClusters }).Should(Equal("0/2"))
+		Eventually(func(g Gomega) {
+			ev, err := testenv.Events(ctx, kube, ns, "Bundle", "app")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(ev["TargetsChanged"]).To(ContainElement("targets 2 clusters (was 0)"))
+		}).Should(Succeed())
 
 		bds := deployments(ns, "app")
 		agentDeploys(bds["a"], true)
@@ -392,6 +403,12 @@ var _ = Describe("status", func() {
 			return c.Status.Display.State
 		}).Should(BeEmpty())
 		Eventually(func() string { return bundleStatus(ns, "app")().Display.ReadyClusters }).Should(Equal("1/1"))
+		Eventually(func(g Gomega) {
+			ev, err := testenv.Events(ctx, kube, ns, "Cluster", "quiet")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(ev["Offline"]).To(ContainElement(ContainSubstring("has not checked in since")))
+			g.Expect(ev).To(HaveKey("BackOnline"))
+		}).Should(Succeed())
 	})
 })
 

@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/fleetgo/fleet/integrationtests/testenv"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/localserver"
 	"github.com/rancher/wrangler/v3/pkg/condition"
@@ -94,6 +95,13 @@ var _ = Describe("GitRepo", func() {
 		Eventually(func() map[string]string { return bundlesOf("poll") }, 10*time.Second, 100*time.Millisecond).
 			Should(Equal(map[string]string{"poll-one": second}))
 		Expect(time.Since(start)).To(BeNumerically("<", 2*time.Second+3*time.Second), "polling every 2 s (with a tenth of jitter) and a run")
+		// Events tell the story: each commit found, then applied.
+		Eventually(func(g Gomega) {
+			ev, err := testenv.Events(context.Background(), kube, fleet.DefaultNamespace, "GitRepo", "poll")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(ev["GotNewCommit"]).To(ContainElement(ContainSubstring(second)))
+			g.Expect(ev["Applied"]).To(ContainElements(ContainSubstring(first), ContainSubstring(second)))
+		}).Should(Succeed())
 
 		Expect(api.GitRepo().Delete(fleet.DefaultNamespace, "poll", &metav1.DeleteOptions{})).To(Succeed())
 		Eventually(func() map[string]string { return bundlesOf("poll") }).Should(BeEmpty())
@@ -174,6 +182,9 @@ var _ = Describe("GitRepo", func() {
 			g.Expect(gr.Status.GitJobStatus).To(Equal("Failed"))
 			s, _ = cond(gr, "Ready")
 			g.Expect(s).To(Equal(corev1.ConditionFalse))
+			ev, err := testenv.Events(context.Background(), kube, fleet.DefaultNamespace, "GitRepo", "broken")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(ev["ApplyFailed"]).To(ContainElement(ContainSubstring("fleet.yaml")))
 		}).Should(Succeed())
 		Consistently(func() map[string]string { return bundlesOf("broken") }, 3*time.Second).
 			Should(Equal(map[string]string{"broken-a": good, "broken-b": good}), "nothing is applied from a commit with a broken bundle")
@@ -318,6 +329,9 @@ var _ = Describe("GitRepo", func() {
 			g.Expect(c.Message).To(ContainSubstring("allowedRepoPatterns"))
 			s, _ := cond(gr, "Ready")
 			g.Expect(s).To(Equal(corev1.ConditionFalse))
+			ev, err := testenv.Events(context.Background(), kube, "restricted", "GitRepo", "other")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(ev["RestrictionRefused"]).To(ContainElement(ContainSubstring("allowedRepoPatterns")))
 		}).Should(Succeed())
 		Consistently(func() (bool, error) {
 			list, err := api.Bundle().List("restricted", metav1.ListOptions{LabelSelector: labels.Set{fleet.RepoLabel: "other"}.String()})

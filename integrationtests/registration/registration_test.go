@@ -218,6 +218,9 @@ var _ = Describe("cluster registration", Ordered, func() {
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(c.Status.Agent.LastSeen.IsZero()).To(BeFalse(), "the heartbeat reaches the Cluster with the agent's credential")
 			g.Expect(c.Status.Display.ReadyBundles).To(Equal("1/1"))
+			ev, err := testenv.Events(context.Background(), managerKube, fleet.DefaultNamespace, "Cluster", clusterA)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(ev["Registered"]).To(ContainElement(ContainSubstring("an agent registered as this cluster")))
 		}).Should(Succeed())
 	})
 

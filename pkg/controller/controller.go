@@ -32,6 +32,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/controller/clusterimport"
 	"github.com/fleetgo/fleet/pkg/controller/content"
 	"github.com/fleetgo/fleet/pkg/controller/downstream"
+	"github.com/fleetgo/fleet/pkg/controller/events"
 	"github.com/fleetgo/fleet/pkg/controller/gitrepo"
 	"github.com/fleetgo/fleet/pkg/controller/index"
 	"github.com/fleetgo/fleet/pkg/controller/registration"
@@ -185,6 +186,7 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 		return err
 	}
 	index.Register(f.BundleDeployment())
+	recorder := events.NewRecorder(ctx, kube, "fleet-controller")
 	// configChanged, once agent management runs, brings every Cluster's agent up to date.
 	var configChanged atomic.Pointer[func()]
 	c.ConfigMap().OnChange(ctx, "config-reload", func(_ string, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
@@ -220,7 +222,7 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 	}
 	if err := registration.Register(ctx, registration.Deps{Kube: kube, Tokens: f.ClusterRegistrationToken(),
 		ClusterRegistrations: f.ClusterRegistration(), Clusters: f.Cluster(),
-		RegistrationNamespace: o.RegistrationNamespace, CredentialLifetime: o.CredentialLifetime}); err != nil {
+		RegistrationNamespace: o.RegistrationNamespace, CredentialLifetime: o.CredentialLifetime, Recorder: recorder}); err != nil {
 		return err
 	}
 	if !o.DisableGitOps {
@@ -241,6 +243,11 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 		caches.GitRepos = f.GitRepo().Cache()
 	}
 	metrics.Export(ctx, caches)
+	ed := events.Deps{Recorder: recorder, Bundles: f.Bundle(), Clusters: f.Cluster(), BundleDeployments: f.BundleDeployment()}
+	if !o.DisableGitOps {
+		ed.GitRepos = f.GitRepo()
+	}
+	events.Register(ed)
 	content.Register(ctx, f.Content(), f.BundleDeployment())
 	downstream.Register(ctx, kube, f.BundleDeployment(), c.Secret())
 	clustergroup.Register(ctx, f.ClusterGroup(), f.Cluster())

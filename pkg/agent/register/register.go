@@ -394,6 +394,13 @@ func (s *Session) Renew(ctx context.Context, local kubernetes.Interface, ns stri
 		logrus.WithError(err).Error("credential renewal")
 		return
 	}
+	// Renewals are recorded as Events on the agent's Secret, in its own cluster (the agent may
+	// not write Events on the manager).
+	events := record.NewBroadcaster(record.WithContext(ctx))
+	defer events.Shutdown()
+	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: local.CoreV1().Events(ns)})
+	rec := events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "fleet-agent"})
+	secret := &corev1.ObjectReference{APIVersion: "v1", Kind: "Secret", Namespace: ns, Name: registration.AgentSecret}
 	for {
 		c := s.Credential()
 		issued, expires := tokenTimes(c.Token)
@@ -445,6 +452,11 @@ func (s *Session) Renew(ctx context.Context, local kubernetes.Interface, ns stri
 			logrus.WithError(err).Warn("storing the renewed credential")
 		}
 		logrus.WithField("expires", tr.Status.ExpirationTimestamp.Format(time.RFC3339)).Debug("agent credential renewed")
+		reason, msg := "CredentialRenewed", "renewed the credential on the manager; it expires at "+tr.Status.ExpirationTimestamp.Format(time.RFC3339)
+		if c.SA == "" {
+			reason, msg = "CredentialExchanged", "traded the credential Fleet stored for an expiring one; it expires at "+tr.Status.ExpirationTimestamp.Format(time.RFC3339)
+		}
+		rec.Event(secret, corev1.EventTypeNormal, reason, msg)
 	}
 }
 

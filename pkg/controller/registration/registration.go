@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/config"
@@ -33,6 +34,8 @@ type Deps struct {
 	RegistrationNamespace string
 	// CredentialLifetime is how long an agent credential is valid (at least 10 minutes).
 	CredentialLifetime time.Duration
+	// Recorder, when set, records a Registered Event on each Cluster an agent registers as.
+	Recorder record.EventRecorder
 }
 
 // DefaultCredentialLifetime is how long an agent's credential lives. The agent renews it every
@@ -174,6 +177,10 @@ func (r *registrations) onChange(_ string, reg *fleet.ClusterRegistration) (*fle
 		}
 	}
 	r.log(reg).WithField("cluster", cluster.Name).Info("cluster registered")
+	if r.Recorder != nil {
+		r.Recorder.Eventf(cluster, corev1.EventTypeNormal, "Registered", "an agent registered as this cluster (%s/%s); its credential is in namespace %s",
+			reg.Namespace, reg.Name, cluster.Status.Namespace)
+	}
 	reg = reg.DeepCopy()
 	reg.Status.Granted, reg.Status.ClusterName = true, cluster.Name
 	return r.ClusterRegistrations.UpdateStatus(reg)
