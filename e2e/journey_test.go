@@ -2,6 +2,8 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -128,6 +130,31 @@ var _ = Describe("the documented journey", Ordered, func() {
 		Eventually(replicas(prod, "example-kustomize", "api")).Should(Equal(int32(2)))
 		expectGitRepoReady(fleet.DefaultNamespace, "everywhere", commit, "6/6")
 		Expect(kubectlGet("clusters.fleet.cattle.io", "-n", fleet.DefaultNamespace)).To(MatchRegexp(prod.name + `\s+3/3\s+\d{4}-`))
+
+		// fleet status: the whole rollout in one view (piped: no color), and as JSON.
+		tree := fleetCmd("status", "--kubeconfig", manager.Kubeconfig, "everywhere")
+		fmt.Fprintf(GinkgoWriter, "fleet status everywhere:\n%s", tree)
+		Expect(tree).To(HavePrefix("GitRepo fleet-default/everywhere  commit " + commit[:7] + "  2/2 clusters ready  Ready\n"))
+		for _, b := range []string{"everywhere-helm", "everywhere-helm-external", "everywhere-kustomize"} {
+			Expect(tree).To(MatchRegexp(`Bundle ` + b + `  2/2 ready  Ready`))
+		}
+		Expect(tree).To(MatchRegexp(dev.name + `\s+Ready`))
+		Expect(tree).NotTo(ContainSubstring("\x1b["), "no color when piped")
+		var report struct {
+			GitRepos []struct {
+				Commit  string `json:"commit"`
+				Bundles []struct {
+					Clusters []struct{ Name, State string } `json:"clusters"`
+				} `json:"bundles"`
+			} `json:"gitRepos"`
+		}
+		Expect(json.Unmarshal([]byte(fleetCmd("status", "--kubeconfig", manager.Kubeconfig, "everywhere", "-o", "json")), &report)).To(Succeed())
+		Expect(report.GitRepos).To(HaveLen(1))
+		Expect(report.GitRepos[0].Commit).To(Equal(commit))
+		Expect(report.GitRepos[0].Bundles).To(HaveLen(3))
+		Expect(report.GitRepos[0].Bundles[0].Clusters).To(HaveLen(2))
+		// --watch ends once Ready, with the progress line.
+		Expect(fleetCmd("status", "--kubeconfig", manager.Kubeconfig, "everywhere", "--watch")).To(HavePrefix("2/2 clusters ready, 0 deployments waiting, 0 not ready\n"))
 	})
 
 	It("converges when the agents and the controller restart in the middle of a rollout", func(ctx context.Context) {

@@ -15,13 +15,18 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
 
 	"github.com/fleetgo/fleet/integrationtests/testenv"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/cli/status"
+	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
 	"github.com/fleetgo/fleet/pkg/localserver"
 	"github.com/rancher/wrangler/v3/pkg/condition"
 )
@@ -290,6 +295,33 @@ var _ = Describe("GitRepo", func() {
 			g.Expect(s).To(Equal(corev1.ConditionFalse))
 			g.Expect(msg).NotTo(BeEmpty())
 		}).Should(Succeed())
+
+		By("fleet status shows the tree: commit, Bundle, each cluster's state and what stops it")
+		readyCluster, slowCluster := bds[0].Labels[fleet.ClusterLabel], bds[1].Labels[fleet.ClusterLabel]
+		r, err := status.Gather(api, status.Options{Namespace: fleet.DefaultNamespace, Name: "rollup"})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(r.GitRepos).To(HaveLen(1))
+		g := r.GitRepos[0]
+		Expect(g.Commit).To(Equal(gitRepo("rollup").Status.Commit))
+		Expect(g.Complete).To(BeTrue())
+		Expect(g.ReadyClusters).To(Equal(1))
+		Expect(g.Bundles).To(ConsistOf(And(HaveField("Name", "rollup-app"), HaveField("Ready", 1), HaveField("Desired", 2))))
+		Expect(g.Bundles[0].Clusters).To(ConsistOf(
+			And(HaveField("Name", readyCluster), HaveField("State", "Ready")),
+			And(HaveField("Name", slowCluster), HaveField("State", "NotReady"), HaveField("Message", ContainSubstring("configmap app/app")))))
+
+		By("a user who may read only the namespace's GitRepos, Bundles and Clusters sees the non-ready clusters from the Bundle")
+		viewer := viewerConfig(fleet.DefaultNamespace)
+		vf, err := fleetfactory.NewFactoryFromConfig(viewer)
+		Expect(err).NotTo(HaveOccurred())
+		r, err = status.Gather(vf.Fleet().V1alpha1(), status.Options{Namespace: fleet.DefaultNamespace, Name: "rollup"})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(r.GitRepos[0].Complete).To(BeFalse())
+		Expect(r.GitRepos[0].Bundles[0].Clusters).To(ConsistOf(And(HaveField("Name", slowCluster), HaveField("State", "NotReady"))))
+		_, err = status.Gather(vf.Fleet().V1alpha1(), status.Options{Namespace: "restricted", All: true})
+		Expect(err).To(MatchError("you may not read gitrepos in namespace restricted"))
+		_, err = status.Gather(api, status.Options{Namespace: fleet.DefaultNamespace, Name: "nope"})
+		Expect(err).To(MatchError(`gitrepo "nope" not found in namespace fleet-default`))
 	})
 
 	It("applies the namespace's GitRepoRestrictions: defaults reach the Bundles, a disallowed repository is not accepted", func() {
@@ -463,4 +495,25 @@ func basic(user, pass string) string {
 	req, _ := http.NewRequest(http.MethodGet, "http://x", nil)
 	req.SetBasicAuth(user, pass)
 	return req.Header.Get("Authorization")
+}
+
+// viewerConfig is the credential of a ServiceAccount that may get and list GitRepos, Bundles and
+// Clusters in ns, and nothing else.
+func viewerConfig(ns string) *rest.Config {
+	ctx := context.Background()
+	_, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "viewer"}}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	_, err = kube.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "viewer"}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{fleet.SchemeGroupVersion.Group}, Resources: []string{"gitrepos", "bundles", "clusters"}, Verbs: []string{"get", "list"}}}},
+		metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	_, err = kube.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "viewer"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "viewer"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "viewer", Namespace: ns}}}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	tr, err := kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "viewer", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	cfg := rest.AnonymousClientConfig(manager.RESTConfig())
+	cfg.BearerToken = tr.Status.Token
+	return cfg
 }

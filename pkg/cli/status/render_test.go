@@ -1,0 +1,94 @@
+package status
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+var now = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+
+func report() *Report {
+	seen, long := now.Add(-20*time.Second), now.Add(-12*time.Minute)
+	return &Report{GitRepos: []GitRepo{{
+		Namespace: "fleet-default", Name: "shop", Repo: "https://git.example/shop.git",
+		Commit: "1a2b3c4d5e6f", LatestCommit: "9f8e7d6c5b4a", State: "NotReady", ReadyClusters: 1, DesiredReadyClusters: 3,
+		Error: "NotReady(1) [Cluster fleet-default/prod: deployment.apps shop/web: 1/2 replicas]\nsecond line", Complete: true,
+		Bundles: []Bundle{
+			{Name: "shop-db", State: "Ready", Ready: 3, Desired: 3, Clusters: []Cluster{
+				{Name: "dev", State: "Ready", LastSeen: &seen}, {Name: "edge", State: "Ready", LastSeen: &seen},
+				{Name: "prod", State: "Ready", LastSeen: &seen}}},
+			{Name: "shop-web", State: "NotReady", Ready: 1, Desired: 3, Clusters: []Cluster{
+				{Name: "dev", State: "Ready", LastSeen: &seen},
+				{Name: "edge", State: "WaitApplied", OlderCommit: "0badc0ffee00", LastSeen: &long, Offline: true},
+				{Name: "prod", State: "NotReady", LastSeen: &seen, Message: "deployment.apps shop/web: 1/2 replicas"}}},
+		}}, {
+		Namespace: "fleet-local", Name: "empty", Repo: "https://git.example/empty.git", State: "Stalled",
+		Error: "fleet.yaml: unknown field defaultNamespce (did you mean defaultNamespace?)", Bundles: []Bundle{},
+	}}}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs (go test ./pkg/cli/status -update rewrites it):\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+func TestPrintPlain(t *testing.T) {
+	var b bytes.Buffer
+	if err := Print(&b, report(), Style{Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "plain.golden", b.Bytes())
+}
+
+func TestPrintColor(t *testing.T) {
+	var b bytes.Buffer
+	if err := Print(&b, report(), Style{Color: true, Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "color.golden", b.Bytes())
+}
+
+func TestPrintJSON(t *testing.T) {
+	var b bytes.Buffer
+	if err := PrintJSON(&b, report()); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "report.json", b.Bytes())
+}
+
+func TestProgressAndReady(t *testing.T) {
+	r := report()
+	if got, want := Progress(r), "1/3 clusters ready, 1 deployments waiting, 1 not ready"; got != want {
+		t.Errorf("Progress = %q, want %q", got, want)
+	}
+	if r.Ready() {
+		t.Error("Ready with a NotReady GitRepo")
+	}
+	r.GitRepos = r.GitRepos[:1]
+	r.GitRepos[0].State, r.GitRepos[0].LatestCommit = "Ready", ""
+	if !r.Ready() {
+		t.Error("not Ready with every GitRepo Ready at its latest commit")
+	}
+	r.GitRepos[0].LatestCommit = "9f8e7d6c5b4a"
+	if r.Ready() {
+		t.Error("Ready while a newer commit waits")
+	}
+}
