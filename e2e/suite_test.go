@@ -180,7 +180,8 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	_, err = managerKube.CoreV1().ConfigMaps(fleet.SystemNamespace).Create(ctx, cm, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())
 
-	controller = startFleet("controller", nil, "controller", "--kubeconfig", manager.Kubeconfig, "--leader-elect=false",
+	// Every process logs at debug level: logs_test.go checks no line holds a secret.
+	controller = startFleet("controller", nil, "controller", "--debug", "--kubeconfig", manager.Kubeconfig, "--leader-elect=false",
 		"--health-addr=", "--metrics-addr=", "--webhook-addr=", "--workers=8", "--git-job-image=fleet:e2e")
 	runCtx, cancel := context.WithCancel(context.Background())
 	DeferCleanup(cancel)
@@ -198,7 +199,7 @@ var _ = BeforeSuite(func(ctx context.Context) {
 		g.Expect(cond).NotTo(BeNil())
 		g.Expect(cond.Status).To(Equal(corev1.ConditionTrue), cond.Message)
 	}).Should(Succeed())
-	localAgent = startFleet("agent-local", nil, "agent", "--kubeconfig", manager.Kubeconfig, "--namespace", bootstrap.LocalAgentNamespace,
+	localAgent = startFleet("agent-local", nil, "agent", "--debug", "--kubeconfig", manager.Kubeconfig, "--namespace", bootstrap.LocalAgentNamespace,
 		"--leader-elect=false", "--health-addr=", "--metrics-addr=", "--checkin-interval=2s")
 
 	// dev registers through the fleet-agent chart with a token's values, as `helm install` does.
@@ -214,13 +215,13 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	_, err = chartinstall.InstallOrUpgrade(ctx, chartinstall.Options{Kubeconfig: dev.Kubeconfig, Namespace: fleet.SystemNamespace,
 		ReleaseName: "fleet-agent", ChartDir: filepath.Join(root, "charts", "fleet-agent"), Values: values})
 	Expect(err).NotTo(HaveOccurred())
-	dev.agent = startFleet("agent-dev", nil, "agent", "--kubeconfig", dev.Kubeconfig, "--leader-elect=false",
+	dev.agent = startFleet("agent-dev", nil, "agent", "--debug", "--kubeconfig", dev.Kubeconfig, "--leader-elect=false",
 		"--health-addr=", "--metrics-addr=", "--checkin-interval=2s")
 
 	// prod only reaches out: kubectl and the agent run inside its network namespace.
 	Expect(testenv.KubectlApply(prod.Kubeconfig, fleetCmd("install", "agent-config", "-l", "env=prod", "-l", "type=alpha"), netns.Command)).To(Succeed())
 	Expect(testenv.KubectlApply(prod.Kubeconfig, fleetCmd("install", "agent-token", "--kubeconfig", manager.Kubeconfig, "--ttl", "1h"), netns.Command)).To(Succeed())
-	prod.agent = startFleet("agent-prod", netns.Command, "agent", "--kubeconfig", prod.Kubeconfig, "--leader-elect=false",
+	prod.agent = startFleet("agent-prod", netns.Command, "agent", "--debug", "--kubeconfig", prod.Kubeconfig, "--leader-elect=false",
 		"--health-addr=", "--metrics-addr=", "--checkin-interval=2s")
 
 	_, err = managerKube.CoreV1().Secrets(fleet.DefaultNamespace).Create(ctx, gitAuth(fleet.DefaultNamespace), metav1.CreateOptions{})

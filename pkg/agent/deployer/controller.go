@@ -26,6 +26,7 @@ import (
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/helmdeployer"
+	"github.com/fleetgo/fleet/pkg/logfields"
 	"github.com/fleetgo/fleet/pkg/metrics"
 	"github.com/fleetgo/fleet/pkg/names"
 	"github.com/fleetgo/fleet/pkg/summary"
@@ -130,7 +131,7 @@ func (c *Changes) checked(name string, at time.Time) { c.last.Store(name, at) }
 func (c *Changes) forget(name string) { c.last.Delete(name) }
 
 func (h *handler) log(name string) *logrus.Entry {
-	return logrus.WithFields(logrus.Fields{"controller": "agent", "handler": "bundledeployment-deploy", "namespace": h.ns, "name": name})
+	return logrus.WithFields(logfields.For("agent-bundledeployment", h.ns, name))
 }
 
 // OnChange deploys, monitors and reports one BundleDeployment.

@@ -33,6 +33,7 @@ import (
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/controller/index"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/logfields"
 	"github.com/fleetgo/fleet/pkg/summary"
 	"github.com/fleetgo/fleet/pkg/target"
 )
@@ -104,7 +105,7 @@ func Register(ctx context.Context, d Deps) {
 		AddFunc: func(obj interface{}) {
 			if bd, ok := obj.(*fleet.BundleDeployment); ok {
 				if age, ok := h.created.take(bd.Namespace+"/"+bd.Name, h.now()); ok && age > slowCache {
-					logrus.WithFields(logrus.Fields{"controller": "bundle", "bundledeployment": bd.Namespace + "/" + bd.Name, "lag": age.Round(time.Millisecond).String()}).
+					logrus.WithFields(logfields.For("bundle", bd.Namespace, bd.Name)).WithField("lag", age.Round(time.Millisecond).String()).
 						Warn("the cache showed a created bundledeployment late")
 				}
 			}
@@ -425,7 +426,7 @@ func (h *handler) sync(b *fleet.Bundle, plan []planned, contentName string, rele
 		if err := h.bds.Delete(bd.Namespace, bd.Name, &metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return nil, nil, false, fmt.Errorf("deleting bundledeployment %s/%s: %w", bd.Namespace, bd.Name, err)
 		}
-		logrus.WithFields(logrus.Fields{"controller": "bundle", "bundle": b.Namespace + "/" + b.Name, "namespace": ns}).
+		logrus.WithFields(logfields.For("bundle", b.Namespace, b.Name)).WithField("clusterNamespace", ns).
 			Info("deleted bundledeployment of a cluster no longer targeted")
 	}
 	return out, r, requeue, nil

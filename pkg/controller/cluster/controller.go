@@ -21,6 +21,7 @@ import (
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/logfields"
 	"github.com/fleetgo/fleet/pkg/summary"
 	"github.com/fleetgo/fleet/pkg/target"
 )
@@ -233,7 +234,7 @@ func (h *handler) deleteNamespace(c *fleet.Cluster) error {
 		return err
 	}
 	if !createdFor(ns, c) {
-		logrus.WithFields(logrus.Fields{"controller": "cluster", "namespace": c.Namespace, "name": c.Name}).
+		logrus.WithFields(logfields.For("cluster", c.Namespace, c.Name)).
 			Warnf("namespace %s was not created by the manager for this cluster: left in place", name)
 		return nil
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/config"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/install"
+	"github.com/fleetgo/fleet/pkg/logfields"
 	"github.com/fleetgo/fleet/pkg/names"
 	"github.com/fleetgo/fleet/pkg/registration"
 )
@@ -114,7 +115,7 @@ func (h *handler) onChange(key string, c *fleet.Cluster) (*fleet.Cluster, error)
 	msg := ""
 	if err != nil {
 		status, msg = corev1.ConditionFalse, err.Error()
-		logrus.WithFields(logrus.Fields{"controller": "cluster-import", "namespace": c.Namespace, "name": c.Name}).WithError(err).Warn("installing the agent")
+		logrus.WithFields(logfields.For("cluster-import", c.Namespace, c.Name)).WithError(err).Warn("installing the agent")
 	}
 	c = c.DeepCopy()
 	fleet.SetCondition(&c.Status.Conditions, ConditionImported, status, "", msg, time.Now())

@@ -35,6 +35,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/controller/index"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/gitsource"
+	"github.com/fleetgo/fleet/pkg/logfields"
 	"github.com/fleetgo/fleet/pkg/metrics"
 	"github.com/fleetgo/fleet/pkg/summary"
 )
@@ -187,7 +188,7 @@ func Register(ctx context.Context, d Deps) {
 }
 
 func (h *handler) log(gr *fleet.GitRepo) *logrus.Entry {
-	return logrus.WithFields(logrus.Fields{"controller": "gitrepo", "namespace": gr.Namespace, "name": gr.Name})
+	return logrus.WithFields(logfields.For("gitrepo", gr.Namespace, gr.Name))
 }
 
 func (h *handler) onChange(key string, gr *fleet.GitRepo) (*fleet.GitRepo, error) {

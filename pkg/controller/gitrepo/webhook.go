@@ -26,6 +26,7 @@ import (
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/gitsource"
+	"github.com/fleetgo/fleet/pkg/logfields"
 )
 
 // Keys of a webhook Secret (per GitRepo: spec.webhookSecret in its namespace; else the global
@@ -145,7 +146,7 @@ func (w *Webhook) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		}
 		if _, err := p.parse(clone(r, body), secret); err != nil {
 			if errors.Is(err, errUnauthorized) {
-				log.WithField("gitrepo", gr.Namespace+"/"+gr.Name).Warn("webhook refused: signature or token does not match")
+				log.WithFields(logrus.Fields{logfields.Namespace: gr.Namespace, logfields.Object: gr.Name}).Warn("webhook refused: signature or token does not match")
 				http.Error(rw, "signature or token does not match", http.StatusUnauthorized)
 				return
 			}
@@ -165,7 +166,7 @@ func (w *Webhook) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			http.Error(rw, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		log.WithFields(logrus.Fields{"gitrepo": gr.Namespace + "/" + gr.Name, "commit": commit}).Info("webhook: the repository is polled now")
+		log.WithFields(logrus.Fields{logfields.Namespace: gr.Namespace, logfields.Object: gr.Name, logfields.Commit: commit}).Info("webhook: the repository is polled now")
 	}
 	rw.WriteHeader(http.StatusOK)
 }

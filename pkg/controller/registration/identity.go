@@ -13,6 +13,7 @@ import (
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/ensure"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/logfields"
 	"github.com/fleetgo/fleet/pkg/names"
 	"github.com/fleetgo/fleet/pkg/registration"
 	"github.com/fleetgo/fleet/pkg/target"
@@ -95,7 +96,7 @@ func (a *adopter) onChange(_ string, c *fleet.Cluster) (*fleet.Cluster, error) {
 		c.Annotations = map[string]string{}
 	}
 	c.Annotations[registration.IdentityAnnotation] = registration.AgentServiceAccount
-	logrus.WithFields(logrus.Fields{"controller": "cluster-identity", "namespace": c.Namespace, "name": c.Name}).
+	logrus.WithFields(logfields.For("cluster-identity", c.Namespace, c.Name)).
 		Info("took over a cluster registered before this manager: its agent may trade its credential for an expiring one")
 	return a.clusters.Update(c)
 }

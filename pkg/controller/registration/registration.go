@@ -19,6 +19,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/config"
 	"github.com/fleetgo/fleet/pkg/ensure"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/logfields"
 	"github.com/fleetgo/fleet/pkg/names"
 	"github.com/fleetgo/fleet/pkg/registration"
 	"github.com/fleetgo/fleet/pkg/target"
@@ -115,7 +116,7 @@ type registrations struct {
 }
 
 func (r *registrations) log(reg *fleet.ClusterRegistration) *logrus.Entry {
-	return logrus.WithFields(logrus.Fields{"controller": "clusterregistration", "namespace": reg.Namespace, "name": reg.Name})
+	return logrus.WithFields(logfields.For("clusterregistration", reg.Namespace, reg.Name))
 }
 
 // onChange grants a registration: the Cluster, its agent identity and a credential.

@@ -21,6 +21,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/config"
 	"github.com/fleetgo/fleet/pkg/ensure"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/logfields"
 	"github.com/fleetgo/fleet/pkg/names"
 	"github.com/fleetgo/fleet/pkg/registration"
 )
@@ -40,7 +41,7 @@ type tokens struct {
 }
 
 func (t *tokens) log(tok *fleet.ClusterRegistrationToken) *logrus.Entry {
-	return logrus.WithFields(logrus.Fields{"controller": "clusterregistrationtoken", "namespace": tok.Namespace, "name": tok.Name})
+	return logrus.WithFields(logfields.For("clusterregistrationtoken", tok.Namespace, tok.Name))
 }
 
 // onChange gives a token its import identity and values Secret, and deletes it once expired.
