@@ -12,6 +12,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,11 +60,18 @@ type Result struct {
 	ControllerWrites map[string]int `json:"controllerWrites"`
 	// GOMEMLIMIT the controller ran with; empty for Go's default.
 	GoMemLimit string `json:"goMemLimit,omitempty"`
+	// With -scrape: how often /metrics was read during the run (and once at its end), how many
+	// times, and the size and duration of the last read (all BundleDeployments in it).
+	ScrapeInterval    string  `json:"scrapeInterval,omitempty"`
+	Scrapes           int     `json:"scrapes,omitempty"`
+	LastScrapeBytes   int64   `json:"lastScrapeBytes,omitempty"`
+	LastScrapeSeconds float64 `json:"lastScrapeSeconds,omitempty"`
 }
 
 const ns = "fleet-default"
 
 var (
+	scrapeEvery          time.Duration
 	profileDir, memLimit string
 	profileSeconds       = 30
 	profileAddr          = "127.0.0.1:6061"
@@ -77,6 +86,7 @@ func main() {
 	flag.StringVar(&profileDir, "profile", "", "save the controller's profiles, memory statistics and log here")
 	flag.IntVar(&profileSeconds, "cpu-seconds", 30, "with -profile: seconds of CPU profile from the start of the run")
 	flag.StringVar(&memLimit, "gomemlimit", "", "run the controller with this GOMEMLIMIT (for example 80MiB)")
+	flag.DurationVar(&scrapeEvery, "scrape", 0, "read the controller's /metrics this often during the run, as Prometheus would (0: never)")
 	flag.Parse()
 	if err := run(*bundles, *clusters, *fleetBin, *out, *workers); err != nil {
 		fmt.Fprintln(os.Stderr, "bench controller:", err)
@@ -176,8 +186,12 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 		return err
 	}
 	defer logFile.Close()
+	metricsAddr := ""
+	if scrapeEvery > 0 {
+		metricsAddr = "127.0.0.1:6062"
+	}
 	cmd := exec.Command(fleetBin, "controller", "--kubeconfig", mgr.Kubeconfig, "--leader-elect=false",
-		"--health-addr=", "--metrics-addr=", "--workers", strconv.Itoa(workers))
+		"--health-addr=", "--metrics-addr="+metricsAddr, "--workers", strconv.Itoa(workers))
 	if profileDir != "" {
 		cmd.Args = append(cmd.Args, "--profile-addr="+profileAddr)
 	}
@@ -229,6 +243,8 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 		close(cpuDone)
 	}
 	start = time.Now()
+	scr := &scraper{addr: metricsAddr}
+	stopScraping := scr.every(scrapeEvery)
 	for _, b := range bundleSpecs {
 		if _, err := api.Bundle().Create(b); err != nil {
 			return err
@@ -245,6 +261,11 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 		time.Sleep(200 * time.Millisecond)
 	}
 	took := time.Since(start)
+	stopScraping()
+	if scrapeEvery > 0 {
+		// Once more with every BundleDeployment there, before the peak is read.
+		scr.once()
+	}
 	cpu := proc.CPUSeconds(cmd.Process.Pid)
 	if rss := proc.PeakRSS(cmd.Process.Pid); rss > peak {
 		peak = rss
@@ -280,6 +301,10 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 		FleetSeconds: took.Seconds(), FleetPerSecond: float64(total) / took.Seconds(),
 		ControllerPeakMiB: peak, ControllerCPU: cpu, ControllerWrites: writes,
 		GoMemLimit: memLimit,
+	}
+	if scrapeEvery > 0 {
+		res.ScrapeInterval, res.Scrapes, res.LastScrapeBytes, res.LastScrapeSeconds = scrapeEvery.String(), scr.n, scr.bytes, scr.took.Seconds()
+		fmt.Printf("metrics: %d scrapes every %s, the last %d bytes in %s\n", scr.n, scrapeEvery, scr.bytes, scr.took.Round(time.Millisecond))
 	}
 	res.Ratio = res.FleetPerSecond / res.RawPerSecond
 	fmt.Printf("fleet: %d in %s (%.0f/s), ratio to raw %.2f, controller peak RSS %.0f MiB, CPU %.1f s\n",
@@ -388,6 +413,9 @@ func write(out string, res Result) error {
 	if res.GoMemLimit != "" {
 		base += "-gomemlimit-" + res.GoMemLimit
 	}
+	if res.ScrapeInterval != "" {
+		base += "-scrape-" + res.ScrapeInterval
+	}
 	data, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
 		return err
@@ -405,4 +433,49 @@ func write(out string, res Result) error {
 	p.Add(bars)
 	p.NominalX("raw parallel client", "fleet controller")
 	return p.Save(5*vg.Inch, 4*vg.Inch, base+".png")
+}
+
+// scraper reads the controller's /metrics as Prometheus would, counting what it read.
+type scraper struct {
+	addr  string
+	mu    sync.Mutex
+	n     int
+	bytes int64
+	took  time.Duration
+}
+
+func (s *scraper) once() {
+	start := time.Now()
+	resp, err := http.Get("http://" + s.addr + "/metrics")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "scrape:", err)
+		return
+	}
+	defer resp.Body.Close()
+	n, _ := io.Copy(io.Discard, resp.Body)
+	s.mu.Lock()
+	s.n, s.bytes, s.took = s.n+1, n, time.Since(start)
+	s.mu.Unlock()
+}
+
+// every scrapes at interval until the returned function is called (never with 0).
+func (s *scraper) every(interval time.Duration) func() {
+	if interval <= 0 {
+		return func() {}
+	}
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				s.once()
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
 }

@@ -11,12 +11,16 @@
 package metrics
 
 import (
+	"bufio"
 	"context"
+	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/labels"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
@@ -69,7 +73,7 @@ func current() *Caches {
 // Register puts the families on the default registry; later calls do nothing.
 func Register() {
 	registerOnce.Do(func() {
-		prometheus.MustRegister(append(gitOpsCollectors, statusCollector{})...)
+		prometheus.MustRegister(gitOpsCollectors...)
 	})
 }
 
@@ -82,75 +86,87 @@ const (
 // bundleStates are the states a state family enumerates for Bundles and BundleDeployments.
 var bundleStates = []fleet.BundleState{fleet.Ready, fleet.NotReady, fleet.Pending, fleet.OutOfSync, fleet.Modified, fleet.WaitApplied, fleet.ErrApplied}
 
-// gauge is one family of a kind: its description and how an object gives its value.
+// gauge is one family of a kind: its name, help and how an object gives its value.
 type gauge[T any] struct {
-	desc  *prometheus.Desc
-	value func(T) float64
+	name, help string
+	value      func(T) float64
 }
 
-func newGauge[T any](name, help string, labels []string, value func(T) float64) gauge[T] {
-	return gauge[T]{desc: newDesc("fleet_"+name, help, labels), value: value}
+func newGauge[T any](name, help string, value func(T) float64) gauge[T] {
+	return gauge[T]{name: "fleet_" + name, help: help, value: value}
 }
 
-// families are the names of every family the manager and the agent export.
-var families []string
-
-func newDesc(name, help string, labels []string) *prometheus.Desc {
-	families = append(families, name)
-	return prometheus.NewDesc(name, help, labels, nil)
+// kind is the status families of one kind: gauges labelled labelNames with labels(obj) (whose
+// last value is the object's state), and, when stateName is set, a state family with a series
+// per state, 1 for the object's.
+type kind[T any] struct {
+	labelNames           []string
+	gauges               []gauge[T]
+	stateName, stateHelp string
+	states               []string
+	labels               func(T) []string
 }
 
-// Families are the names of every family the manager and the agent export (for the chart's
-// dashboard to be checked against).
-func Families() []string {
-	out := append([]string{}, families...)
-	for _, c := range append(gitOpsCollectors, deployDuration, driftDetected, driftCorrected) {
-		ch := make(chan *prometheus.Desc, 1)
-		c.Describe(ch)
-		d := <-ch
-		// (a Desc tells its name only in its string form)
-		if _, rest, ok := strings.Cut(d.String(), `fqName: "`); ok {
-			name, _, _ := strings.Cut(rest, `"`)
-			out = append(out, name)
+func (k *kind[T]) names() []string {
+	var out []string
+	for _, g := range k.gauges {
+		out = append(out, g.name)
+	}
+	if k.stateName != "" {
+		out = append(out, k.stateName)
+	}
+	return out
+}
+
+// write streams the kind's families for objs in Prometheus' text format, family by family.
+func (k *kind[T]) write(w *bufio.Writer, objs []T) {
+	for _, g := range k.gauges {
+		header(w, g.name, g.help)
+		for _, o := range objs {
+			sample(w, g.name, k.labelNames, k.labels(o), g.value(o))
 		}
 	}
-	return append(out, checkinAgeName)
-}
-
-// kind is the status families of one kind: gauges labelled with labels(obj) (whose last value
-// is the object's state), and a state family with a series per state, 1 for the object's.
-type kind[T any] struct {
-	gauges []gauge[T]
-	state  *prometheus.Desc
-	states []string
-	labels func(T) []string
-}
-
-func (k *kind[T]) describe(ch chan<- *prometheus.Desc) {
-	for _, g := range k.gauges {
-		ch <- g.desc
+	if k.stateName == "" {
+		return
 	}
-	ch <- k.state
-}
-
-func (k *kind[T]) collect(ch chan<- prometheus.Metric, objs []T) {
+	header(w, k.stateName, k.stateHelp)
 	for _, o := range objs {
 		l := k.labels(o)
-		for _, g := range k.gauges {
-			ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, g.value(o), l...)
-		}
-		if k.state == nil {
-			continue
-		}
 		current := l[len(l)-1]
 		for _, st := range k.states {
 			v := 0.0
 			if st == current {
 				v = 1
 			}
-			ch <- prometheus.MustNewConstMetric(k.state, prometheus.GaugeValue, v, append(l[:len(l)-1:len(l)-1], st)...)
+			l[len(l)-1] = st
+			sample(w, k.stateName, k.labelNames, l, v)
 		}
 	}
+}
+
+func header(w *bufio.Writer, name, help string) {
+	w.WriteString("# HELP " + name + " ")
+	w.WriteString(strings.NewReplacer(`\`, `\\`, "\n", `\n`).Replace(help))
+	w.WriteString("\n# TYPE " + name + " gauge\n")
+}
+
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+
+func sample(w *bufio.Writer, name string, names, values []string, v float64) {
+	w.WriteString(name)
+	w.WriteByte('{')
+	for i, n := range names {
+		if i > 0 {
+			w.WriteByte(',')
+		}
+		w.WriteString(n)
+		w.WriteString(`="`)
+		labelEscaper.WriteString(w, values[i])
+		w.WriteByte('"')
+	}
+	w.WriteString("} ")
+	w.WriteString(strconv.FormatFloat(v, 'g', -1, 64))
+	w.WriteByte('\n')
 }
 
 // stateOf is the worst state of a summary, Ready when there is none.
@@ -171,7 +187,7 @@ var (
 	gitRepoCounts = countNames{"desired_ready", "not_ready", "wait_applied"}
 )
 
-func resourceCountGauges[T any](prefix string, n countNames, labels []string, counts func(T) fleet.ResourceCounts) []gauge[T] {
+func resourceCountGauges[T any](prefix string, n countNames, counts func(T) fleet.ResourceCounts) []gauge[T] {
 	type rc struct {
 		name, help string
 		v          func(fleet.ResourceCounts) int
@@ -189,12 +205,12 @@ func resourceCountGauges[T any](prefix string, n countNames, labels []string, co
 	out := make([]gauge[T], 0, len(table))
 	for _, r := range table {
 		r := r
-		out = append(out, newGauge(prefix+r.name, "The count of "+r.help+".", labels, func(o T) float64 { return float64(r.v(counts(o))) }))
+		out = append(out, newGauge(prefix+r.name, "The count of "+r.help+".", func(o T) float64 { return float64(r.v(counts(o))) }))
 	}
 	return out
 }
 
-func summaryGauges[T any](prefix string, labels []string, s func(T) fleet.BundleSummary) []gauge[T] {
+func summaryGauges[T any](prefix string, s func(T) fleet.BundleSummary) []gauge[T] {
 	type sg struct {
 		name string
 		v    func(fleet.BundleSummary) int
@@ -212,26 +228,26 @@ func summaryGauges[T any](prefix string, labels []string, s func(T) fleet.Bundle
 	out := make([]gauge[T], 0, len(table))
 	for _, g := range table {
 		g := g
-		out = append(out, newGauge(prefix+g.name, "The number of BundleDeployments in state "+g.name+".", labels,
+		out = append(out, newGauge(prefix+g.name, "The number of BundleDeployments in state "+g.name+".",
 			func(o T) float64 { return float64(g.v(s(o))) }))
 	}
 	return out
 }
 
 var (
-	bundleLabels = []string{"name", "namespace", "repo", "state"}
-	bundles      = &kind[*fleet.Bundle]{
-		gauges: summaryGauges("bundle_", bundleLabels, func(b *fleet.Bundle) fleet.BundleSummary { return b.Status.Summary }),
-		state:  newDesc("fleet_bundle_state", "1 for the Bundle's state, 0 for the others.", bundleLabels),
+	bundles = &kind[*fleet.Bundle]{
+		labelNames: []string{"name", "namespace", "repo", "state"},
+		gauges:     summaryGauges("bundle_", func(b *fleet.Bundle) fleet.BundleSummary { return b.Status.Summary }),
+		stateName:  "fleet_bundle_state", stateHelp: "1 for the Bundle's state, 0 for the others.",
 		states: names(bundleStates),
 		labels: func(b *fleet.Bundle) []string {
 			return []string{b.Name, b.Namespace, b.Labels[fleet.RepoLabel], stateOf(b.Status.Summary)}
 		},
 	}
 
-	deploymentLabels = []string{"name", "namespace", "cluster_name", "cluster_namespace", "repo", "bundle", "bundle_namespace", "state"}
-	deployments      = &kind[*fleet.BundleDeployment]{
-		state:  newDesc("fleet_bundledeployment_state", "1 for the BundleDeployment's state, 0 for the others.", deploymentLabels),
+	deployments = &kind[*fleet.BundleDeployment]{
+		labelNames: []string{"name", "namespace", "cluster_name", "cluster_namespace", "repo", "bundle", "bundle_namespace", "state"},
+		stateName:  "fleet_bundledeployment_state", stateHelp: "1 for the BundleDeployment's state, 0 for the others.",
 		states: names(bundleStates),
 		labels: func(bd *fleet.BundleDeployment) []string {
 			l := bd.Labels
@@ -240,15 +256,15 @@ var (
 		},
 	}
 
-	clusterLabels = []string{"name", "namespace", "cluster_name", "cluster_display_name", "state"}
-	clusters      = &kind[*fleet.Cluster]{
+	clusters = &kind[*fleet.Cluster]{
+		labelNames: []string{"name", "namespace", "cluster_name", "cluster_display_name", "state"},
 		gauges: append([]gauge[*fleet.Cluster]{
-			newGauge("cluster_desired_ready_git_repos", "The number of GitRepos that should be ready on the cluster.", clusterLabels,
+			newGauge("cluster_desired_ready_git_repos", "The number of GitRepos that should be ready on the cluster.",
 				func(c *fleet.Cluster) float64 { return float64(c.Status.DesiredReadyGitRepos) }),
-			newGauge("cluster_ready_git_repos", "The number of GitRepos ready on the cluster.", clusterLabels,
+			newGauge("cluster_ready_git_repos", "The number of GitRepos ready on the cluster.",
 				func(c *fleet.Cluster) float64 { return float64(c.Status.ReadyGitRepos) }),
-		}, resourceCountGauges("cluster_resources_count_", clusterCounts, clusterLabels, func(c *fleet.Cluster) fleet.ResourceCounts { return c.Status.ResourceCounts })...),
-		state:  newDesc("fleet_cluster_state", "1 for the Cluster's state, 0 for the others.", clusterLabels),
+		}, resourceCountGauges("cluster_resources_count_", clusterCounts, func(c *fleet.Cluster) fleet.ResourceCounts { return c.Status.ResourceCounts })...),
+		stateName: "fleet_cluster_state", stateHelp: "1 for the Cluster's state, 0 for the others.",
 		states: []string{string(fleet.NotReady), string(fleet.Ready), "WaitCheckIn"},
 		labels: func(c *fleet.Cluster) []string {
 			st := "WaitCheckIn"
@@ -259,32 +275,32 @@ var (
 		},
 	}
 
-	groupLabels = []string{"name", "namespace", "state"}
-	groups      = &kind[*fleet.ClusterGroup]{
+	groups = &kind[*fleet.ClusterGroup]{
+		labelNames: []string{"name", "namespace", "state"},
 		gauges: append([]gauge[*fleet.ClusterGroup]{
-			newGauge("cluster_group_cluster_count", "The count of clusters in this cluster group.", groupLabels,
+			newGauge("cluster_group_cluster_count", "The count of clusters in this cluster group.",
 				func(g *fleet.ClusterGroup) float64 { return float64(g.Status.ClusterCount) }),
-			newGauge("cluster_group_non_ready_cluster_count", "The count of non ready clusters in this cluster group.", groupLabels,
+			newGauge("cluster_group_non_ready_cluster_count", "The count of non ready clusters in this cluster group.",
 				func(g *fleet.ClusterGroup) float64 { return float64(g.Status.NonReadyClusterCount) }),
-			newGauge("cluster_group_bundle_desired_ready", "The number of BundleDeployments of the group's clusters that should be ready.", groupLabels,
+			newGauge("cluster_group_bundle_desired_ready", "The number of BundleDeployments of the group's clusters that should be ready.",
 				func(g *fleet.ClusterGroup) float64 { return float64(g.Status.Summary.DesiredReady) }),
-			newGauge("cluster_group_bundle_ready", "The number of BundleDeployments of the group's clusters that are ready.", groupLabels,
+			newGauge("cluster_group_bundle_ready", "The number of BundleDeployments of the group's clusters that are ready.",
 				func(g *fleet.ClusterGroup) float64 { return float64(g.Status.Summary.Ready) }),
-		}, resourceCountGauges("cluster_group_resource_count_", groupCounts, groupLabels,
+		}, resourceCountGauges("cluster_group_resource_count_", groupCounts,
 			func(g *fleet.ClusterGroup) fleet.ResourceCounts { return g.Status.ResourceCounts })...),
-		state:  newDesc("fleet_cluster_group_state", "1 for the ClusterGroup's state, 0 for the others.", groupLabels),
+		stateName: "fleet_cluster_group_state", stateHelp: "1 for the ClusterGroup's state, 0 for the others.",
 		states: []string{string(fleet.NotReady), string(fleet.Ready)},
 		labels: func(g *fleet.ClusterGroup) []string {
 			return []string{g.Name, g.Namespace, readyOrNot(g.Status.Summary)}
 		},
 	}
 
-	gitRepoLabels = []string{"name", "namespace", "repo", "branch", "paths"}
-	gitRepos      = &kind[*fleet.GitRepo]{
-		gauges: append(resourceCountGauges("gitrepo_resources_", gitRepoCounts, gitRepoLabels, func(g *fleet.GitRepo) fleet.ResourceCounts { return g.Status.ResourceCounts }),
-			newGauge("gitrepo_desired_ready_clusters", "The number of clusters the GitRepo should be ready on.", gitRepoLabels,
+	gitRepos = &kind[*fleet.GitRepo]{
+		labelNames: []string{"name", "namespace", "repo", "branch", "paths"},
+		gauges: append(resourceCountGauges("gitrepo_resources_", gitRepoCounts, func(g *fleet.GitRepo) fleet.ResourceCounts { return g.Status.ResourceCounts }),
+			newGauge("gitrepo_desired_ready_clusters", "The number of clusters the GitRepo should be ready on.",
 				func(g *fleet.GitRepo) float64 { return float64(g.Status.DesiredReadyClusters) }),
-			newGauge("gitrepo_ready_clusters", "The number of clusters the GitRepo is ready on.", gitRepoLabels,
+			newGauge("gitrepo_ready_clusters", "The number of clusters the GitRepo is ready on.",
 				func(g *fleet.GitRepo) float64 { return float64(g.Status.ReadyClusters) })),
 		labels: func(g *fleet.GitRepo) []string {
 			return []string{g.Name, g.Namespace, g.Spec.Repo, g.Spec.Branch, strings.Join(g.Spec.Paths, ";")}
@@ -308,40 +324,66 @@ func names(states []fleet.BundleState) []string {
 	return out
 }
 
-// statusCollector reads the status families from the exported caches at each scrape.
-type statusCollector struct{}
-
-func (statusCollector) Describe(ch chan<- *prometheus.Desc) {
-	bundles.describe(ch)
-	deployments.describe(ch)
-	clusters.describe(ch)
-	groups.describe(ch)
-	for _, g := range gitRepos.gauges {
-		ch <- g.desc
-	}
-}
-
-func (statusCollector) Collect(ch chan<- prometheus.Metric) {
-	c := current()
-	if c == nil {
-		return
-	}
+// writeStatus streams the status families of c. Nothing is gathered in memory first: at 50,000
+// BundleDeployments the state family alone is 350,000 series.
+func writeStatus(w *bufio.Writer, c *Caches) {
 	all := labels.Everything()
 	if l, err := c.Bundles.List("", all); err == nil {
-		bundles.collect(ch, l)
+		bundles.write(w, l)
 	}
 	if l, err := c.BundleDeployments.List("", all); err == nil {
-		deployments.collect(ch, l)
+		deployments.write(w, l)
 	}
 	if l, err := c.Clusters.List("", all); err == nil {
-		clusters.collect(ch, l)
+		clusters.write(w, l)
 	}
 	if l, err := c.ClusterGroups.List("", all); err == nil {
-		groups.collect(ch, l)
+		groups.write(w, l)
 	}
 	if c.GitRepos != nil {
 		if l, err := c.GitRepos.List("", all); err == nil {
-			gitRepos.collect(ch, l)
+			gitRepos.write(w, l)
 		}
 	}
+}
+
+// Handler serves /metrics in Prometheus' text format: the default registry's families (the
+// work queues', Go's, the GitOps and agent families), then the status families, streamed.
+func Handler() http.Handler {
+	registry := promhttp.HandlerFor(prometheus.DefaultGatherer, promhttp.HandlerOpts{})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The text format, uncompressed, whatever the scraper prefers: the status families
+		// follow in the same format.
+		r = r.Clone(r.Context())
+		r.Header.Del("Accept")
+		r.Header.Del("Accept-Encoding")
+		registry.ServeHTTP(w, r)
+		if c := current(); c != nil {
+			bw := bufio.NewWriterSize(w, 64<<10)
+			writeStatus(bw, c)
+			_ = bw.Flush()
+		}
+	})
+}
+
+// Families are the names of every family the manager and the agent export (for the chart's
+// dashboard to be checked against).
+func Families() []string {
+	var out []string
+	out = append(out, bundles.names()...)
+	out = append(out, deployments.names()...)
+	out = append(out, clusters.names()...)
+	out = append(out, groups.names()...)
+	out = append(out, gitRepos.names()...)
+	for _, c := range append(gitOpsCollectors, deployDuration, driftDetected, driftCorrected) {
+		ch := make(chan *prometheus.Desc, 1)
+		c.Describe(ch)
+		d := <-ch
+		// (a Desc tells its name only in its string form)
+		if _, rest, ok := strings.Cut(d.String(), `fqName: "`); ok {
+			name, _, _ := strings.Cut(rest, `"`)
+			out = append(out, name)
+		}
+	}
+	return append(out, checkinAgeName)
 }

@@ -13,9 +13,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	lassometrics "github.com/rancher/lasso/pkg/metrics"
 	"github.com/sirupsen/logrus"
+
+	"github.com/fleetgo/fleet/pkg/metrics"
 )
 
 // Status is what the health endpoints report: whether the controllers run (ready) and whether
@@ -85,10 +86,11 @@ func RegisterMetrics() {
 	registerOnce.Do(func() { lassometrics.MustRegisterWithWorkqueue(prometheus.DefaultRegisterer) })
 }
 
-// Metrics serves the default Prometheus registry at /metrics.
+// Metrics serves the default Prometheus registry at /metrics, then the status families the
+// manager exports (package metrics).
 func Metrics() *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.Handler())
+	mux.Handle("/metrics", metrics.Handler())
 	return mux
 }
 
