@@ -108,12 +108,34 @@ var _ = Describe("GitRepo", func() {
 			g.Expect(ev["Applied"]).To(ContainElements(ContainSubstring(first), ContainSubstring(second)))
 		}).Should(Succeed())
 
+		// The GitOps metrics: two runs started and timed, polls that succeeded.
+		key := map[string]string{"name": "poll", "namespace": fleet.DefaultNamespace}
+		gitOps := func(g Gomega, family string) (float64, bool) {
+			f, err := testenv.Scrape(metricsAddr)
+			g.Expect(err).NotTo(HaveOccurred())
+			return f.Sample(family, key)
+		}
+		Eventually(func(g Gomega) {
+			for family, atLeast := range map[string]float64{"fleet_gitjobs_created_success_total": 2, "fleet_gitjob_duration_seconds": 2,
+				"fleet_gitrepo_fetch_latest_commit_success_total": 2, "fleet_gitrepo_fetch_latest_commit_duration_seconds": 2} {
+				v, ok := gitOps(g, family)
+				g.Expect(ok).To(BeTrue(), family)
+				g.Expect(v).To(BeNumerically(">=", atLeast), family)
+			}
+			_, ok := gitOps(g, "fleet_gitjobs_created_failure_total")
+			g.Expect(ok).To(BeFalse())
+		}).Should(Succeed())
+
 		Expect(api.GitRepo().Delete(fleet.DefaultNamespace, "poll", &metav1.DeleteOptions{})).To(Succeed())
 		Eventually(func() map[string]string { return bundlesOf("poll") }).Should(BeEmpty())
 		Eventually(func() bool {
 			_, err := api.GitRepo().Get(fleet.DefaultNamespace, "poll", metav1.GetOptions{})
 			return apierrors.IsNotFound(err)
 		}).Should(BeTrue())
+		Eventually(func(g Gomega) {
+			_, ok := gitOps(g, "fleet_gitjobs_created_success_total")
+			g.Expect(ok).To(BeFalse(), "a deleted GitRepo's series are dropped")
+		}).Should(Succeed())
 	})
 
 	It("passes serviceAccount, targetNamespace, paused, keepResources, deleteNamespace, correctDrift, forceSyncGeneration and targets down to its Bundles", func() {

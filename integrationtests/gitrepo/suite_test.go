@@ -47,6 +47,8 @@ var (
 	kube       kubernetes.Interface
 	git        *localserver.GitServer
 	webhookURL string
+	// metricsAddr is where the manager serves /metrics.
+	metricsAddr string
 )
 
 var _ = BeforeSuite(func(ctx context.Context) {
@@ -66,12 +68,14 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	addr := l.Addr().String()
 	Expect(l.Close()).To(Succeed())
 	webhookURL = "http://" + addr + "/"
+	metricsAddr, err = testenv.FreeAddr()
+	Expect(err).NotTo(HaveOccurred())
 
 	// The manager's requests pass a counter of single-Secret reads.
 	cfg := manager.RESTConfig()
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &secretGets{next: rt} })
 	stop := testenv.RunController(cfg, config.Config{AgentCheckinInterval: metav1.Duration{Duration: 5 * time.Second}},
-		controller.Options{WebhookAddr: addr, GitRunTimeout: runTimeout})
+		controller.Options{WebhookAddr: addr, GitRunTimeout: runTimeout, MetricsAddr: metricsAddr})
 	DeferCleanup(func() { Expect(stop()).To(Succeed()) })
 
 	Eventually(func() error {

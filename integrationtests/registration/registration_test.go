@@ -542,6 +542,11 @@ var _ = Describe("cluster registration", Ordered, func() {
 			seen[storedCredential(downA).Token] = true
 			return len(seen)
 		}, 30*time.Second).Should(BeNumerically(">=", 3), "the credential is renewed again and again")
+		Eventually(func(g Gomega) {
+			ev, err := testenv.Events(context.Background(), clientsetOf(downA), agentNS, "Secret", registration.AgentSecret)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(ev["CredentialRenewed"]).To(ContainElement(ContainSubstring("renewed the credential on the manager")))
+		}).Should(Succeed(), "the agent records each renewal in its own cluster")
 
 		Expect(updateBundleValue("only-dev", "renewed")).To(Succeed())
 		Eventually(deployedValue(downA, "only-dev")).Should(Equal("renewed"))
