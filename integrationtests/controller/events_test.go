@@ -29,6 +29,7 @@ func agentReports(bd *fleet.BundleDeployment, change func(*fleet.BundleDeploymen
 var _ = It("records Events for a BundleDeployment: deployed, drift detected, drift corrected, deploy failed", func(ctx context.Context) {
 	ns := newNamespace(ctx)
 	newCluster(ns, "ev", nil)
+	keepCheckingIn(ns, "ev")
 	newBundle(ns, "ev-app", fleet.BundleSpec{Targets: []fleet.BundleTarget{{ClusterName: "ev"}}})
 	var bd *fleet.BundleDeployment
 	Eventually(func(g Gomega) {

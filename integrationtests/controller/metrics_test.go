@@ -29,6 +29,7 @@ var _ = It("exports Fleet's metric families for Bundles, BundleDeployments, Clus
 	ns := newNamespace(ctx)
 	newCluster(ns, "m-ready", map[string]string{"metrics": "yes"})
 	newCluster(ns, "m-slow", map[string]string{"metrics": "yes"})
+	keepCheckingIn(ns, "m-ready", "m-slow")
 	_, err := api.ClusterGroup().Create(&fleet.ClusterGroup{ObjectMeta: metav1.ObjectMeta{Name: "m-group", Namespace: ns},
 		Spec: fleet.ClusterGroupSpec{Selector: sel("metrics", "yes")}})
 	Expect(err).NotTo(HaveOccurred())
