@@ -300,14 +300,50 @@ func (d *Deployer) deploy(ctx context.Context, in Input) (*Release, error) {
 		return nil, Permanent(err)
 	}
 	annotateChart(c, in)
+	ac, err := d.prepare(ctx, ns, in)
+	if err != nil {
+		return nil, err
+	}
+	last, err := d.lastRelease(ac, ns, name, in.BundleID, helmOpts.TakeOwnership)
+	if err != nil {
+		return nil, err
+	}
+	run := &helmRun{ac: ac, name: name, ns: ns, opts: helmOpts, labels: d.releaseLabels(in),
+		post: &postRenderer{setID: SetID(in.BundleID), keep: opts.KeepResources, deleteCRDs: opts.DeleteCRDResources, kustomize: post,
+			namespace: opts.TargetNamespace, namespaced: d.disc.namespaced}}
+	started := time.Now()
+	var rel *release.Release
+	if last == nil {
+		rel, err = run.install(ctx, c, in.Values)
+	} else {
+		rel, err = run.upgrade(ctx, c, in.Values)
+	}
+	metrics.Deployed(last == nil, time.Since(started))
+	if err != nil {
+		if isUnknownKind(err) {
+			d.RefreshDiscovery()
+		}
+		return nil, classify(fmt.Errorf("deploying release %s/%s: %w", ns, name, err))
+	}
+	if containsCRD(rel.Manifest) {
+		d.RefreshDiscovery()
+	}
+	return fromHelm(rel), nil
+}
+
+// prepare readies the release namespace (allowed, created, labelled, the downstreamResources
+// copied into it) and returns Helm's configuration for it, acting as the bundle's service
+// account.
+func (d *Deployer) prepare(ctx context.Context, ns string, in Input) (*action.Configuration, error) {
+	opts := &in.Options
 	sa, err := d.serviceAccount(ctx, opts.ServiceAccount)
 	if err != nil {
 		return nil, err
 	}
-	if err := d.namespaceAllowed(ctx, ns, &opts); err != nil {
+	if err := d.namespaceAllowed(ctx, ns, opts); err != nil {
 		return nil, err
 	}
-	if err := d.ensureNamespace(ctx, ns, &opts); err != nil {
+	if err := d.ensureNamespace(ctx, ns, opts); err != nil {
 		return nil, err
 	}
 	if err := d.applyDownstream(ctx, ns, in.BundleID, in.Downstream); err != nil {
@@ -320,87 +356,96 @@ func (d *Deployer) deploy(ctx context.Context, in Input) (*Release, error) {
 	if ac.Capabilities, err = d.disc.capabilities(); err != nil {
 		return nil, err
 	}
+	return ac, nil
+}
+
+// releaseLabels are the labels of this agent's release records.
+func (d *Deployer) releaseLabels(in Input) map[string]string {
 	labels := map[string]string{BundleIDLabel: in.BundleID, AgentNamespaceLabel: d.agentNamespace}
-	if opts.DeleteNamespace {
+	if in.Options.DeleteNamespace {
 		labels[DeleteNamespaceLabel] = "true"
 	}
 	if in.ValuesHash != "" {
 		labels[ValuesHashLabel] = in.ValuesHash
 	}
-	pr := &postRenderer{setID: SetID(in.BundleID), keep: opts.KeepResources, deleteCRDs: opts.DeleteCRDResources, kustomize: post,
-		namespace: opts.TargetNamespace, namespaced: d.disc.namespaced}
+	return labels
+}
 
+// lastRelease is the release's newest revision (nil: none), refused when another bundle owns
+// it (unless taken over) and recovered when an interrupted agent left it pending.
+func (d *Deployer) lastRelease(ac *action.Configuration, ns, name, bundleID string, takeOwnership bool) (*release.Release, error) {
 	// Current has usually just read the release. One it found absent is not listed again, here
 	// or by Helm's install before it writes the first revision: a list just after the namespace
 	// was created waits for the apiserver's watch cache to catch up, about 100 ms. Should the
 	// release exist after all, writing revision 1 fails, the memo is forgotten and the retry
 	// reads it.
-	var last *release.Release
 	if known, ok := d.memo.get(ns+"/"+name, time.Now()); ok && known == nil {
 		ac.Releases.Driver = &absentRelease{Driver: ac.Releases.Driver, name: name}
-	} else {
-		last, err = ac.Releases.Last(name)
-		if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
-			return nil, fmt.Errorf("reading release %s/%s: %w", ns, name, err)
-		}
+		return nil, nil
 	}
-	if last != nil {
-		if who := owner(last); who != in.BundleID && !helmOpts.TakeOwnership {
-			return nil, Permanent(fmt.Errorf("release %s/%s belongs to %q, not to this bundle (set helm.takeOwnership to adopt it)", ns, name, who))
-		}
-		if last.Info.Status.IsPending() {
-			if err := recoverPending(ac, last); err != nil {
-				return nil, fmt.Errorf("recovering pending release %s/%s: %w", ns, name, err)
-			}
-		}
-	}
-	timeout := time.Duration(helmOpts.TimeoutSeconds) * time.Second
-	started := time.Now()
-	defer func() { metrics.Deployed(last == nil, time.Since(started)) }()
-	var rel *release.Release
-	if last == nil {
-		install := action.NewInstall(ac)
-		install.ReleaseName, install.Namespace = name, ns
-		install.Timeout = timeout
-		install.Wait = timeout > 0
-		install.WaitForJobs = helmOpts.WaitForJobs && install.Wait
-		install.Atomic = helmOpts.Atomic
-		install.TakeOwnership = helmOpts.TakeOwnership
-		install.SkipSchemaValidation = helmOpts.SkipSchemaValidation
-		// Templates may look names up (getHostByName), as in Fleet, unless helm.disableDNS.
-		install.EnableDNS = !helmOpts.DisableDNS
-		install.Labels = labels
-		install.PostRenderer = pr
-		rel, err = install.RunWithContext(ctx, c, in.Values)
-	} else {
-		upgrade := action.NewUpgrade(ac)
-		upgrade.Namespace = ns
-		upgrade.Timeout = timeout
-		upgrade.Wait = timeout > 0
-		upgrade.WaitForJobs = helmOpts.WaitForJobs && upgrade.Wait
-		upgrade.Atomic = helmOpts.Atomic
-		upgrade.Force = helmOpts.Force
-		upgrade.TakeOwnership = helmOpts.TakeOwnership
-		upgrade.SkipSchemaValidation = helmOpts.SkipSchemaValidation
-		upgrade.EnableDNS = !helmOpts.DisableDNS
-		upgrade.MaxHistory = helmOpts.MaxHistory
-		if upgrade.MaxHistory <= 0 {
-			upgrade.MaxHistory = DefaultMaxHistory
-		}
-		upgrade.Labels = labels
-		upgrade.PostRenderer = pr
-		rel, err = upgrade.RunWithContext(ctx, name, c, in.Values)
+	last, err := ac.Releases.Last(name)
+	if errors.Is(err, driver.ErrReleaseNotFound) {
+		return nil, nil
 	}
 	if err != nil {
-		if isUnknownKind(err) {
-			d.RefreshDiscovery()
+		return nil, fmt.Errorf("reading release %s/%s: %w", ns, name, err)
+	}
+	if who := owner(last); who != bundleID && !takeOwnership {
+		return nil, Permanent(fmt.Errorf("release %s/%s belongs to %q, not to this bundle (set helm.takeOwnership to adopt it)", ns, name, who))
+	}
+	if last.Info.Status.IsPending() {
+		if err := recoverPending(ac, last); err != nil {
+			return nil, fmt.Errorf("recovering pending release %s/%s: %w", ns, name, err)
 		}
-		return nil, classify(fmt.Errorf("deploying release %s/%s: %w", ns, name, err))
 	}
-	if containsCRD(rel.Manifest) {
-		d.RefreshDiscovery()
+	return last, nil
+}
+
+// helmRun is one install or upgrade of a release with the bundle's Helm options.
+type helmRun struct {
+	ac       *action.Configuration
+	name, ns string
+	opts     *fleet.HelmOptions
+	labels   map[string]string
+	post     *postRenderer
+}
+
+func (r *helmRun) timeout() time.Duration { return time.Duration(r.opts.TimeoutSeconds) * time.Second }
+
+func (r *helmRun) install(ctx context.Context, c *chart.Chart, values map[string]interface{}) (*release.Release, error) {
+	install := action.NewInstall(r.ac)
+	install.ReleaseName, install.Namespace = r.name, r.ns
+	install.Timeout = r.timeout()
+	install.Wait = install.Timeout > 0
+	install.WaitForJobs = r.opts.WaitForJobs && install.Wait
+	install.Atomic = r.opts.Atomic
+	install.TakeOwnership = r.opts.TakeOwnership
+	install.SkipSchemaValidation = r.opts.SkipSchemaValidation
+	// Templates may look names up (getHostByName), as in Fleet, unless helm.disableDNS.
+	install.EnableDNS = !r.opts.DisableDNS
+	install.Labels = r.labels
+	install.PostRenderer = r.post
+	return install.RunWithContext(ctx, c, values)
+}
+
+func (r *helmRun) upgrade(ctx context.Context, c *chart.Chart, values map[string]interface{}) (*release.Release, error) {
+	upgrade := action.NewUpgrade(r.ac)
+	upgrade.Namespace = r.ns
+	upgrade.Timeout = r.timeout()
+	upgrade.Wait = upgrade.Timeout > 0
+	upgrade.WaitForJobs = r.opts.WaitForJobs && upgrade.Wait
+	upgrade.Atomic = r.opts.Atomic
+	upgrade.Force = r.opts.Force
+	upgrade.TakeOwnership = r.opts.TakeOwnership
+	upgrade.SkipSchemaValidation = r.opts.SkipSchemaValidation
+	upgrade.EnableDNS = !r.opts.DisableDNS
+	upgrade.MaxHistory = r.opts.MaxHistory
+	if upgrade.MaxHistory <= 0 {
+		upgrade.MaxHistory = DefaultMaxHistory
 	}
-	return fromHelm(rel), nil
+	upgrade.Labels = r.labels
+	upgrade.PostRenderer = r.post
+	return upgrade.RunWithContext(ctx, r.name, c, values)
 }
 
 // absentRelease is a release driver that knows the release name has no revisions until it

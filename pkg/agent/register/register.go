@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -153,19 +154,55 @@ type agentConfig struct {
 // deletes the bootstrap Secret.
 func Register(ctx context.Context, local kubernetes.Interface, o Options) (*Credential, error) {
 	ns := o.Namespace
+	v, groupLabels, err := bootstrapValues(ctx, local, ns)
+	if err != nil {
+		return nil, err
+	}
+	clientID, labels, err := identity(ctx, local, o, groupLabels)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &rest.Config{Host: v.APIServerURL, BearerToken: v.Token, TLSClientConfig: rest.TLSClientConfig{CAData: []byte(CABundle(v.APIServerCA, o.TLSMode))},
+		Timeout: 30 * time.Second}
+	reg, nonce, err := request(cfg, v, clientID, labels)
+	if err != nil {
+		return nil, err
+	}
+	log := logrus.WithFields(logrus.Fields{"registration": v.ClusterNamespace + "/" + reg, "clientID": clientID})
+	log.Info("asked the manager to register this cluster")
+	secret, err := await(ctx, cfg, v, registration.CredentialSecret(clientID, nonce), o, log)
+	if err != nil {
+		return nil, fmt.Errorf("waiting for registration %s/%s to be granted: %w", v.ClusterNamespace, reg, err)
+	}
+	c := granted(secret.Data, v)
+	if err := Store(ctx, local, ns, c); err != nil {
+		return nil, err
+	}
+	if err := local.CoreV1().Secrets(ns).Delete(ctx, registration.BootstrapSecret, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("deleting the registration token (secret %s/%s): %w", ns, registration.BootstrapSecret, err)
+	}
+	log.WithField("cluster", c.ClusterObjectNamespace+"/"+c.ClusterName).Info("registered; the registration token was deleted")
+	return c, nil
+}
+
+// bootstrapValues reads the registration token's values from the bootstrap Secret, with their
+// defaults, and the labels that go with the token (JSON, optional).
+func bootstrapValues(ctx context.Context, local kubernetes.Interface, ns string) (registration.Values, []byte, error) {
+	var v registration.Values
 	boot, err := local.CoreV1().Secrets(ns).Get(ctx, registration.BootstrapSecret, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, ErrNoBootstrap
+		return v, nil, ErrNoBootstrap
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading secret %s/%s: %w", ns, registration.BootstrapSecret, err)
+		return v, nil, fmt.Errorf("reading secret %s/%s: %w", ns, registration.BootstrapSecret, err)
 	}
-	v := registration.Values{Token: string(boot.Data[registration.KeyToken]), APIServerURL: string(boot.Data[registration.KeyAPIServerURL]),
-		APIServerCA: string(boot.Data[registration.KeyAPIServerCA]), ClusterNamespace: string(boot.Data[registration.KeyClusterNamespace]),
-		SystemRegistrationNamespace: string(boot.Data[registration.KeySystemRegistrationNS])}
+	d := boot.Data
+	v = registration.Values{Token: string(d[registration.KeyToken]), APIServerURL: string(d[registration.KeyAPIServerURL]),
+		APIServerCA: string(d[registration.KeyAPIServerCA]), ClusterNamespace: string(d[registration.KeyClusterNamespace]),
+		SystemRegistrationNamespace: string(d[registration.KeySystemRegistrationNS])}
 	for key, val := range map[string]string{registration.KeyToken: v.Token, registration.KeyAPIServerURL: v.APIServerURL} {
 		if val == "" {
-			return nil, fmt.Errorf("secret %s/%s: key %s is empty", ns, registration.BootstrapSecret, key)
+			return v, nil, fmt.Errorf("secret %s/%s: key %s is empty", ns, registration.BootstrapSecret, key)
 		}
 	}
 	if v.ClusterNamespace == "" {
@@ -174,9 +211,16 @@ func Register(ctx context.Context, local kubernetes.Interface, o Options) (*Cred
 	if v.SystemRegistrationNamespace == "" {
 		v.SystemRegistrationNamespace = fleet.ClustersSystemNamespace
 	}
-	cfg, err := readConfig(ctx, local, ns)
+	return v, d[registration.KeyLabels], nil
+}
+
+// identity is who the agent registers as: its clientID (the option, the agent ConfigMap's, or
+// the kube-system namespace's UID) and the labels for its Cluster (the ConfigMap's, the
+// option's, then the token's group labels).
+func identity(ctx context.Context, local kubernetes.Interface, o Options, groupLabels []byte) (string, map[string]string, error) {
+	cfg, err := readConfig(ctx, local, o.Namespace)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	clientID := o.ClientID
 	if clientID == "" {
@@ -185,40 +229,33 @@ func Register(ctx context.Context, local kubernetes.Interface, o Options) (*Cred
 	if clientID == "" {
 		ks, err := local.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
 		if err != nil {
-			return nil, fmt.Errorf("reading the kube-system namespace (the cluster's identity): %w", err)
+			return "", nil, fmt.Errorf("reading the kube-system namespace (the cluster's identity): %w", err)
 		}
 		clientID = string(ks.UID)
 	}
 	labels := map[string]string{}
-	for k, val := range cfg.Labels {
-		labels[k] = val
-	}
-	for k, val := range o.Labels {
-		labels[k] = val
-	}
-	if raw := boot.Data[registration.KeyLabels]; len(raw) > 0 {
+	maps.Copy(labels, cfg.Labels)
+	maps.Copy(labels, o.Labels)
+	if len(groupLabels) > 0 {
 		var group map[string]string
-		if err := json.Unmarshal(raw, &group); err != nil {
-			return nil, fmt.Errorf("secret %s/%s, key %s: %w", ns, registration.BootstrapSecret, registration.KeyLabels, err)
+		if err := json.Unmarshal(groupLabels, &group); err != nil {
+			return "", nil, fmt.Errorf("secret %s/%s, key %s: %w", o.Namespace, registration.BootstrapSecret, registration.KeyLabels, err)
 		}
-		for k, val := range group {
-			labels[k] = val
-		}
+		maps.Copy(labels, group)
 	}
+	return clientID, labels, nil
+}
 
-	importCfg := &rest.Config{Host: v.APIServerURL, BearerToken: v.Token, TLSClientConfig: rest.TLSClientConfig{CAData: []byte(CABundle(v.APIServerCA, o.TLSMode))},
-		Timeout: 30 * time.Second}
-	ff, err := fleetfactory.NewFactoryFromConfig(importCfg)
+// request creates the ClusterRegistration with a fresh nonce; it returns the registration's
+// name and the nonce.
+func request(cfg *rest.Config, v registration.Values, clientID string, labels map[string]string) (string, string, error) {
+	ff, err := fleetfactory.NewFactoryFromConfig(cfg)
 	if err != nil {
-		return nil, err
-	}
-	kc, err := kubernetes.NewForConfig(importCfg)
-	if err != nil {
-		return nil, err
+		return "", "", err
 	}
 	random := make([]byte, 32)
 	if _, err := rand.Read(random); err != nil {
-		return nil, err
+		return "", "", err
 	}
 	nonce := hex.EncodeToString(random)
 	reg, err := ff.Fleet().V1alpha1().ClusterRegistration().Create(&fleet.ClusterRegistration{
@@ -226,12 +263,18 @@ func Register(ctx context.Context, local kubernetes.Interface, o Options) (*Cred
 		Spec:       fleet.ClusterRegistrationSpec{ClientID: clientID, ClientRandom: nonce, ClusterLabels: labels},
 	})
 	if err != nil {
-		return nil, tokenError(v.APIServerURL, err)
+		return "", "", tokenError(v.APIServerURL, err)
 	}
-	log := logrus.WithFields(logrus.Fields{"registration": v.ClusterNamespace + "/" + reg.Name, "clientID": clientID})
-	log.Info("asked the manager to register this cluster")
+	return reg.Name, nonce, nil
+}
 
-	name := registration.CredentialSecret(clientID, nonce)
+// await polls for the credential Secret name in the registration namespace (every
+// o.PollInterval, up to o.Timeout: by default each second for 30 minutes).
+func await(ctx context.Context, cfg *rest.Config, v registration.Values, name string, o Options, log *logrus.Entry) (*corev1.Secret, error) {
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
 	poll, timeout := o.PollInterval, o.Timeout
 	if poll <= 0 {
 		poll = time.Second
@@ -255,28 +298,22 @@ func Register(ctx context.Context, local kubernetes.Interface, o Options) (*Cred
 			return false, nil
 		}
 	})
-	if err != nil {
-		return nil, fmt.Errorf("waiting for registration %s/%s to be granted: %w", v.ClusterNamespace, reg.Name, err)
-	}
-	d := secret.Data
+	return secret, err
+}
+
+// granted is the credential the manager wrote (d), reached where the token said unless the
+// manager names its own address.
+func granted(d map[string][]byte, v registration.Values) *Credential {
 	c := &Credential{Token: string(d[registration.KeyToken]), APIServerURL: v.APIServerURL, APIServerCA: v.APIServerCA,
 		ClusterNamespace: string(d[registration.KeyClusterNamespace]), ClusterName: string(d[registration.KeyClusterName]),
 		ClusterObjectNamespace: string(d[registration.KeyClusterObjectNamespace]), SA: string(d[registration.KeyServiceAccount])}
-	// The manager's view of its own address wins when it has one configured.
 	if u := string(d[registration.KeyAPIServerURL]); u != "" {
 		c.APIServerURL = u
 		if ca := string(d[registration.KeyAPIServerCA]); ca != "" {
 			c.APIServerCA = ca
 		}
 	}
-	if err := Store(ctx, local, ns, c); err != nil {
-		return nil, err
-	}
-	if err := local.CoreV1().Secrets(ns).Delete(ctx, registration.BootstrapSecret, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("deleting the registration token (secret %s/%s): %w", ns, registration.BootstrapSecret, err)
-	}
-	log.WithField("cluster", c.ClusterObjectNamespace+"/"+c.ClusterName).Info("registered; the registration token was deleted")
-	return c, nil
+	return c
 }
 
 func tokenError(url string, err error) error {

@@ -79,3 +79,48 @@ func TestStoreThenStored(t *testing.T) {
 		t.Errorf("Stored = %+v, want %+v", *out, *in)
 	}
 }
+
+func TestBootstrapValuesAndIdentity(t *testing.T) {
+	ctx := context.Background()
+	boot := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: registration.BootstrapSecret, Namespace: "cattle-fleet-system"},
+		Data: map[string][]byte{"token": []byte("t"), "apiServerURL": []byte("https://m"), "labels": []byte(`{"group":"edge","env":"token"}`)}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: registration.AgentConfigMap, Namespace: "cattle-fleet-system"},
+		Data: map[string]string{"config": `{"labels":{"env":"config","tier":"a"},"clientID":"from-config"}`}}
+	kube := fake.NewSimpleClientset(boot, cm)
+	v, group, err := bootstrapValues(ctx, kube, "cattle-fleet-system")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.ClusterNamespace != "fleet-default" || v.SystemRegistrationNamespace != "cattle-fleet-clusters-system" {
+		t.Errorf("defaults: %+v", v)
+	}
+	id, labels, err := identity(ctx, kube, Options{Namespace: "cattle-fleet-system", Labels: map[string]string{"tier": "b"}}, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"env": "token", "tier": "b", "group": "edge"}
+	if id != "from-config" || len(labels) != len(want) || labels["env"] != "token" || labels["tier"] != "b" || labels["group"] != "edge" {
+		t.Errorf("identity = %q %v, want from-config %v (the token's labels win, then the option's)", id, labels, want)
+	}
+
+	delete(boot.Data, "apiServerURL")
+	_, _, err = bootstrapValues(ctx, fake.NewSimpleClientset(boot), "cattle-fleet-system")
+	if err == nil || !strings.Contains(err.Error(), "key apiServerURL is empty") {
+		t.Errorf("without apiServerURL: %v", err)
+	}
+	if _, _, err := bootstrapValues(ctx, fake.NewSimpleClientset(), "cattle-fleet-system"); err != ErrNoBootstrap {
+		t.Errorf("without the Secret: %v, want ErrNoBootstrap", err)
+	}
+}
+
+func TestGrantedPrefersTheManagersAddress(t *testing.T) {
+	v := registration.Values{APIServerURL: "https://from-token", APIServerCA: "token-ca"}
+	c := granted(map[string][]byte{"token": []byte("t"), "clusterNamespace": []byte("cns"), "clusterName": []byte("c")}, v)
+	if c.APIServerURL != "https://from-token" || c.APIServerCA != "token-ca" || c.ClusterNamespace != "cns" {
+		t.Errorf("granted without the manager's address = %+v", c)
+	}
+	c = granted(map[string][]byte{"apiServerURL": []byte("https://manager"), "apiServerCA": []byte("manager-ca")}, v)
+	if c.APIServerURL != "https://manager" || c.APIServerCA != "manager-ca" {
+		t.Errorf("granted with the manager's address = %+v", c)
+	}
+}
