@@ -156,107 +156,25 @@ func (h *handler) createJob(gr *fleet.GitRepo, commit, name string) error {
 	ctx := context.Background()
 	ns := gr.Namespace
 	owner := []metav1.OwnerReference{{APIVersion: fleet.SchemeGroupVersion.String(), Kind: "GitRepo", Name: gr.Name, UID: gr.UID}}
-	sa := names.SafeConcatName("git", gr.Name)
 	lbl := map[string]string{fleet.RepoLabel: gr.Name}
-	if err := ensure.ServiceAccount(ctx, h.Kube, ns, sa, owner, lbl); err != nil {
-		return err
-	}
-	if err := ensure.Role(ctx, h.Kube, ns, sa, JobRules(), owner, lbl); err != nil {
-		return err
-	}
-	if err := ensure.RoleBinding(ctx, h.Kube, ns, sa, "Role", sa, ns, sa, owner, lbl); err != nil {
-		return err
-	}
-
-	ts, rs := bundlereader.FromGitTargets(targetsOf(gr))
-	targets, err := yaml.Marshal(apply.TargetsFile{Targets: ts, TargetRestrictions: rs})
+	sa, err := h.jobIdentity(ctx, gr, owner, lbl)
 	if err != nil {
 		return err
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name + "-config", Namespace: ns, OwnerReferences: owner, Labels: lbl},
-		Data: map[string]string{targetsFileKey: string(targets)}}
-	if len(gr.Spec.CABundle) > 0 {
-		cm.Data[caFileKey] = string(gr.Spec.CABundle)
+	cm, err := h.jobConfigMap(ctx, gr, name, owner, lbl)
+	if err != nil {
+		return err
 	}
-	if _, err := h.Kube.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating configmap %s/%s: %w", ns, cm.Name, err)
+	p, err := h.jobPod(gr, commit, cm)
+	if err != nil {
+		return err
 	}
-
-	clone := []string{"gitcloner", gr.Spec.Repo, jobCheckout, "--commit", commit}
-	if gr.Spec.Revision != "" {
-		clone = append(clone, "--revision", gr.Spec.Revision)
-	} else if gr.Spec.Branch != "" {
-		clone = append(clone, "--branch", gr.Spec.Branch)
-	}
-	if gr.Spec.InsecureSkipTLSVerify {
-		clone = append(clone, "--insecure-skip-tls")
-	}
-	if len(gr.Spec.CABundle) > 0 {
-		clone = append(clone, "--ca-bundle-file", jobConfig+"/"+caFileKey)
-	}
-	var env []corev1.EnvVar
-	mounts := []corev1.VolumeMount{{Name: "workspace", MountPath: jobWorkspace}, {Name: "config", MountPath: jobConfig}}
-	volumes := []corev1.Volume{
-		{Name: "workspace", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-		{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm.Name}}}},
-	}
-	if sec := gr.Spec.ClientSecretName; sec != "" {
-		s, err := h.secret(ns, sec)
-		if err != nil {
-			return fmt.Errorf("clientSecretName %s: %w", sec, err)
-		}
-		volumes = append(volumes, corev1.Volume{Name: "git-credentials", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: sec}}})
-		mounts = append(mounts, corev1.VolumeMount{Name: "git-credentials", MountPath: jobGitSecret, ReadOnly: true})
-		if _, ok := s.Data[corev1.SSHAuthPrivateKey]; ok {
-			clone = append(clone, "--ssh-private-key-file", jobGitSecret+"/"+corev1.SSHAuthPrivateKey, "--known-hosts-file", jobGitSecret+"/known_hosts")
-		} else {
-			env = append(env, secretEnv("GIT_USERNAME", sec, corev1.BasicAuthUsernameKey))
-			clone = append(clone, "--username", "$(GIT_USERNAME)", "--password-file", jobGitSecret+"/"+corev1.BasicAuthPasswordKey)
-		}
-	}
-
-	o := h.applyOptions(gr, commit)
-	applyArgs := jobApplyArgs(gr, o, ns, commit)
-	applyMounts := append([]corev1.VolumeMount{}, mounts...)
-	if sec := gr.Spec.HelmSecretName; sec != "" {
-		volumes = append(volumes, corev1.Volume{Name: "helm-credentials", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: sec}}})
-		applyMounts = append(applyMounts, corev1.VolumeMount{Name: "helm-credentials", MountPath: jobHelmSecret, ReadOnly: true})
-		env = append(env, secretEnv("HELM_USERNAME", sec, "username"))
-		applyArgs = append(applyArgs, "--username", "$(HELM_USERNAME)", "--password-file", jobHelmSecret+"/password")
-	}
-	if sec := gr.Spec.HelmSecretNameForPaths; sec != "" {
-		volumes = append(volumes, corev1.Volume{Name: "helm-paths", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: sec}}})
-		applyMounts = append(applyMounts, corev1.VolumeMount{Name: "helm-paths", MountPath: jobHelmPaths, ReadOnly: true})
-		applyArgs = append(applyArgs, "--helm-credentials-by-path-file", jobHelmPaths+"/"+bundlereader.PathCredentialsKey)
-	}
-	for _, k := range slices.Sorted(maps.Keys(o.Labels)) {
-		applyArgs = append(applyArgs, "--label", k+"="+o.Labels[k])
-	}
-	applyArgs = append(applyArgs, "--", gr.Name)
-	applyArgs = append(applyArgs, o.Paths...)
-	env = append(env, corev1.EnvVar{Name: "COMMIT", Value: commit},
-		// The pod runs as jobUID, not the image's user, whose home it may not read: Helm's
-		// cache and client-go's kubeconfig lookup use a home it owns.
-		corev1.EnvVar{Name: "HOME", Value: "/tmp"})
-
-	backoff := int32(0)
-	deadline := int64(jobDeadline / time.Second)
-	uid := int64(1000)
-	requests := corev1.ResourceRequirements{Requests: corev1.ResourceList{
-		corev1.ResourceCPU: resource.MustParse(jobCPURequest), corev1.ResourceMemory: resource.MustParse(jobMemRequest)}}
+	p.ServiceAccountName = sa
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, OwnerReferences: owner, Labels: lbl,
 			Annotations: map[string]string{fleet.CommitAnnotation: commit}},
-		Spec: batchv1.JobSpec{BackoffLimit: &backoff, ActiveDeadlineSeconds: &deadline, Template: corev1.PodTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Labels: lbl},
-			Spec: corev1.PodSpec{
-				ServiceAccountName: sa, RestartPolicy: corev1.RestartPolicyNever, Volumes: volumes,
-				SecurityContext: &corev1.PodSecurityContext{RunAsUser: &uid, RunAsNonRoot: boolPtr(true), FSGroup: &uid},
-				InitContainers: []corev1.Container{{Name: "gitcloner", Image: h.JobRunner.Image, Command: []string{"fleet"}, Args: clone,
-					Env: env, VolumeMounts: mounts, Resources: requests, TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError}},
-				Containers: []corev1.Container{{Name: "fleet", Image: h.JobRunner.Image, Command: []string{"fleet"}, Args: applyArgs,
-					Env: env, VolumeMounts: applyMounts, Resources: requests, TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError}},
-			}}}}
+		Spec: batchv1.JobSpec{BackoffLimit: ptr(int32(0)), ActiveDeadlineSeconds: ptr(int64(jobDeadline / time.Second)),
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: lbl}, Spec: *p}}}
 	if _, err := h.JobRunner.Jobs.Create(job); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating job %s/%s: %w", ns, name, err)
 	}
@@ -272,8 +190,123 @@ func (h *handler) createJob(gr *fleet.GitRepo, commit, name string) error {
 	return nil
 }
 
-// jobApplyArgs are the arguments of the Job's `fleet apply` for the GitRepo's options, before
-// the credential flags and the paths.
+// jobIdentity is the GitRepo's ServiceAccount git-<name>, which may write its Bundles.
+func (h *handler) jobIdentity(ctx context.Context, gr *fleet.GitRepo, owner []metav1.OwnerReference, lbl map[string]string) (string, error) {
+	ns, sa := gr.Namespace, names.SafeConcatName("git", gr.Name)
+	if err := ensure.ServiceAccount(ctx, h.Kube, ns, sa, owner, lbl); err != nil {
+		return "", err
+	}
+	if err := ensure.Role(ctx, h.Kube, ns, sa, JobRules(), owner, lbl); err != nil {
+		return "", err
+	}
+	if err := ensure.RoleBinding(ctx, h.Kube, ns, sa, "Role", sa, ns, sa, owner, lbl); err != nil {
+		return "", err
+	}
+	return sa, nil
+}
+
+// jobConfigMap holds the targets file and the CA bundle of the Job's run.
+func (h *handler) jobConfigMap(ctx context.Context, gr *fleet.GitRepo, name string, owner []metav1.OwnerReference, lbl map[string]string) (*corev1.ConfigMap, error) {
+	ts, rs := bundlereader.FromGitTargets(targetsOf(gr))
+	targets, err := yaml.Marshal(apply.TargetsFile{Targets: ts, TargetRestrictions: rs})
+	if err != nil {
+		return nil, err
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name + "-config", Namespace: gr.Namespace, OwnerReferences: owner, Labels: lbl},
+		Data: map[string]string{targetsFileKey: string(targets)}}
+	if len(gr.Spec.CABundle) > 0 {
+		cm.Data[caFileKey] = string(gr.Spec.CABundle)
+	}
+	if _, err := h.Kube.CoreV1().ConfigMaps(gr.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating configmap %s/%s: %w", gr.Namespace, cm.Name, err)
+	}
+	return cm, nil
+}
+
+// jobPod runs `fleet gitcloner` (init container) then `fleet apply` with the GitRepo's
+// credentials mounted from its Secrets.
+func (h *handler) jobPod(gr *fleet.GitRepo, commit string, cm *corev1.ConfigMap) (*corev1.PodSpec, error) {
+	var env []corev1.EnvVar
+	mounts := []corev1.VolumeMount{{Name: "workspace", MountPath: jobWorkspace}, {Name: "config", MountPath: jobConfig}}
+	volumes := []corev1.Volume{
+		{Name: "workspace", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm.Name}}}},
+	}
+	clone := cloneArgs(gr, commit)
+	if sec := gr.Spec.ClientSecretName; sec != "" {
+		s, err := h.secret(gr.Namespace, sec)
+		if err != nil {
+			return nil, fmt.Errorf("clientSecretName %s: %w", sec, err)
+		}
+		volumes = append(volumes, secretVolume("git-credentials", sec))
+		mounts = append(mounts, corev1.VolumeMount{Name: "git-credentials", MountPath: jobGitSecret, ReadOnly: true})
+		if _, ok := s.Data[corev1.SSHAuthPrivateKey]; ok {
+			clone = append(clone, "--ssh-private-key-file", jobGitSecret+"/"+corev1.SSHAuthPrivateKey, "--known-hosts-file", jobGitSecret+"/known_hosts")
+		} else {
+			env = append(env, secretEnv("GIT_USERNAME", sec, corev1.BasicAuthUsernameKey))
+			clone = append(clone, "--username", "$(GIT_USERNAME)", "--password-file", jobGitSecret+"/"+corev1.BasicAuthPasswordKey)
+		}
+	}
+
+	o := h.applyOptions(gr, commit)
+	applyArgs := jobApplyArgs(gr, o, gr.Namespace, commit)
+	applyMounts := append([]corev1.VolumeMount{}, mounts...)
+	if sec := gr.Spec.HelmSecretName; sec != "" {
+		volumes = append(volumes, secretVolume("helm-credentials", sec))
+		applyMounts = append(applyMounts, corev1.VolumeMount{Name: "helm-credentials", MountPath: jobHelmSecret, ReadOnly: true})
+		env = append(env, secretEnv("HELM_USERNAME", sec, "username"))
+		applyArgs = append(applyArgs, "--username", "$(HELM_USERNAME)", "--password-file", jobHelmSecret+"/password")
+	}
+	if sec := gr.Spec.HelmSecretNameForPaths; sec != "" {
+		volumes = append(volumes, secretVolume("helm-paths", sec))
+		applyMounts = append(applyMounts, corev1.VolumeMount{Name: "helm-paths", MountPath: jobHelmPaths, ReadOnly: true})
+		applyArgs = append(applyArgs, "--helm-credentials-by-path-file", jobHelmPaths+"/"+bundlereader.PathCredentialsKey)
+	}
+	for _, k := range slices.Sorted(maps.Keys(o.Labels)) {
+		applyArgs = append(applyArgs, "--label", k+"="+o.Labels[k])
+	}
+	applyArgs = append(append(applyArgs, "--", gr.Name), o.Paths...)
+	env = append(env, corev1.EnvVar{Name: "COMMIT", Value: commit},
+		// The pod runs as jobUID, not the image's user, whose home it may not read: Helm's
+		// cache and client-go's kubeconfig lookup use a home it owns.
+		corev1.EnvVar{Name: "HOME", Value: "/tmp"})
+
+	uid := int64(1000)
+	requests := corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse(jobCPURequest), corev1.ResourceMemory: resource.MustParse(jobMemRequest)}}
+	return &corev1.PodSpec{
+		RestartPolicy: corev1.RestartPolicyNever, Volumes: volumes,
+		SecurityContext: &corev1.PodSecurityContext{RunAsUser: &uid, RunAsNonRoot: boolPtr(true), FSGroup: &uid},
+		InitContainers: []corev1.Container{{Name: "gitcloner", Image: h.JobRunner.Image, Command: []string{"fleet"}, Args: clone,
+			Env: env, VolumeMounts: mounts, Resources: requests, TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError}},
+		Containers: []corev1.Container{{Name: "fleet", Image: h.JobRunner.Image, Command: []string{"fleet"}, Args: applyArgs,
+			Env: env, VolumeMounts: applyMounts, Resources: requests, TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError}},
+	}, nil
+}
+
+// cloneArgs are `fleet gitcloner`'s arguments for commit of the GitRepo (credentials apart).
+func cloneArgs(gr *fleet.GitRepo, commit string) []string {
+	clone := []string{"gitcloner", gr.Spec.Repo, jobCheckout, "--commit", commit}
+	if gr.Spec.Revision != "" {
+		clone = append(clone, "--revision", gr.Spec.Revision)
+	} else if gr.Spec.Branch != "" {
+		clone = append(clone, "--branch", gr.Spec.Branch)
+	}
+	if gr.Spec.InsecureSkipTLSVerify {
+		clone = append(clone, "--insecure-skip-tls")
+	}
+	if len(gr.Spec.CABundle) > 0 {
+		clone = append(clone, "--ca-bundle-file", jobConfig+"/"+caFileKey)
+	}
+	return clone
+}
+
+func secretVolume(name, secret string) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret}}}
+}
+
+func ptr[T any](v T) *T { return &v }
+
 func jobApplyArgs(gr *fleet.GitRepo, o apply.Options, ns, commit string) []string {
 	applyArgs := []string{"apply", "--root", jobCheckout, "--targets-file", jobConfig + "/" + targetsFileKey, "--commit", commit, "-n", ns}
 	if o.ServiceAccount != "" {
