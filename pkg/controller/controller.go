@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/config"
@@ -142,16 +143,7 @@ var fewWorkers = map[schema.GroupVersionKind]int{
 
 // start registers every controller and starts the caches and workers.
 func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o Options) error {
-	scf, err := lassocontroller.NewSharedControllerFactoryFromConfigWithOptions(cfg, schemes.All,
-		&lassocontroller.SharedControllerFactoryOptions{DefaultWorkers: o.Workers, KindWorkers: fewWorkers, CacheOptions: &lassocache.SharedCacheFactoryOptions{
-			// The only ConfigMap the manager reads is its configuration.
-			KindNamespace: map[schema.GroupVersionKind]string{corev1.SchemeGroupVersion.WithKind("ConfigMap"): o.SystemNamespace},
-			// Secrets are cached for GitRepos' credentials: Helm's release records and token
-			// Secrets, the bulk of a cluster's Secrets, are none of those.
-			KindTweakList: map[schema.GroupVersionKind]lassocache.TweakListOptionsFunc{corev1.SchemeGroupVersion.WithKind("Secret"): func(lo *metav1.ListOptions) {
-				lo.FieldSelector = "type!=helm.sh/release.v1,type!=" + string(corev1.SecretTypeServiceAccountToken)
-			}},
-		}})
+	scf, err := controllerFactory(cfg, o)
 	if err != nil {
 		return err
 	}
@@ -164,23 +156,8 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 		return err
 	}
 	f, c := ff.Fleet().V1alpha1(), cf.Core().V1()
-
-	for _, t := range []struct {
-		informer  cache.SharedIndexInformer
-		transform cache.TransformFunc
-	}{
-		{f.BundleDeployment().Informer(), slimDeployment},
-		{f.Content().Informer(), slimContent},
-		{f.Bundle().Informer(), stripManagedFields},
-		{f.Cluster().Informer(), stripManagedFields},
-		{f.ClusterGroup().Informer(), stripManagedFields},
-		{f.GitRepo().Informer(), stripManagedFields},
-		{c.Namespace().Informer(), stripManagedFields},
-		{c.Secret().Informer(), stripManagedFields},
-	} {
-		if err := t.informer.SetTransform(t.transform); err != nil {
-			return err
-		}
+	if err := trimCaches(f, c); err != nil {
+		return err
 	}
 	if err := bootstrap.Run(ctx, o.SystemNamespace, cfg, kube, f); err != nil {
 		return err
@@ -189,34 +166,15 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 	recorder := events.NewRecorder(ctx, kube, "fleet-controller")
 	// configChanged, once agent management runs, brings every Cluster's agent up to date.
 	var configChanged atomic.Pointer[func()]
-	c.ConfigMap().OnChange(ctx, "config-reload", func(_ string, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
-		if cm == nil || cm.Namespace != o.SystemNamespace || cm.Name != config.ConfigMapName {
-			return cm, nil
-		}
-		parsed, err := config.Parse(cm.Data[config.Key])
-		if err != nil {
-			// A user error: keep the configuration in force and say why.
-			logrus.WithError(err).Warn("ignoring invalid configuration")
-			return cm, nil
-		}
-		config.Set(parsed)
-		logrus.Info("configuration reloaded")
-		if f := configChanged.Load(); f != nil {
-			(*f)()
-		}
-		return cm, nil
-	})
+	watchConfig(ctx, c, o.SystemNamespace, &configChanged)
+	checkin := func() time.Duration { return config.Get().AgentCheckinInterval.Duration }
 	bundle.Register(ctx, bundle.Deps{
 		Bundles: f.Bundle(), BundleDeployments: f.BundleDeployment(), Clusters: f.Cluster(),
 		ClusterGroups: f.ClusterGroup(), Contents: f.Content(),
-		Mappings: f.BundleNamespaceMapping(), Namespaces: c.Namespace().Cache(),
-		CheckinInterval: func() time.Duration { return config.Get().AgentCheckinInterval.Duration },
+		Mappings: f.BundleNamespaceMapping(), Namespaces: c.Namespace().Cache(), CheckinInterval: checkin,
 	})
-	cluster.Register(ctx, cluster.Deps{
-		Clusters: f.Cluster(), BundleDeployments: f.BundleDeployment(), Namespaces: c.Namespace(),
-		CheckinInterval: func() time.Duration { return config.Get().AgentCheckinInterval.Duration },
-		Revoke:          registration.Revoke(kube),
-	})
+	cluster.Register(ctx, cluster.Deps{Clusters: f.Cluster(), BundleDeployments: f.BundleDeployment(), Namespaces: c.Namespace(),
+		CheckinInterval: checkin, Revoke: registration.Revoke(kube)})
 	if o.RegistrationNamespace == "" {
 		o.RegistrationNamespace = fleet.ClustersSystemNamespace
 	}
@@ -237,21 +195,83 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 			BundleDeployments: f.BundleDeployment(), Settings: settings, AgentConfig: clusterimport.AgentConfig(c.Secret().Cache())})
 		configChanged.Store(&recheck)
 	}
-	caches := &metrics.Caches{Bundles: f.Bundle().Cache(), BundleDeployments: f.BundleDeployment().Cache(), Clusters: f.Cluster().Cache(),
-		ClusterGroups: f.ClusterGroup().Cache()}
-	if !o.DisableGitOps {
-		caches.GitRepos = f.GitRepo().Cache()
-	}
-	metrics.Export(ctx, caches)
-	ed := events.Deps{Recorder: recorder, Bundles: f.Bundle(), Clusters: f.Cluster(), BundleDeployments: f.BundleDeployment()}
-	if !o.DisableGitOps {
-		ed.GitRepos = f.GitRepo()
-	}
-	events.Register(ed)
+	observe(ctx, f, recorder, o.DisableGitOps)
 	content.Register(ctx, f.Content(), f.BundleDeployment())
 	downstream.Register(ctx, kube, f.BundleDeployment(), c.Secret())
 	clustergroup.Register(ctx, f.ClusterGroup(), f.Cluster())
 	return scf.Start(ctx, o.Workers)
+}
+
+// controllerFactory makes the shared controllers and caches, with the few kinds that change
+// rarely on fewer workers and the Secret and ConfigMap caches narrowed to what the manager reads.
+func controllerFactory(cfg *rest.Config, o Options) (lassocontroller.SharedControllerFactory, error) {
+	return lassocontroller.NewSharedControllerFactoryFromConfigWithOptions(cfg, schemes.All,
+		&lassocontroller.SharedControllerFactoryOptions{DefaultWorkers: o.Workers, KindWorkers: fewWorkers, CacheOptions: &lassocache.SharedCacheFactoryOptions{
+			// The only ConfigMap the manager reads is its configuration.
+			KindNamespace: map[schema.GroupVersionKind]string{corev1.SchemeGroupVersion.WithKind("ConfigMap"): o.SystemNamespace},
+			// Secrets are cached for GitRepos' credentials: Helm's release records and token
+			// Secrets, the bulk of a cluster's Secrets, are none of those.
+			KindTweakList: map[schema.GroupVersionKind]lassocache.TweakListOptionsFunc{corev1.SchemeGroupVersion.WithKind("Secret"): func(lo *metav1.ListOptions) {
+				lo.FieldSelector = "type!=helm.sh/release.v1,type!=" + string(corev1.SecretTypeServiceAccountToken)
+			}},
+		}})
+}
+
+// trimCaches sets the transforms that keep the caches small (transform.go).
+func trimCaches(f fleetcontrollers.Interface, c corecontrollers.Interface) error {
+	for _, t := range []struct {
+		informer  cache.SharedIndexInformer
+		transform cache.TransformFunc
+	}{
+		{f.BundleDeployment().Informer(), slimDeployment},
+		{f.Content().Informer(), slimContent},
+		{f.Bundle().Informer(), stripManagedFields},
+		{f.Cluster().Informer(), stripManagedFields},
+		{f.ClusterGroup().Informer(), stripManagedFields},
+		{f.GitRepo().Informer(), stripManagedFields},
+		{c.Namespace().Informer(), stripManagedFields},
+		{c.Secret().Informer(), stripManagedFields},
+	} {
+		if err := t.informer.SetTransform(t.transform); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// watchConfig puts the fleet-controller ConfigMap's configuration in force whenever it changes
+// (an invalid one is logged and ignored), then calls changed when set.
+func watchConfig(ctx context.Context, c corecontrollers.Interface, systemNamespace string, changed *atomic.Pointer[func()]) {
+	c.ConfigMap().OnChange(ctx, "config-reload", func(_ string, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
+		if cm == nil || cm.Namespace != systemNamespace || cm.Name != config.ConfigMapName {
+			return cm, nil
+		}
+		parsed, err := config.Parse(cm.Data[config.Key])
+		if err != nil {
+			// A user error: keep the configuration in force and say why.
+			logrus.WithError(err).Warn("ignoring invalid configuration")
+			return cm, nil
+		}
+		config.Set(parsed)
+		logrus.Info("configuration reloaded")
+		if f := changed.Load(); f != nil {
+			(*f)()
+		}
+		return cm, nil
+	})
+}
+
+// observe exports the status metrics from the caches and records the status transitions as
+// Events.
+func observe(ctx context.Context, f fleetcontrollers.Interface, recorder record.EventRecorder, noGitOps bool) {
+	caches := &metrics.Caches{Bundles: f.Bundle().Cache(), BundleDeployments: f.BundleDeployment().Cache(), Clusters: f.Cluster().Cache(),
+		ClusterGroups: f.ClusterGroup().Cache()}
+	ed := events.Deps{Recorder: recorder, Bundles: f.Bundle(), Clusters: f.Cluster(), BundleDeployments: f.BundleDeployment()}
+	if !noGitOps {
+		caches.GitRepos, ed.GitRepos = f.GitRepo().Cache(), f.GitRepo()
+	}
+	metrics.Export(ctx, caches)
+	events.Register(ed)
 }
 
 // startGitOps registers the GitRepo controller and the git providers' webhook receiver.
