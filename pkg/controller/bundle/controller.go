@@ -328,35 +328,15 @@ type synced struct {
 // result is in plan order.
 // release is called once the decisions are made, before waiting for the writes.
 func (h *handler) sync(b *fleet.Bundle, plan []planned, contentName string, release func()) ([]synced, *rollout, bool, error) {
-	existing, err := h.bdCache.GetByIndex(index.ByBundle, b.Namespace+"/"+b.Name)
+	byNamespace, err := h.existing(b, plan)
 	if err != nil {
 		return nil, nil, false, err
-	}
-	byNamespace := map[string]*fleet.BundleDeployment{}
-	for _, bd := range existing {
-		byNamespace[bd.Namespace] = bd
-	}
-	// Deployments this controller created that the cache has not shown yet: without them the
-	// next pass would create them again (and fail) while the cache catches up.
-	for _, p := range plan {
-		if p.namespace == "" {
-			continue
-		}
-		if byNamespace[p.namespace] != nil {
-			continue
-		}
-		if bd := h.created.get(p.namespace+"/"+b.Name, h.now()); bd != nil {
-			byNamespace[p.namespace] = bd
-		}
 	}
 	r, err := newRollout(b, plan, byNamespace)
 	if err != nil {
 		return nil, nil, false, err
 	}
-	maxNew := defaultMaxNew
-	if b.Spec.RolloutStrategy != nil && b.Spec.RolloutStrategy.MaxNew != nil && *b.Spec.RolloutStrategy.MaxNew > 0 {
-		maxNew = *b.Spec.RolloutStrategy.MaxNew
-	}
+	maxNew := maxNewOf(b)
 	out := make([]synced, len(plan))
 	wanted := map[string]bool{}
 	for i, p := range plan {
@@ -419,17 +399,56 @@ func (h *handler) sync(b *fleet.Bundle, plan []planned, contentName string, rele
 	if renderErr != nil {
 		return nil, nil, false, renderErr
 	}
+	if err := h.deleteUntargeted(b, byNamespace, wanted); err != nil {
+		return nil, nil, false, err
+	}
+	return out, r, requeue, nil
+}
+
+// existing are the Bundle's BundleDeployments by cluster namespace: the cache's, and those this
+// controller created that the cache has not shown yet (without them the next pass would create
+// them again, and fail, while the cache catches up).
+func (h *handler) existing(b *fleet.Bundle, plan []planned) (map[string]*fleet.BundleDeployment, error) {
+	cached, err := h.bdCache.GetByIndex(index.ByBundle, b.Namespace+"/"+b.Name)
+	if err != nil {
+		return nil, err
+	}
+	byNamespace := map[string]*fleet.BundleDeployment{}
+	for _, bd := range cached {
+		byNamespace[bd.Namespace] = bd
+	}
+	for _, p := range plan {
+		if p.namespace == "" || byNamespace[p.namespace] != nil {
+			continue
+		}
+		if bd := h.created.get(p.namespace+"/"+b.Name, h.now()); bd != nil {
+			byNamespace[p.namespace] = bd
+		}
+	}
+	return byNamespace, nil
+}
+
+// maxNewOf is how many BundleDeployments one pass may create (rolloutStrategy.maxNew).
+func maxNewOf(b *fleet.Bundle) int {
+	if b.Spec.RolloutStrategy != nil && b.Spec.RolloutStrategy.MaxNew != nil && *b.Spec.RolloutStrategy.MaxNew > 0 {
+		return *b.Spec.RolloutStrategy.MaxNew
+	}
+	return defaultMaxNew
+}
+
+// deleteUntargeted deletes the BundleDeployments of clusters the Bundle no longer targets.
+func (h *handler) deleteUntargeted(b *fleet.Bundle, byNamespace map[string]*fleet.BundleDeployment, wanted map[string]bool) error {
 	for ns, bd := range byNamespace {
 		if wanted[ns] {
 			continue
 		}
 		if err := h.bds.Delete(bd.Namespace, bd.Name, &metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return nil, nil, false, fmt.Errorf("deleting bundledeployment %s/%s: %w", bd.Namespace, bd.Name, err)
+			return fmt.Errorf("deleting bundledeployment %s/%s: %w", bd.Namespace, bd.Name, err)
 		}
 		logrus.WithFields(logfields.For("bundle", b.Namespace, b.Name)).WithField("clusterNamespace", ns).
 			Info("deleted bundledeployment of a cluster no longer targeted")
 	}
-	return out, r, requeue, nil
+	return nil
 }
 
 // write creates or updates a BundleDeployment; unchanged ones are not written.
