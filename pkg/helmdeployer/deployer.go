@@ -146,7 +146,7 @@ func (r *Release) String() string {
 
 func fromHelm(rel *release.Release) *Release {
 	r := &Release{Name: rel.Name, Namespace: rel.Namespace, Version: rel.Version, Manifest: rel.Manifest,
-		BundleID: rel.Labels[BundleIDLabel], DeleteNamespace: rel.Labels[DeleteNamespaceLabel] == "true",
+		BundleID: owner(rel), DeleteNamespace: rel.Labels[DeleteNamespaceLabel] == "true",
 		ValuesHash: rel.Labels[ValuesHashLabel]}
 	if rel.Info != nil {
 		r.Status = rel.Info.Status
@@ -158,9 +158,6 @@ func fromHelm(rel *release.Release) *Release {
 		// Made by a Fleet agent before the move: Fleet marks only the chart, and records no
 		// deploymentID there.
 		r.MadeByFleet = r.DeploymentID == "" && a[fleet.BundleIDAnnotation] != ""
-		if r.BundleID == "" {
-			r.BundleID = a[fleet.BundleIDAnnotation]
-		}
 	}
 	return r
 }

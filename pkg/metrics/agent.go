@@ -20,6 +20,7 @@ var (
 		Help: "The number of drift corrections (rollbacks to the deployed revision) that succeeded."}, []string{"bundledeployment"})
 
 	checkinAgeName    = "fleet_agent_checkin_age_seconds"
+	agentNames        = []string{"fleet_agent_deploy_duration_seconds", "fleet_agent_drift_detected_total", "fleet_agent_drift_corrected_total"}
 	lastCheckIn       atomic.Int64 // unix nanoseconds of the last successful check-in; 0: none yet
 	agentStart        = time.Now()
 	registerAgentOnce sync.Once

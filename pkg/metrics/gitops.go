@@ -25,6 +25,9 @@ var (
 		Buckets: []float64{.1, .2, .5, 1, 2, 5, 10, 30}}, gitRepoKey)
 
 	gitOpsCollectors = []prometheus.Collector{gitJobsSuccess, gitJobsFailure, gitJobDuration, fetchSuccess, fetchFailure, fetchDuration}
+	gitOpsNames      = []string{"fleet_gitjobs_created_success_total", "fleet_gitjobs_created_failure_total", "fleet_gitjob_duration_seconds",
+		"fleet_gitrepo_fetch_latest_commit_success_total", "fleet_gitrepo_fetch_latest_commit_failure_total",
+		"fleet_gitrepo_fetch_latest_commit_duration_seconds"}
 )
 
 // GitJobStarted counts a run started to apply a GitRepo's commit, or one that failed to start.

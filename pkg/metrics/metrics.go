@@ -375,15 +375,7 @@ func Families() []string {
 	out = append(out, clusters.names()...)
 	out = append(out, groups.names()...)
 	out = append(out, gitRepos.names()...)
-	for _, c := range append(gitOpsCollectors, deployDuration, driftDetected, driftCorrected) {
-		ch := make(chan *prometheus.Desc, 1)
-		c.Describe(ch)
-		d := <-ch
-		// (a Desc tells its name only in its string form)
-		if _, rest, ok := strings.Cut(d.String(), `fqName: "`); ok {
-			name, _, _ := strings.Cut(rest, `"`)
-			out = append(out, name)
-		}
-	}
+	out = append(out, gitOpsNames...)
+	out = append(out, agentNames...)
 	return append(out, checkinAgeName)
 }

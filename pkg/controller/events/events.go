@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/controller/cluster"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 )
 
@@ -73,7 +74,7 @@ func Register(d Deps) {
 		watch(d.GitRepos.Informer(), func(old, cur *fleet.GitRepo) { gitRepo(r, old, cur) })
 	}
 	watch(d.Bundles.Informer(), func(old, cur *fleet.Bundle) { bundle(r, old, cur) })
-	watch(d.Clusters.Informer(), func(old, cur *fleet.Cluster) { cluster(r, old, cur) })
+	watch(d.Clusters.Informer(), func(old, cur *fleet.Cluster) { clusterChanged(r, old, cur) })
 	watch(d.BundleDeployments.Informer(), func(old, cur *fleet.BundleDeployment) { deployment(r, old, cur) })
 }
 
@@ -149,11 +150,8 @@ func pausedAt(b *fleet.Bundle) string {
 	return ""
 }
 
-// offlineState is the Cluster controller's display state for a cluster that stopped checking in.
-const offlineState = "Offline"
-
-func cluster(r record.EventRecorder, old, cur *fleet.Cluster) {
-	was, is := old.Status.Display.State == offlineState, cur.Status.Display.State == offlineState
+func clusterChanged(r record.EventRecorder, old, cur *fleet.Cluster) {
+	was, is := old.Status.Display.State == cluster.StateOffline, cur.Status.Display.State == cluster.StateOffline
 	switch {
 	case is && !was:
 		r.Eventf(cur, corev1.EventTypeWarning, Offline, "the agent has not checked in since %s", cur.Status.Agent.LastSeen.UTC().Format("2006-01-02T15:04:05Z"))
