@@ -96,12 +96,18 @@ var _ = Describe("GitRepo as Jobs", Ordered, func() {
 		Expect(b.Labels).To(HaveKeyWithValue(fleet.CommitLabel, commit), "the failed commit changed no Bundle")
 		jobs, err = k.BatchV1().Jobs(fleet.DefaultNamespace).List(ctx, metav1.ListOptions{})
 		Expect(err).NotTo(HaveOccurred())
-		live := 0
+		live, liveName := 0, ""
 		for _, j := range jobs.Items {
 			if j.DeletionTimestamp == nil {
-				live++
+				live, liveName = live+1, j.Name
 			}
 		}
 		Expect(live).To(Equal(1), "the newer commit's Job replaced the older one")
+		Eventually(func(g Gomega) {
+			cms, err := k.CoreV1().ConfigMaps(fleet.DefaultNamespace).List(ctx, metav1.ListOptions{LabelSelector: fleet.RepoLabel + "=jobs"})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(cms.Items).To(HaveLen(1), "and its ConfigMap the older one's")
+			g.Expect(cms.Items[0].Name).To(Equal(liveName + "-config"))
+		}).Should(Succeed())
 	}, NodeTimeout(5*time.Minute))
 })

@@ -1,8 +1,12 @@
 package registration_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +14,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	wapply "github.com/rancher/wrangler/v3/pkg/apply"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -517,6 +522,25 @@ var _ = Describe("cluster registration", Ordered, func() {
 		}
 	})
 
+	It("keeps credentials out of the records of the apply sets that write them", func(ctx context.Context) {
+		checked := 0
+		for _, ns := range []string{fleet.DefaultNamespace, fleet.ClustersSystemNamespace} {
+			secrets, err := managerKube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: wapply.LabelHash})
+			Expect(err).NotTo(HaveOccurred())
+			for _, s := range secrets.Items {
+				record := appliedRecord(s.Annotations[wapply.LabelApplied])
+				Expect(record).NotTo(BeEmpty(), "secret %s/%s", s.Namespace, s.Name)
+				for _, key := range []string{registration.KeyToken, registration.ValuesKey} {
+					if v := s.Data[key]; len(v) > 0 {
+						checked++
+						Expect(record).NotTo(ContainSubstring(base64.StdEncoding.EncodeToString(v)), "secret %s/%s key %s", s.Namespace, s.Name, key)
+					}
+				}
+			}
+		}
+		Expect(checked).To(BeNumerically(">=", 2), "token values and agent credentials were checked")
+	})
+
 	It("refuses an expired token with a clear message", func() {
 		short := newToken("short-lived", 3*time.Second)
 		Eventually(func() bool {
@@ -562,6 +586,17 @@ var _ = Describe("cluster registration", Ordered, func() {
 		}, 20*time.Second).Should(BeTrue(), "the deleted Cluster's agent is refused")
 	})
 })
+
+// appliedRecord decodes the record wrangler's apply keeps of what it applied (gzip, base64).
+func appliedRecord(annotation string) string {
+	b, err := base64.RawStdEncoding.DecodeString(annotation)
+	Expect(err).NotTo(HaveOccurred())
+	r, err := gzip.NewReader(bytes.NewReader(b))
+	Expect(err).NotTo(HaveOccurred())
+	out, err := io.ReadAll(r)
+	Expect(err).NotTo(HaveOccurred())
+	return string(out)
+}
 
 func updateBundleValue(name, value string) error {
 	b, err := api.Bundle().Get(fleet.DefaultNamespace, name, metav1.GetOptions{})

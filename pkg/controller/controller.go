@@ -10,12 +10,16 @@ import (
 
 	lassocache "github.com/rancher/lasso/pkg/cache"
 	lassocontroller "github.com/rancher/lasso/pkg/controller"
+	"github.com/rancher/wrangler/v3/pkg/apply"
 	"github.com/rancher/wrangler/v3/pkg/generated/controllers/batch"
 	"github.com/rancher/wrangler/v3/pkg/generated/controllers/core"
 	corecontrollers "github.com/rancher/wrangler/v3/pkg/generated/controllers/core/v1"
+	"github.com/rancher/wrangler/v3/pkg/generated/controllers/rbac"
 	"github.com/rancher/wrangler/v3/pkg/schemes"
 	"github.com/sirupsen/logrus"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
@@ -159,6 +163,10 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 	if err := trimCaches(f, c); err != nil {
 		return err
 	}
+	children, err := applier(cfg, scf, c)
+	if err != nil {
+		return err
+	}
 	if err := bootstrap.Run(ctx, o.SystemNamespace, cfg, kube, f); err != nil {
 		return err
 	}
@@ -174,17 +182,17 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 		Mappings: f.BundleNamespaceMapping(), Namespaces: c.Namespace().Cache(), CheckinInterval: checkin,
 	})
 	cluster.Register(ctx, cluster.Deps{Clusters: f.Cluster(), BundleDeployments: f.BundleDeployment(), Namespaces: c.Namespace(),
-		CheckinInterval: checkin, Revoke: registration.Revoke(kube)})
+		CheckinInterval: checkin, Revoke: registration.Revoke(children)})
 	if o.RegistrationNamespace == "" {
 		o.RegistrationNamespace = fleet.ClustersSystemNamespace
 	}
-	if err := registration.Register(ctx, registration.Deps{Kube: kube, Tokens: f.ClusterRegistrationToken(),
+	if err := registration.Register(ctx, registration.Deps{Kube: kube, Apply: children, Tokens: f.ClusterRegistrationToken(),
 		ClusterRegistrations: f.ClusterRegistration(), Clusters: f.Cluster(),
 		RegistrationNamespace: o.RegistrationNamespace, CredentialLifetime: o.CredentialLifetime, Recorder: recorder}); err != nil {
 		return err
 	}
 	if !o.DisableGitOps {
-		if err := startGitOps(ctx, cfg, kube, scf, f, c, o); err != nil {
+		if err := startGitOps(ctx, cfg, kube, scf, children, f, c, o); err != nil {
 			return err
 		}
 	}
@@ -209,12 +217,43 @@ func controllerFactory(cfg *rest.Config, o Options) (lassocontroller.SharedContr
 		&lassocontroller.SharedControllerFactoryOptions{DefaultWorkers: o.Workers, KindWorkers: fewWorkers, CacheOptions: &lassocache.SharedCacheFactoryOptions{
 			// The only ConfigMap the manager reads is its configuration.
 			KindNamespace: map[schema.GroupVersionKind]string{corev1.SchemeGroupVersion.WithKind("ConfigMap"): o.SystemNamespace},
-			// Secrets are cached for GitRepos' credentials: Helm's release records and token
-			// Secrets, the bulk of a cluster's Secrets, are none of those.
-			KindTweakList: map[schema.GroupVersionKind]lassocache.TweakListOptionsFunc{corev1.SchemeGroupVersion.WithKind("Secret"): func(lo *metav1.ListOptions) {
-				lo.FieldSelector = "type!=helm.sh/release.v1,type!=" + string(corev1.SecretTypeServiceAccountToken)
-			}},
+			KindTweakList: tweaks(),
 		}})
+}
+
+// tweaks narrow the caches of kinds the manager writes as apply sets (identities, roles, Jobs) to
+// the objects of such sets: the cluster's other ServiceAccounts, roles and Jobs are not its own.
+func tweaks() map[schema.GroupVersionKind]lassocache.TweakListOptionsFunc {
+	ownOnly := func(lo *metav1.ListOptions) { lo.LabelSelector = apply.LabelHash }
+	t := map[schema.GroupVersionKind]lassocache.TweakListOptionsFunc{
+		// Secrets are cached for GitRepos' credentials and the sets' Secrets: Helm's release
+		// records and token Secrets, the bulk of a cluster's Secrets, are none of those.
+		corev1.SchemeGroupVersion.WithKind("Secret"): func(lo *metav1.ListOptions) {
+			lo.FieldSelector = "type!=helm.sh/release.v1,type!=" + string(corev1.SecretTypeServiceAccountToken)
+		},
+		corev1.SchemeGroupVersion.WithKind("ServiceAccount"): ownOnly,
+		batchv1.SchemeGroupVersion.WithKind("Job"):           ownOnly,
+	}
+	for _, kind := range []string{"Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"} {
+		t[rbacv1.SchemeGroupVersion.WithKind(kind)] = ownOnly
+	}
+	return t
+}
+
+// applier applies the objects controllers derive from their own (identities, roles, credentials)
+// as wrangler apply sets, reading what exists from the shared caches.
+func applier(cfg *rest.Config, scf lassocontroller.SharedControllerFactory, c corecontrollers.Interface) (apply.Apply, error) {
+	rf, err := rbac.NewFactoryFromConfigWithOptions(cfg, &rbac.FactoryOptions{SharedControllerFactory: scf})
+	if err != nil {
+		return nil, err
+	}
+	a, err := apply.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	r := rf.Rbac().V1()
+	return a.WithCacheTypes(c.ServiceAccount(), c.Secret(), r.Role(), r.RoleBinding(), r.ClusterRole(), r.ClusterRoleBinding()).
+		WithSetOwnerReference(false, false), nil
 }
 
 // trimCaches sets the transforms that keep the caches small (transform.go).
@@ -276,14 +315,18 @@ func observe(ctx context.Context, f fleetcontrollers.Interface, recorder record.
 
 // startGitOps registers the GitRepo controller and the git providers' webhook receiver.
 func startGitOps(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, scf lassocontroller.SharedControllerFactory,
-	f fleetcontrollers.Interface, c corecontrollers.Interface, o Options) error {
+	children apply.Apply, f fleetcontrollers.Interface, c corecontrollers.Interface, o Options) error {
 	var jobs *gitrepo.JobRunner
 	if o.GitJobImage != "" {
 		bf, err := batch.NewFactoryFromConfigWithOptions(cfg, &batch.FactoryOptions{SharedControllerFactory: scf})
 		if err != nil {
 			return err
 		}
-		jobs = &gitrepo.JobRunner{Jobs: bf.Batch().V1().Job(), Image: o.GitJobImage}
+		job := bf.Batch().V1().Job()
+		// A Job's ConfigMap is not cached (the ConfigMap cache holds the system namespace only): the
+		// set lists ConfigMaps from the apiserver, once per new commit.
+		jobs = &gitrepo.JobRunner{Jobs: job, Image: o.GitJobImage,
+			Apply: children.WithCacheTypes(job).WithGVK(corev1.SchemeGroupVersion.WithKind("ConfigMap")).WithDynamicLookup()}
 	}
 	gitrepo.Register(ctx, gitrepo.Deps{Kube: kube, GitRepos: f.GitRepo(), Bundles: f.Bundle(), BundleDeployments: f.BundleDeployment(),
 		Clusters: f.Cluster(), Runs: o.GitRuns, RunTimeout: o.GitRunTimeout, CheckinInterval: func() time.Duration { return config.Get().AgentCheckinInterval.Duration },

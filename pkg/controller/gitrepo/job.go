@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	wapply "github.com/rancher/wrangler/v3/pkg/apply"
 	batchcontrollers "github.com/rancher/wrangler/v3/pkg/generated/controllers/batch/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,12 +20,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/bundlereader"
 	"github.com/fleetgo/fleet/pkg/cli/apply"
-	"github.com/fleetgo/fleet/pkg/ensure"
 	"github.com/fleetgo/fleet/pkg/metrics"
 	"github.com/fleetgo/fleet/pkg/names"
 )
@@ -48,6 +49,9 @@ type JobRunner struct {
 	Jobs batchcontrollers.JobController
 	// Image holds the fleet binary (the controller's own image).
 	Image string
+	// Apply writes a GitRepo's Job set; it must cache Jobs, ServiceAccounts, Roles and
+	// RoleBindings.
+	Apply wapply.Apply
 }
 
 // Limits of a GitRepo Job: the kubelet ends one running longer than jobDeadline (a stalled git
@@ -150,18 +154,16 @@ func (h *handler) jobMessage(job *batchv1.Job) string {
 	return "job " + job.Name + " failed"
 }
 
-// createJob writes the GitRepo's ServiceAccount and Role, its config, and the Job; older Jobs of
-// the GitRepo are deleted.
+// jobSet is the apply set of a GitRepo's Job and what it runs with: a newer commit's set
+// replaces the Job and ConfigMap of the older one.
+const jobSet = "fleet-gitrepo-job"
+
+// createJob applies the GitRepo's ServiceAccount, Role and RoleBinding, the run's ConfigMap and
+// the Job, as one set owned by the GitRepo.
 func (h *handler) createJob(gr *fleet.GitRepo, commit, name string) error {
-	ctx := context.Background()
-	ns := gr.Namespace
-	owner := []metav1.OwnerReference{{APIVersion: fleet.SchemeGroupVersion.String(), Kind: "GitRepo", Name: gr.Name, UID: gr.UID}}
 	lbl := map[string]string{fleet.RepoLabel: gr.Name}
-	sa, err := h.jobIdentity(ctx, gr, owner, lbl)
-	if err != nil {
-		return err
-	}
-	cm, err := h.jobConfigMap(ctx, gr, name, owner, lbl)
+	objs := jobIdentity(gr, lbl)
+	cm, err := jobConfigMap(gr, name, lbl)
 	if err != nil {
 		return err
 	}
@@ -169,56 +171,43 @@ func (h *handler) createJob(gr *fleet.GitRepo, commit, name string) error {
 	if err != nil {
 		return err
 	}
-	p.ServiceAccountName = sa
+	p.ServiceAccountName = objs[0].(*corev1.ServiceAccount).Name
 	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, OwnerReferences: owner, Labels: lbl,
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: gr.Namespace, Labels: lbl,
 			Annotations: map[string]string{fleet.CommitAnnotation: commit}},
 		Spec: batchv1.JobSpec{BackoffLimit: ptr(int32(0)), ActiveDeadlineSeconds: ptr(int64(jobDeadline / time.Second)),
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: lbl}, Spec: *p}}}
-	if _, err := h.JobRunner.Jobs.Create(job); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating job %s/%s: %w", ns, name, err)
-	}
-	// A newer commit replaces the Jobs of older ones.
-	old, _ := h.JobRunner.Jobs.Cache().List(ns, labels.SelectorFromSet(lbl))
-	bg := metav1.DeletePropagationBackground
-	for _, j := range old {
-		if j.Name != name {
-			_ = h.JobRunner.Jobs.Delete(ns, j.Name, &metav1.DeleteOptions{PropagationPolicy: &bg})
-			_ = h.Kube.CoreV1().ConfigMaps(ns).Delete(ctx, j.Name+"-config", metav1.DeleteOptions{})
-		}
+	if err := h.JobRunner.Apply.WithSetID(jobSet).WithOwner(gr).ApplyObjects(append(objs, cm, job)...); err != nil {
+		return fmt.Errorf("creating job %s/%s: %w", gr.Namespace, name, err)
 	}
 	return nil
 }
 
-// jobIdentity is the GitRepo's ServiceAccount git-<name>, which may write its Bundles.
-func (h *handler) jobIdentity(ctx context.Context, gr *fleet.GitRepo, owner []metav1.OwnerReference, lbl map[string]string) (string, error) {
+// jobIdentity is the GitRepo's ServiceAccount git-<name>, which may write its Bundles: the
+// ServiceAccount (first), its Role and RoleBinding.
+func jobIdentity(gr *fleet.GitRepo, lbl map[string]string) []runtime.Object {
 	ns, sa := gr.Namespace, names.SafeConcatName("git", gr.Name)
-	if err := ensure.ServiceAccount(ctx, h.Kube, ns, sa, owner, lbl); err != nil {
-		return "", err
+	meta := metav1.ObjectMeta{Name: sa, Namespace: ns, Labels: lbl}
+	return []runtime.Object{
+		&corev1.ServiceAccount{ObjectMeta: meta},
+		&rbacv1.Role{ObjectMeta: meta, Rules: JobRules()},
+		&rbacv1.RoleBinding{ObjectMeta: meta,
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: sa},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}}},
 	}
-	if err := ensure.Role(ctx, h.Kube, ns, sa, JobRules(), owner, lbl); err != nil {
-		return "", err
-	}
-	if err := ensure.RoleBinding(ctx, h.Kube, ns, sa, "Role", sa, ns, sa, owner, lbl); err != nil {
-		return "", err
-	}
-	return sa, nil
 }
 
 // jobConfigMap holds the targets file and the CA bundle of the Job's run.
-func (h *handler) jobConfigMap(ctx context.Context, gr *fleet.GitRepo, name string, owner []metav1.OwnerReference, lbl map[string]string) (*corev1.ConfigMap, error) {
+func jobConfigMap(gr *fleet.GitRepo, name string, lbl map[string]string) (*corev1.ConfigMap, error) {
 	ts, rs := bundlereader.FromGitTargets(targetsOf(gr))
 	targets, err := yaml.Marshal(apply.TargetsFile{Targets: ts, TargetRestrictions: rs})
 	if err != nil {
 		return nil, err
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name + "-config", Namespace: gr.Namespace, OwnerReferences: owner, Labels: lbl},
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name + "-config", Namespace: gr.Namespace, Labels: lbl},
 		Data: map[string]string{targetsFileKey: string(targets)}}
 	if len(gr.Spec.CABundle) > 0 {
 		cm.Data[caFileKey] = string(gr.Spec.CABundle)
-	}
-	if _, err := h.Kube.CoreV1().ConfigMaps(gr.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("creating configmap %s/%s: %w", gr.Namespace, cm.Name, err)
 	}
 	return cm, nil
 }

@@ -1,17 +1,15 @@
 package registration
 
 import (
-	"context"
 	"fmt"
 
+	"github.com/rancher/wrangler/v3/pkg/apply"
 	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
-	"github.com/fleetgo/fleet/pkg/ensure"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/logfields"
 	"github.com/fleetgo/fleet/pkg/names"
@@ -19,38 +17,53 @@ import (
 	"github.com/fleetgo/fleet/pkg/target"
 )
 
-// identity makes sure of a Cluster's agent identity in its cluster namespace and of what it may
-// do: read its BundleDeployments and Contents, write their status and its own Cluster's status,
-// and renew its credential.
-func identity(ctx context.Context, kube kubernetes.Interface, c *fleet.Cluster) error {
+// Apply sets of a Cluster's agent: its identity and permissions (given at registration, or when
+// a Cluster registered elsewhere is taken over), and the right of the identities already in its
+// cluster namespace to trade their credential (taking over only).
+const (
+	identitySet = "fleet-agent-identity"
+	exchangeSet = "fleet-agent-credential-exchange"
+)
+
+// identity applies a Cluster's agent identity in its cluster namespace and what it may do: read
+// its BundleDeployments and Contents, write their status and its own Cluster's status, and renew
+// its credential.
+func identity(a apply.Apply, c *fleet.Cluster) error {
 	ns, sa := target.ClusterNamespace(c), registration.AgentServiceAccount
-	owner := []metav1.OwnerReference{{APIVersion: fleet.SchemeGroupVersion.String(), Kind: "Cluster", Name: c.Name, UID: c.UID}}
-	if err := ensure.ServiceAccount(ctx, kube, ns, sa, nil, nil); err != nil {
-		return err
-	}
-	if err := ensure.Role(ctx, kube, ns, sa, registration.AgentRules(), nil, nil); err != nil {
-		return err
-	}
-	if err := ensure.RoleBinding(ctx, kube, ns, sa, "Role", sa, ns, sa, nil, nil); err != nil {
-		return err
-	}
 	statusRole := names.SafeConcatName("fleet-agent", c.Name)
-	if err := ensure.Role(ctx, kube, c.Namespace, statusRole, registration.ClusterStatusRules(c.Name), owner, nil); err != nil {
-		return err
-	}
-	if err := ensure.RoleBinding(ctx, kube, c.Namespace, statusRole, "Role", statusRole, ns, sa, owner, nil); err != nil {
-		return err
-	}
-	_, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: names.SafeConcatName("fleet-content", ns),
+	agent := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}}
+	err := a.WithSetID(identitySet).WithOwner(c).ApplyObjects(
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns}, Rules: registration.AgentRules()},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns}, RoleRef: roleRef("Role", sa), Subjects: agent},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: statusRole, Namespace: c.Namespace}, Rules: registration.ClusterStatusRules(c.Name)},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: statusRole, Namespace: c.Namespace}, RoleRef: roleRef("Role", statusRole), Subjects: agent},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: names.SafeConcatName("fleet-content", ns),
 			Labels: map[string]string{fleet.ClusterLabel: c.Name, fleet.ClusterNamespaceLabel: c.Namespace}},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: registration.ContentReaderRole},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}},
-	}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating the content binding of cluster %s/%s: %w", c.Namespace, c.Name, err)
+			RoleRef: roleRef("ClusterRole", registration.ContentReaderRole), Subjects: agent},
+	)
+	if err != nil {
+		return fmt.Errorf("granting the agent identity of cluster %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	return nil
+}
+
+func roleRef(kind, name string) rbacv1.RoleRef {
+	return rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: kind, Name: name}
+}
+
+// Revoke takes a Cluster's agent identity and permissions away (both sets, applied empty): tokens
+// of a deleted ServiceAccount are refused at once, so the agent loses access immediately, before
+// the namespace (and whatever else is in it) is gone.
+func Revoke(a apply.Apply) func(*fleet.Cluster) error {
+	return func(c *fleet.Cluster) error {
+		for _, set := range []string{identitySet, exchangeSet} {
+			if err := a.WithSetID(set).WithOwner(c).ApplyObjects(); err != nil {
+				return fmt.Errorf("revoking the agent of cluster %s/%s: %w", c.Namespace, c.Name, err)
+			}
+		}
+		return nil
+	}
 }
 
 // adopter takes over Clusters this manager did not register but whose agent has checked in:
@@ -61,7 +74,7 @@ func identity(ctx context.Context, kube kubernetes.Interface, c *fleet.Cluster) 
 // agent does so as it starts: it keeps its Cluster and is not registered again. Once done, the
 // Cluster is annotated and left alone.
 type adopter struct {
-	kube     kubernetes.Interface
+	apply    apply.Apply
 	clusters fleetcontrollers.ClusterController
 }
 
@@ -76,19 +89,16 @@ func (a *adopter) onChange(_ string, c *fleet.Cluster) (*fleet.Cluster, error) {
 	if c.Status.Namespace != ns {
 		return c, nil // the cluster controller gives it its namespace first (a status change: here again)
 	}
-	ctx := context.Background()
-	if err := identity(ctx, a.kube, c); err != nil {
+	if err := identity(a.apply, c); err != nil {
 		return c, err
 	}
-	if err := ensure.Role(ctx, a.kube, ns, registration.ExchangeRole, registration.ExchangeRules(), nil, nil); err != nil {
-		return c, err
-	}
-	_, err := a.kube.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: registration.ExchangeRole, Namespace: ns},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: registration.ExchangeRole},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:serviceaccounts:" + ns}},
-	}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
+	err := a.apply.WithSetID(exchangeSet).WithOwner(c).ApplyObjects(
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: registration.ExchangeRole, Namespace: ns}, Rules: registration.ExchangeRules()},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: registration.ExchangeRole, Namespace: ns},
+			RoleRef:  roleRef("Role", registration.ExchangeRole),
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:serviceaccounts:" + ns}}},
+	)
+	if err != nil {
 		return c, fmt.Errorf("letting the agents of cluster %s/%s trade their credential: %w", c.Namespace, c.Name, err)
 	}
 	c = c.DeepCopy()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rancher/wrangler/v3/pkg/apply"
 	"github.com/sirupsen/logrus"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -17,17 +18,18 @@ import (
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/config"
-	"github.com/fleetgo/fleet/pkg/ensure"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/logfields"
-	"github.com/fleetgo/fleet/pkg/names"
 	"github.com/fleetgo/fleet/pkg/registration"
 	"github.com/fleetgo/fleet/pkg/target"
 )
 
 // Deps are what the registration controllers read and write.
 type Deps struct {
-	Kube                 kubernetes.Interface
+	Kube kubernetes.Interface
+	// Apply writes the identities, roles and Secrets as apply sets; it must cache
+	// ServiceAccounts, Secrets, Roles, RoleBindings, ClusterRoles and ClusterRoleBindings.
+	Apply                apply.Apply
 	Tokens               fleetcontrollers.ClusterRegistrationTokenController
 	ClusterRegistrations fleetcontrollers.ClusterRegistrationController
 	Clusters             fleetcontrollers.ClusterController
@@ -69,10 +71,10 @@ func Register(ctx context.Context, d Deps) error {
 	if err := CheckCredentialLifetime(d.CredentialLifetime); err != nil {
 		return err
 	}
-	if err := ensureSharedRoles(ctx, d.Kube, d.RegistrationNamespace); err != nil {
+	if err := sharedRoles(ctx, d.Kube, d.Apply, d.RegistrationNamespace); err != nil {
 		return err
 	}
-	t := &tokens{kube: d.Kube, tokens: d.Tokens, regNS: d.RegistrationNamespace, now: time.Now}
+	t := &tokens{kube: d.Kube, apply: d.Apply, tokens: d.Tokens, regNS: d.RegistrationNamespace, now: time.Now}
 	d.Tokens.OnChange(ctx, "clusterregistrationtoken", t.onChange)
 	d.Clusters.Cache().AddIndexer(byClientID, func(c *fleet.Cluster) ([]string, error) {
 		if c.Spec.ClientID == "" {
@@ -82,31 +84,31 @@ func Register(ctx context.Context, d Deps) error {
 	})
 	r := &registrations{Deps: d}
 	d.ClusterRegistrations.OnChange(ctx, "clusterregistration", r.onChange)
-	a := &adopter{kube: d.Kube, clusters: d.Clusters}
+	a := &adopter{apply: d.Apply, clusters: d.Clusters}
 	d.Clusters.OnChange(ctx, "cluster-identity", a.onChange)
 	return nil
 }
 
-func ensureSharedRoles(ctx context.Context, kube kubernetes.Interface, regNS string) error {
+// Apply sets of registration: the roles every agent and import token shares, and each
+// registration's credential Secret.
+const (
+	sharedRolesSet = "fleet-registration-shared-roles"
+	credentialSet  = "fleet-agent-credential"
+)
+
+// sharedRoles makes the registration namespace and applies the roles that every import token
+// (reading its agent's credential there) and agent (reading Contents) is bound to.
+func sharedRoles(ctx context.Context, kube kubernetes.Interface, a apply.Apply, regNS string) error {
 	_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: regNS}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %s: %w", regNS, err)
 	}
-	if err := ensure.Role(ctx, kube, regNS, registration.CredentialReaderRole, registration.CredentialReaderRules(), nil, nil); err != nil {
-		return err
-	}
-	cr := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: registration.ContentReaderRole}, Rules: registration.ContentReaderRules()}
-	_, err = kube.RbacV1().ClusterRoles().Create(ctx, cr, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
-		cur, gerr := kube.RbacV1().ClusterRoles().Get(ctx, cr.Name, metav1.GetOptions{})
-		if gerr != nil {
-			return gerr
-		}
-		cur.Rules = cr.Rules
-		_, err = kube.RbacV1().ClusterRoles().Update(ctx, cur, metav1.UpdateOptions{})
-	}
+	err = a.WithSetID(sharedRolesSet).ApplyObjects(
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: registration.CredentialReaderRole, Namespace: regNS}, Rules: registration.CredentialReaderRules()},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: registration.ContentReaderRole}, Rules: registration.ContentReaderRules()},
+	)
 	if err != nil {
-		return fmt.Errorf("writing cluster role %s: %w", cr.Name, err)
+		return fmt.Errorf("writing the registration roles: %w", err)
 	}
 	return nil
 }
@@ -120,8 +122,12 @@ func (r *registrations) log(reg *fleet.ClusterRegistration) *logrus.Entry {
 }
 
 // onChange grants a registration: the Cluster, its agent identity and a credential.
-func (r *registrations) onChange(_ string, reg *fleet.ClusterRegistration) (*fleet.ClusterRegistration, error) {
-	if reg == nil || reg.DeletionTimestamp != nil {
+func (r *registrations) onChange(key string, reg *fleet.ClusterRegistration) (*fleet.ClusterRegistration, error) {
+	if reg == nil {
+		// Its credential Secret, if still there, goes with it.
+		return nil, r.Apply.WithSetID(credentialSet).WithOwnerKey(key, fleet.SchemeGroupVersion.WithKind("ClusterRegistration")).ApplyObjects()
+	}
+	if reg.DeletionTimestamp != nil {
 		return reg, nil
 	}
 	ctx := context.Background()
@@ -132,11 +138,7 @@ func (r *registrations) onChange(_ string, reg *fleet.ClusterRegistration) (*fle
 			r.ClusterRegistrations.EnqueueAfter(reg.Namespace, reg.Name, credentialSecretTTL-age)
 			return reg, nil
 		}
-		err := r.Kube.CoreV1().Secrets(r.RegistrationNamespace).Delete(ctx, secretName, metav1.DeleteOptions{})
-		if apierrors.IsNotFound(err) {
-			err = nil
-		}
-		return reg, err
+		return reg, r.Apply.WithSetID(credentialSet).WithOwner(reg).ApplyObjects()
 	}
 	if reg.Spec.ClientID == "" || reg.Spec.ClientRandom == "" {
 		r.log(reg).Warn("registration without clientID or clientRandom: ignored")
@@ -166,8 +168,8 @@ func (r *registrations) onChange(_ string, reg *fleet.ClusterRegistration) (*fle
 			registration.KeyClusterName: []byte(cluster.Name), registration.KeyClusterObjectNamespace: []byte(cluster.Namespace),
 			registration.KeyServiceAccount: []byte(registration.AgentServiceAccount),
 		}}
-	if err := ensure.Secret(ctx, r.Kube, secret); err != nil {
-		return reg, err
+	if err := r.Apply.WithSetID(credentialSet).WithOwner(reg).ApplyObjects(secret); err != nil {
+		return reg, fmt.Errorf("writing the credential of registration %s/%s: %w", reg.Namespace, reg.Name, err)
 	}
 	// Older requests of the same agent are done with.
 	if all, err := r.ClusterRegistrations.Cache().List(reg.Namespace, labels.Everything()); err == nil {
@@ -220,7 +222,7 @@ func (r *registrations) cluster(reg *fleet.ClusterRegistration) (*fleet.Cluster,
 // grant gives the Cluster's agent its identity and permissions and returns a fresh credential.
 func (r *registrations) grant(ctx context.Context, c *fleet.Cluster) (string, error) {
 	ns, sa := target.ClusterNamespace(c), registration.AgentServiceAccount
-	if err := identity(ctx, r.Kube, c); err != nil {
+	if err := identity(r.Apply, c); err != nil {
 		return "", err
 	}
 	secs := int64(r.CredentialLifetime / time.Second)
@@ -230,27 +232,4 @@ func (r *registrations) grant(ctx context.Context, c *fleet.Cluster) (string, er
 		return "", fmt.Errorf("issuing the credential of cluster %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	return tr.Status.Token, nil
-}
-
-// Revoke takes a Cluster's agent identity and permissions away: tokens of a deleted
-// ServiceAccount are refused at once, so the agent loses access immediately, before the
-// namespace (and whatever else is in it) is gone.
-func Revoke(kube kubernetes.Interface) func(*fleet.Cluster) error {
-	return func(c *fleet.Cluster) error {
-		ctx := context.Background()
-		statusRole := names.SafeConcatName("fleet-agent", c.Name)
-		ns := target.ClusterNamespace(c)
-		errs := []error{
-			kube.RbacV1().RoleBindings(c.Namespace).Delete(ctx, statusRole, metav1.DeleteOptions{}),
-			kube.RbacV1().Roles(c.Namespace).Delete(ctx, statusRole, metav1.DeleteOptions{}),
-			kube.CoreV1().ServiceAccounts(ns).Delete(ctx, registration.AgentServiceAccount, metav1.DeleteOptions{}),
-			kube.RbacV1().ClusterRoleBindings().Delete(ctx, names.SafeConcatName("fleet-content", ns), metav1.DeleteOptions{}),
-		}
-		for _, err := range errs {
-			if err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("revoking the agent of cluster %s/%s: %w", c.Namespace, c.Name, err)
-			}
-		}
-		return nil
-	}
 }

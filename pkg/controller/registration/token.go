@@ -8,18 +8,20 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rancher/wrangler/v3/pkg/apply"
 	"github.com/sirupsen/logrus"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/yaml"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/config"
-	"github.com/fleetgo/fleet/pkg/ensure"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/logfields"
 	"github.com/fleetgo/fleet/pkg/names"
@@ -33,8 +35,13 @@ const neverExpires = 10 * 365 * 24 * time.Hour
 // deleting the import identity at expiry.
 const minTokenLifetime = 10 * time.Minute
 
+// tokenSet is the apply set of a registration token: its import identity, that identity's
+// right to read credentials in the registration namespace, and the values Secret.
+const tokenSet = "fleet-registration-token"
+
 type tokens struct {
 	kube   kubernetes.Interface
+	apply  apply.Apply
 	tokens fleetcontrollers.ClusterRegistrationTokenController
 	regNS  string
 	now    func() time.Time
@@ -85,20 +92,19 @@ func (t *tokens) onChange(key string, tok *fleet.ClusterRegistrationToken) (*fle
 		}
 	}
 	sa := registration.ImportServiceAccount(tok.Name)
-	owner := []metav1.OwnerReference{{APIVersion: fleet.SchemeGroupVersion.String(), Kind: "ClusterRegistrationToken", Name: tok.Name, UID: tok.UID}}
 	labels := map[string]string{registration.TokenLabel: names.SafeConcatName(tok.Namespace, tok.Name)}
-	if err := ensure.ServiceAccount(ctx, t.kube, tok.Namespace, sa, owner, labels); err != nil {
-		return tok, err
+	meta := metav1.ObjectMeta{Name: sa, Namespace: tok.Namespace, Labels: labels}
+	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: tok.Namespace, Name: sa}}
+	objs := []runtime.Object{
+		&corev1.ServiceAccount{ObjectMeta: meta},
+		&rbacv1.Role{ObjectMeta: meta, Rules: registration.ImportRules()},
+		&rbacv1.RoleBinding{ObjectMeta: meta, RoleRef: roleRef("Role", sa), Subjects: subjects},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: importBinding(tok.Namespace, tok.Name), Namespace: t.regNS, Labels: labels},
+			RoleRef: roleRef("Role", registration.CredentialReaderRole), Subjects: subjects},
 	}
-	if err := ensure.Role(ctx, t.kube, tok.Namespace, sa, registration.ImportRules(), owner, labels); err != nil {
-		return tok, err
-	}
-	if err := ensure.RoleBinding(ctx, t.kube, tok.Namespace, sa, "Role", sa, tok.Namespace, sa, owner, labels); err != nil {
-		return tok, err
-	}
-	if err := ensure.RoleBinding(ctx, t.kube, t.regNS, importBinding(tok.Namespace, tok.Name), "Role", registration.CredentialReaderRole,
-		tok.Namespace, sa, nil, labels); err != nil {
-		return tok, err
+	// The identity first: the token is issued for it.
+	if err := t.apply.WithSetID(tokenSet).WithOwner(tok).ApplyObjects(objs...); err != nil {
+		return tok, fmt.Errorf("writing the import identity of %s/%s: %w", tok.Namespace, tok.Name, err)
 	}
 	secs := int64(lifetime / time.Second)
 	tr, err := t.kube.CoreV1().ServiceAccounts(tok.Namespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
@@ -112,31 +118,22 @@ func (t *tokens) onChange(key string, tok *fleet.ClusterRegistrationToken) (*fle
 	if err != nil {
 		return tok, err
 	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: tok.Name, Namespace: tok.Namespace, OwnerReferences: owner, Labels: labels},
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: tok.Name, Namespace: tok.Namespace, Labels: labels},
 		Type: "fleet.cattle.io/cluster-registration-values", Data: map[string][]byte{registration.ValuesKey: values}}
-	if err := ensure.Secret(ctx, t.kube, secret); err != nil {
-		return tok, err
+	if err := t.apply.WithSetID(tokenSet).WithOwner(tok).ApplyObjects(append(objs, secret)...); err != nil {
+		return tok, fmt.Errorf("writing the values of %s/%s: %w", tok.Namespace, tok.Name, err)
 	}
 	tok = tok.DeepCopy()
 	tok.Status.SecretName, tok.Status.Expires = tok.Name, expires
 	return t.tokens.UpdateStatus(tok)
 }
 
-// revoke deletes a token's import identity, its permissions and its values: its token stops
-// working at once (a token of a deleted ServiceAccount is refused).
+// revoke deletes a token's import identity, its permissions and its values (its set, applied
+// empty): its token stops working at once (a token of a deleted ServiceAccount is refused).
 func (t *tokens) revoke(ns, name string) error {
-	ctx := context.Background()
-	sa := registration.ImportServiceAccount(name)
-	for _, err := range []error{
-		t.kube.CoreV1().ServiceAccounts(ns).Delete(ctx, sa, metav1.DeleteOptions{}),
-		t.kube.RbacV1().RoleBindings(ns).Delete(ctx, sa, metav1.DeleteOptions{}),
-		t.kube.RbacV1().Roles(ns).Delete(ctx, sa, metav1.DeleteOptions{}),
-		t.kube.RbacV1().RoleBindings(t.regNS).Delete(ctx, importBinding(ns, name), metav1.DeleteOptions{}),
-		t.kube.CoreV1().Secrets(ns).Delete(ctx, name, metav1.DeleteOptions{}),
-	} {
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("revoking registration token %s/%s: %w", ns, name, err)
-		}
+	err := t.apply.WithSetID(tokenSet).WithOwnerKey(ns+"/"+name, fleet.SchemeGroupVersion.WithKind("ClusterRegistrationToken")).ApplyObjects()
+	if err != nil {
+		return fmt.Errorf("revoking registration token %s/%s: %w", ns, name, err)
 	}
 	return nil
 }
