@@ -15,9 +15,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-	"helm.sh/helm/v3/pkg/release"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -27,9 +25,7 @@ import (
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/helmdeployer"
 	"github.com/fleetgo/fleet/pkg/logfields"
-	"github.com/fleetgo/fleet/pkg/metrics"
 	"github.com/fleetgo/fleet/pkg/names"
-	"github.com/fleetgo/fleet/pkg/summary"
 )
 
 // Requeue intervals.
@@ -73,6 +69,8 @@ type Deps struct {
 }
 
 type handler struct {
+	// outcomes hands each pass's outcome from reconcile to next, by key.
+	outcomes sync.Map
 	// replaced maps a BundleDeployment's key to the resourceVersion its last status write
 	// replaced. Seeing that version again means the cache has not caught up with the write yet:
 	// working from it would only end in a conflict.
@@ -98,7 +96,11 @@ func Register(ctx context.Context, d Deps) {
 	if h.interval <= 0 {
 		h.interval = DefaultMonitorInterval
 	}
-	d.BundleDeployments.OnChange(ctx, "bundledeployment-deploy", h.OnChange)
+	// One pass per change: cleanup of a deleted one, then decide -> deploy -> check -> report,
+	// whose status the generated handler writes once, then when to look again.
+	d.BundleDeployments.OnChange(ctx, "bundledeployment-cleanup", h.cleanupDeleted)
+	fleetcontrollers.RegisterBundleDeploymentStatusHandler(ctx, d.BundleDeployments, "", "bundledeployment-deploy", h.reconcile)
+	d.BundleDeployments.OnChange(ctx, "bundledeployment-next", h.next)
 }
 
 // Changes turns changes of deployed objects into checks of their BundleDeployments, at most one
@@ -132,140 +134,6 @@ func (c *Changes) forget(name string) { c.last.Delete(name) }
 
 func (h *handler) log(name string) *logrus.Entry {
 	return logrus.WithFields(logfields.For("agent-bundledeployment", h.ns, name))
-}
-
-// OnChange deploys, monitors and reports one BundleDeployment.
-func (h *handler) OnChange(key string, bd *fleet.BundleDeployment) (*fleet.BundleDeployment, error) {
-	if bd == nil || bd.DeletionTimestamp != nil {
-		h.replaced.Delete(key)
-		name := key[strings.LastIndex(key, "/")+1:]
-		h.changes.forget(name)
-		metrics.ForgetBundleDeployment(name)
-		return bd, h.cleanup(name)
-	}
-	if bd.Spec.DeploymentID == "" {
-		return bd, nil
-	}
-	if rv, ok := h.replaced.Load(key); ok && rv == bd.ResourceVersion {
-		h.bds.EnqueueAfter(bd.Namespace, bd.Name, staleRetry)
-		return bd, nil
-	}
-	status := bd.Status.DeepCopy()
-	now := time.Now()
-	opts := &bd.Spec.Options
-
-	rel, err := h.deployer.Current(h.ctx, bd.Name, opts)
-	if err != nil {
-		return bd, err
-	}
-	deployed, requeue, deployErr := h.deploy(bd, rel, status, now)
-	if deployed != nil {
-		rel = deployed
-	}
-	if rel != nil && rel.Manifest != "" {
-		h.changes.checked(bd.Name, time.Now())
-		h.check(bd, rel, status, deployed != nil, now)
-	}
-	h.display(bd, status, now)
-
-	if !equality.Semantic.DeepEqual(&bd.Status, status) {
-		replaced := bd.ResourceVersion
-		bd = bd.DeepCopy()
-		bd.Status = *status
-		updated, err := h.bds.UpdateStatus(bd)
-		if err != nil {
-			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				h.bds.Enqueue(bd.Namespace, bd.Name)
-				return bd, nil
-			}
-			return bd, err
-		}
-		if updated.ResourceVersion != replaced {
-			// (An update the apiserver found to change nothing keeps the version.)
-			h.replaced.Store(key, replaced)
-		}
-		bd = updated
-	}
-	switch {
-	case deployErr != nil && !helmdeployer.IsPermanent(deployErr):
-		return bd, deployErr
-	case requeue > 0:
-		h.bds.EnqueueAfter(bd.Namespace, bd.Name, requeue)
-	default:
-		h.bds.EnqueueAfter(bd.Namespace, bd.Name, h.interval)
-	}
-	return bd, nil
-}
-
-// deploy installs or upgrades the release when the BundleDeployment asks for something the
-// release does not have yet. It returns the new release (nil when nothing was deployed), how
-// soon to look again, and the deploy error, already recorded in status.
-func (h *handler) deploy(bd *fleet.BundleDeployment, rel *helmdeployer.Release, status *fleet.BundleDeploymentStatus, now time.Time) (*helmdeployer.Release, time.Duration, error) {
-	spec := &bd.Spec
-	if spec.Paused || spec.OffSchedule || spec.WaitingForValues {
-		return nil, 0, nil
-	}
-	opts := &spec.Options
-	// valuesFrom sources are read on every pass: a change in them is a reason to deploy.
-	values, valuesHash, err := h.deployer.Values(h.ctx, opts)
-	if err != nil {
-		return nil, 0, h.failed(bd, status, err, now)
-	}
-	// So are the copies of downstreamResources.
-	downstream, downstreamHash, err := h.downstream(bd)
-	if err != nil {
-		return nil, 0, h.failed(bd, status, err, now)
-	}
-	if downstreamHash != "" {
-		sum := sha256.Sum256([]byte(valuesHash + "/" + downstreamHash))
-		valuesHash = hex.EncodeToString(sum[:])[:32]
-	}
-	upToDate := rel != nil && rel.Status == release.StatusDeployed && rel.DeploymentID == spec.DeploymentID &&
-		rel.SyncGeneration == opts.ForceSyncGeneration && rel.ValuesHash == valuesHash
-	if rel != nil && rel.MadeByFleet {
-		// A Fleet agent deployed it before the move: what it reported applying stands until the
-		// manager asks for something else, so moving over upgrades each release at most once.
-		upToDate = rel.Status == release.StatusDeployed && status.AppliedDeploymentID == spec.DeploymentID &&
-			status.Release == rel.String()
-	}
-	if upToDate && len(opts.OverwrittenResources) > 0 {
-		// Resources taken over from another bundle may have gone with that bundle's removal.
-		gone, err := h.deployer.MissingOverwritten(h.ctx, rel, opts.OverwrittenResources)
-		if err != nil {
-			return nil, 0, h.failed(bd, status, err, now)
-		}
-		if gone != "" {
-			h.log(bd.Name).WithField("resource", gone).Info("an overwritten resource is gone: deploying again")
-			upToDate = false
-		}
-	}
-	if upToDate {
-		// The release is what the spec asks for (perhaps the status write after the deploy was
-		// lost): record it without deploying again.
-		h.applied(bd, rel, status, now)
-		return nil, 0, nil
-	}
-	if msg := h.waitingFor(bd); msg != "" {
-		fleet.SetCondition(&status.Conditions, fleet.ConditionDeployed, corev1.ConditionUnknown, "WaitingForDependencies", msg, now)
-		return nil, DependsOnRetry, nil
-	}
-	files, err := h.contents.Files(manifestID(spec.DeploymentID))
-	if err != nil {
-		return nil, 0, h.failed(bd, status, err, now)
-	}
-	h.log(bd.Name).WithField("deploymentID", spec.DeploymentID).Debug("deploying")
-	deployed, err := h.deployer.Deploy(h.ctx, helmdeployer.Input{BundleID: bd.Name, Commit: bd.Labels[fleet.CommitLabel],
-		DeploymentID: spec.DeploymentID, Files: files, Options: *opts, Values: values, ValuesHash: valuesHash, Downstream: downstream})
-	if err != nil {
-		err = h.failed(bd, status, err, now)
-		if helmdeployer.IsPermanent(err) {
-			return nil, PermanentRetry, err
-		}
-		return nil, 0, err
-	}
-	h.log(bd.Name).WithField("release", deployed.String()).Info("deployed")
-	h.applied(bd, deployed, status, now)
-	return deployed, 0, nil
 }
 
 // downstream reads the manager's copies of the BundleDeployment's downstreamResources, as the
@@ -315,97 +183,6 @@ func (h *handler) downstream(bd *fleet.BundleDeployment) ([]metav1.Object, strin
 		out = append(out, obj)
 	}
 	return out, hex.EncodeToString(sum.Sum(nil))[:32], nil
-}
-
-func (h *handler) applied(bd *fleet.BundleDeployment, rel *helmdeployer.Release, status *fleet.BundleDeploymentStatus, now time.Time) {
-	status.AppliedDeploymentID = bd.Spec.DeploymentID
-	status.Release = rel.String()
-	gen := bd.Spec.Options.ForceSyncGeneration
-	status.SyncGeneration = &gen
-	status.DownstreamResourcesGeneration = bd.Spec.DownstreamResourcesGeneration
-	fleet.SetCondition(&status.Conditions, fleet.ConditionDeployed, corev1.ConditionTrue, "", "", now)
-	fleet.SetCondition(&status.Conditions, fleet.ConditionInstalled, corev1.ConditionTrue, "", "", now)
-}
-
-// failed records a deploy error: Deployed=False always, Installed=False when only the user can
-// fix it. It returns err.
-func (h *handler) failed(bd *fleet.BundleDeployment, status *fleet.BundleDeploymentStatus, err error, now time.Time) error {
-	msg := err.Error()
-	fleet.SetCondition(&status.Conditions, fleet.ConditionDeployed, corev1.ConditionFalse, "Error", msg, now)
-	if helmdeployer.IsPermanent(err) {
-		fleet.SetCondition(&status.Conditions, fleet.ConditionInstalled, corev1.ConditionFalse, "Error", msg, now)
-		h.log(bd.Name).WithError(err).Warn("deploy failed; fix the bundle")
-	}
-	return err
-}
-
-// check records readiness and drift of the release and corrects drift when asked.
-func (h *handler) check(bd *fleet.BundleDeployment, rel *helmdeployer.Release, status *fleet.BundleDeploymentStatus, fresh bool, now time.Time) {
-	opts := &bd.Spec.Options
-	res, err := h.monitor.Check(h.ctx, bd.Name, rel, opts, fresh)
-	if err == nil && !res.NonModified && status.NonModified {
-		metrics.DriftDetected(bd.Name)
-	}
-	cd := driftCorrection(bd)
-	if err == nil && !res.NonModified && cd != nil && cd.Enabled &&
-		status.AppliedDeploymentID == bd.Spec.DeploymentID && !bd.Spec.Paused {
-		h.log(bd.Name).WithField("release", rel.String()).Info("correcting drift")
-		maxHistory := 0
-		if opts.Helm != nil {
-			maxHistory = opts.Helm.MaxHistory
-		}
-		if rerr := h.deployer.Rollback(h.ctx, rel, opts.ServiceAccount, cd.Force, cd.KeepFailHistory, maxHistory); rerr != nil {
-			h.log(bd.Name).WithError(rerr).Warn("drift correction failed")
-			fleet.SetCondition(&status.Conditions, fleet.ConditionDeployed, corev1.ConditionFalse, "DriftCorrectionFailed", rerr.Error(), now)
-		} else if cur, cerr := h.deployer.Current(h.ctx, bd.Name, opts); cerr == nil && cur != nil {
-			metrics.DriftCorrected(bd.Name)
-			status.Release = cur.String()
-			res, err = h.monitor.Check(h.ctx, bd.Name, cur, opts, true)
-		}
-	}
-	if err != nil {
-		fleet.SetCondition(&status.Conditions, fleet.ConditionMonitored, corev1.ConditionFalse, "Error", err.Error(), now)
-		return
-	}
-	fleet.SetCondition(&status.Conditions, fleet.ConditionMonitored, corev1.ConditionTrue, "", "", now)
-	h.log(bd.Name).WithFields(logrus.Fields{"ready": res.Ready, "nonModified": res.NonModified, "fresh": fresh, "counts": res.Counts}).Debug("checked")
-	res.Apply(status)
-}
-
-func driftCorrection(bd *fleet.BundleDeployment) *fleet.CorrectDrift {
-	if bd.Spec.CorrectDrift != nil {
-		return bd.Spec.CorrectDrift
-	}
-	return bd.Spec.Options.CorrectDrift
-}
-
-// display fills the Ready condition and the display strings from the status just computed.
-func (h *handler) display(bd *fleet.BundleDeployment, status *fleet.BundleDeploymentStatus, now time.Time) {
-	view := &fleet.BundleDeployment{Spec: bd.Spec, Status: *status}
-	state := summary.State(view)
-	status.Display.State = string(state)
-	status.Display.Deployed = "Yes"
-	if c := fleet.FindCondition(status.Conditions, fleet.ConditionDeployed); c != nil && c.Status != corev1.ConditionTrue {
-		status.Display.Deployed = c.Message
-		if c.Reason != "" && c.Message == "" {
-			status.Display.Deployed = c.Reason
-		}
-	}
-	status.Display.Monitored = "Yes"
-	if c := fleet.FindCondition(status.Conditions, fleet.ConditionMonitored); c == nil {
-		status.Display.Monitored = ""
-	} else if c.Status != corev1.ConditionTrue {
-		status.Display.Monitored = c.Message
-	}
-	if state == fleet.Ready {
-		fleet.SetCondition(&status.Conditions, fleet.ConditionReady, corev1.ConditionTrue, "", "", now)
-		return
-	}
-	msg := summary.Message(view, state)
-	if msg == "" {
-		msg = string(state)
-	}
-	fleet.SetCondition(&status.Conditions, fleet.ConditionReady, corev1.ConditionFalse, string(state), msg, now)
 }
 
 // cleanup uninstalls the releases of a BundleDeployment that no longer exists.

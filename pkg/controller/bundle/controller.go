@@ -99,7 +99,8 @@ func Register(ctx context.Context, d Deps) {
 		writeSlots: make(chan struct{}, maxWritesInFlight),
 		cpu:        make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1)),
 	}
-	d.Bundles.OnChange(ctx, "bundle-deploy", h.OnChange)
+	d.Bundles.OnChange(ctx, "bundle", h.OnChange)
+	fleetcontrollers.RegisterBundleStatusHandler(ctx, d.Bundles, "", "bundle-deploy", h.deploy)
 	// Once the cache has a created deployment, the copy kept meanwhile is not needed.
 	_, _ = d.BundleDeployments.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
@@ -171,7 +172,7 @@ func Register(ctx context.Context, d Deps) {
 	})
 }
 
-// OnChange reconciles one Bundle.
+// OnChange keeps the Bundle's finalizer, and deletes its BundleDeployments when it is deleted.
 func (h *handler) OnChange(_ string, b *fleet.Bundle) (*fleet.Bundle, error) {
 	if b == nil {
 		return nil, nil
@@ -185,6 +186,15 @@ func (h *handler) OnChange(_ string, b *fleet.Bundle) (*fleet.Bundle, error) {
 		b.Finalizers = append(b.Finalizers, fleet.BundleFinalizer)
 		return h.bundles.Update(b)
 	}
+	return b, nil
+}
+
+// deploy writes the Bundle's BundleDeployments and returns its status rolled up from them (the
+// generated status handler writes it when it changed).
+func (h *handler) deploy(b *fleet.Bundle, status fleet.BundleStatus) (fleet.BundleStatus, error) {
+	if b.DeletionTimestamp != nil || !slices.Contains(b.Finalizers, fleet.BundleFinalizer) {
+		return status, nil
+	}
 
 	// Planning and rendering are CPU work: run few passes at once, so the informers (which
 	// Go schedules no differently from these) keep up with the watch.
@@ -195,21 +205,21 @@ func (h *handler) OnChange(_ string, b *fleet.Bundle) (*fleet.Bundle, error) {
 
 	contentName, err := h.ensureContent(b)
 	if err != nil {
-		return b, err
+		return status, err
 	}
 	plan, planErr := h.plan(b, contentName)
 	if planErr != nil {
 		// A user error (invalid selector, template error): report it and keep what is deployed.
-		return h.updateStatus(b, nil, nil, planErr)
+		return h.rollup(b, status, nil, nil, planErr), nil
 	}
 	result, r, requeue, err := h.sync(b, plan, contentName, release)
 	if err != nil {
-		return b, err
+		return status, err
 	}
 	if requeue {
 		h.bundles.EnqueueAfter(b.Namespace, b.Name, requeueNew)
 	}
-	return h.updateStatus(b, result, r, nil)
+	return h.rollup(b, status, result, r, nil), nil
 }
 
 // planned is one targeted cluster: where its BundleDeployment goes (none yet when the cluster
@@ -507,9 +517,9 @@ func (h *handler) finalize(b *fleet.Bundle) (*fleet.Bundle, error) {
 	return h.bundles.Update(b)
 }
 
-// updateStatus rolls the BundleDeployments up and writes the status only when it changed.
-func (h *handler) updateStatus(b *fleet.Bundle, result []synced, r *rollout, planErr error) (*fleet.Bundle, error) {
-	status := *b.Status.DeepCopy()
+// rollup is the Bundle's status rolled up from its BundleDeployments (or saying why it cannot
+// be planned).
+func (h *handler) rollup(b *fleet.Bundle, status fleet.BundleStatus, result []synced, r *rollout, planErr error) fleet.BundleStatus {
 	status.ObservedGeneration = b.Generation
 	status.ResourcesSHA256Sum = h.resourcesSum(b)
 	ready, message := corev1.ConditionTrue, ""
@@ -568,12 +578,7 @@ func (h *handler) updateStatus(b *fleet.Bundle, result []synced, r *rollout, pla
 		}
 	}
 	fleet.SetCondition(&status.Conditions, fleet.ConditionReady, ready, summary.ReadyReason(ready, status.Display.State), message, h.now())
-	if equality.Semantic.DeepEqual(status, b.Status) {
-		return b, nil
-	}
-	b = b.DeepCopy()
-	b.Status = status
-	return h.bundles.UpdateStatus(b)
+	return status
 }
 
 func countUnavailable(result []synced) int {

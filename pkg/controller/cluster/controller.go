@@ -79,7 +79,8 @@ func Register(ctx context.Context, d Deps) {
 		}
 		return specDelay
 	}
-	d.Clusters.OnChange(ctx, "cluster-status", h.OnChange)
+	d.Clusters.OnChange(ctx, "cluster", h.OnChange)
+	fleetcontrollers.RegisterClusterStatusHandler(ctx, d.Clusters, "", "cluster-status", h.statusHandler)
 	enqueue := func(obj interface{}, delay time.Duration) {
 		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = t.Obj
@@ -108,7 +109,7 @@ func Register(ctx context.Context, d Deps) {
 	})
 }
 
-// OnChange reconciles one Cluster.
+// OnChange keeps the Cluster's finalizer and namespace, and takes both away when it is deleted.
 func (h *handler) OnChange(key string, c *fleet.Cluster) (*fleet.Cluster, error) {
 	if c == nil {
 		h.written.Delete(key)
@@ -122,23 +123,35 @@ func (h *handler) OnChange(key string, c *fleet.Cluster) (*fleet.Cluster, error)
 		c.Finalizers = append(c.Finalizers, fleet.ClusterFinalizer)
 		return h.clusters.Update(c)
 	}
+	// Staleness is a matter of time passing: look again one interval from now.
+	h.clusters.EnqueueAfter(c.Namespace, c.Name, h.interval())
+	return c, h.ensureNamespace(c, target.ClusterNamespace(c))
+}
+
+// statusHandler rolls the cluster's BundleDeployments up (the generated status handler writes
+// the status when it changed), once its namespace exists.
+func (h *handler) statusHandler(c *fleet.Cluster, _ fleet.ClusterStatus) (fleet.ClusterStatus, error) {
 	ns := target.ClusterNamespace(c)
-	if err := h.ensureNamespace(c, ns); err != nil {
-		return c, err
+	if c.DeletionTimestamp != nil || !h.namespaceExists(ns) {
+		return c.Status, nil
 	}
 	status, err := h.status(c, ns)
 	if err != nil {
-		return c, err
+		return c.Status, err
 	}
-	// Staleness is a matter of time passing: look again one interval from now.
-	h.clusters.EnqueueAfter(c.Namespace, c.Name, h.interval())
-	if equality.Semantic.DeepEqual(status, c.Status) {
-		return c, nil
+	if !equality.Semantic.DeepEqual(status, c.Status) {
+		h.written.Store(c.Namespace+"/"+c.Name, h.now())
 	}
-	c = c.DeepCopy()
-	c.Status = status
-	h.written.Store(key, h.now())
-	return h.clusters.UpdateStatus(c)
+	return status, nil
+}
+
+// namespaceExists looks in the cache, then (for one just created) on the apiserver.
+func (h *handler) namespaceExists(ns string) bool {
+	if _, err := h.namespaces.Cache().Get(ns); err == nil {
+		return true
+	}
+	_, err := h.namespaces.Get(ns, metav1.GetOptions{})
+	return err == nil
 }
 
 func (h *handler) ensureNamespace(c *fleet.Cluster, ns string) error {

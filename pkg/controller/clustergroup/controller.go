@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
@@ -27,7 +26,7 @@ type handler struct {
 // Register starts reconciling ClusterGroups, again whenever a Cluster of their namespace changes.
 func Register(ctx context.Context, groups fleetcontrollers.ClusterGroupController, clusters fleetcontrollers.ClusterController) {
 	h := &handler{groups: groups, clusters: clusters.Cache(), now: time.Now}
-	groups.OnChange(ctx, "clustergroup-status", h.OnChange)
+	fleetcontrollers.RegisterClusterGroupStatusHandler(ctx, groups, "", "clustergroup-status", h.status)
 	clusters.OnChange(ctx, "clustergroup-from-cluster", func(_ string, c *fleet.Cluster) (*fleet.Cluster, error) {
 		if c == nil {
 			return c, nil
@@ -43,14 +42,15 @@ func Register(ctx context.Context, groups fleetcontrollers.ClusterGroupControlle
 	})
 }
 
-// OnChange reconciles one ClusterGroup.
-func (h *handler) OnChange(_ string, g *fleet.ClusterGroup) (*fleet.ClusterGroup, error) {
-	if g == nil || g.DeletionTimestamp != nil {
-		return g, nil
+// status rolls up the ClusterGroup's clusters (the generated status handler writes it when it
+// changed).
+func (h *handler) status(g *fleet.ClusterGroup, status fleet.ClusterGroupStatus) (fleet.ClusterGroupStatus, error) {
+	if g.DeletionTimestamp != nil {
+		return status, nil
 	}
 	clusters, err := h.clusters.List(g.Namespace, labels.Everything())
 	if err != nil {
-		return g, err
+		return status, err
 	}
 	slices.SortFunc(clusters, func(a, b *fleet.Cluster) int {
 		switch {
@@ -61,7 +61,6 @@ func (h *handler) OnChange(_ string, g *fleet.ClusterGroup) (*fleet.ClusterGroup
 		}
 		return 0
 	})
-	status := *g.Status.DeepCopy()
 	status.ClusterCount, status.NonReadyClusterCount, status.NonReadyClusters = 0, 0, nil
 	var s fleet.BundleSummary
 	var counts fleet.ResourceCounts
@@ -96,10 +95,5 @@ func (h *handler) OnChange(_ string, g *fleet.ClusterGroup) (*fleet.ClusterGroup
 		ready, message = corev1.ConditionFalse, fmt.Sprintf("%d cluster(s) not ready: %v", status.NonReadyClusterCount, status.NonReadyClusters)
 	}
 	fleet.SetCondition(&status.Conditions, fleet.ConditionReady, ready, summary.ReadyReason(ready, status.Display.State), message, h.now())
-	if equality.Semantic.DeepEqual(status, g.Status) {
-		return g, nil
-	}
-	g = g.DeepCopy()
-	g.Status = status
-	return h.groups.UpdateStatus(g)
+	return status, nil
 }

@@ -72,26 +72,17 @@ const retryFailed = time.Minute
 // Register starts importing Clusters that carry a kubeconfig.
 func Register(ctx context.Context, d Deps) {
 	h := &handler{Deps: d}
-	d.Clusters.OnChange(ctx, "cluster-import", h.onChange)
+	d.Clusters.OnChange(ctx, "cluster-import-identity", h.onChange)
+	fleetcontrollers.RegisterClusterStatusHandler(ctx, d.Clusters, "", "cluster-import", h.status)
 }
 
 // TokenName is the registration token the manager makes for importing a Cluster.
 func TokenName(cluster string) string { return names.SafeConcatName("import-token", cluster) }
 
+// onChange gives a Cluster to import the clientID its agent will present.
 func (h *handler) onChange(key string, c *fleet.Cluster) (*fleet.Cluster, error) {
 	if c == nil || c.DeletionTimestamp != nil || c.Spec.KubeConfigSecret == "" {
 		h.failed.Delete(key)
-		return c, nil
-	}
-	// Status changes (roll-ups, heartbeats) bring a Cluster here often; a failed import is
-	// retried when the Cluster changes or after retryFailed.
-	if f, ok := h.failed.Load(key); ok {
-		f := f.(failure)
-		if f.generation == c.Generation && time.Since(f.at) < retryFailed {
-			return c, nil
-		}
-	}
-	if g := c.Status.AgentDeployedGeneration; g != nil && *g == c.Spec.RedeployAgentGeneration {
 		return c, nil
 	}
 	if c.Spec.ClientID == "" {
@@ -100,34 +91,46 @@ func (h *handler) onChange(key string, c *fleet.Cluster) (*fleet.Cluster, error)
 		c.Spec.ClientID = string(c.UID)
 		return h.Clusters.Update(c)
 	}
+	return c, nil
+}
+
+// status installs the agent when the Cluster asks for it (first import, or a new
+// redeployAgentGeneration) and returns the status saying how that went (the generated status
+// handler writes it when it changed).
+func (h *handler) status(c *fleet.Cluster, status fleet.ClusterStatus) (fleet.ClusterStatus, error) {
+	if c.DeletionTimestamp != nil || c.Spec.KubeConfigSecret == "" || c.Spec.ClientID == "" {
+		return status, nil
+	}
+	key := c.Namespace + "/" + c.Name
+	// Status changes (roll-ups, heartbeats) bring a Cluster here often; a failed import is
+	// retried when the Cluster changes or after retryFailed.
+	if f, ok := h.failed.Load(key); ok {
+		f := f.(failure)
+		if f.generation == c.Generation && time.Since(f.at) < retryFailed {
+			return status, nil
+		}
+	}
+	if g := status.AgentDeployedGeneration; g != nil && *g == c.Spec.RedeployAgentGeneration {
+		return status, nil
+	}
 	err := h.importCluster(c)
 	if errors.Is(err, errTokenPending) {
 		h.Clusters.EnqueueAfter(c.Namespace, c.Name, 500*time.Millisecond)
-		return c, nil
+		return status, nil
 	}
+	imported, msg := corev1.ConditionTrue, ""
 	if err != nil {
 		h.failed.Store(key, failure{at: time.Now(), generation: c.Generation})
 		h.Clusters.EnqueueAfter(c.Namespace, c.Name, retryFailed)
+		imported, msg = corev1.ConditionFalse, err.Error()
+		logrus.WithFields(logfields.For("cluster-import", c.Namespace, c.Name)).WithError(err).Warn("installing the agent")
 	} else {
 		h.failed.Delete(key)
-	}
-	status := corev1.ConditionTrue
-	msg := ""
-	if err != nil {
-		status, msg = corev1.ConditionFalse, err.Error()
-		logrus.WithFields(logfields.For("cluster-import", c.Namespace, c.Name)).WithError(err).Warn("installing the agent")
-	}
-	c = c.DeepCopy()
-	fleet.SetCondition(&c.Status.Conditions, ConditionImported, status, "", msg, time.Now())
-	if err == nil {
 		gen := c.Spec.RedeployAgentGeneration
-		c.Status.AgentDeployedGeneration = &gen
+		status.AgentDeployedGeneration = &gen
 	}
-	updated, uerr := h.Clusters.UpdateStatus(c)
-	if uerr != nil {
-		return c, uerr
-	}
-	return updated, nil
+	fleet.SetCondition(&status.Conditions, ConditionImported, imported, "", msg, time.Now())
+	return status, nil
 }
 
 func (h *handler) importCluster(c *fleet.Cluster) error {

@@ -33,7 +33,7 @@ type handler struct {
 // Register starts the Content garbage collector.
 func Register(ctx context.Context, contents fleetcontrollers.ContentController, bds fleetcontrollers.BundleDeploymentController) {
 	h := &handler{contents: contents, bdCache: bds.Cache(), now: time.Now}
-	contents.OnChange(ctx, "content-gc", h.OnChange)
+	fleetcontrollers.RegisterContentStatusHandler(ctx, contents, "", "content-gc", h.status)
 	enqueue := func(obj interface{}) {
 		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = t.Obj
@@ -52,30 +52,27 @@ func Register(ctx context.Context, contents fleetcontrollers.ContentController, 
 	})
 }
 
-// OnChange records the reference count and deletes unreferenced Contents past their grace period.
-func (h *handler) OnChange(name string, c *fleet.Content) (*fleet.Content, error) {
-	if c == nil || c.DeletionTimestamp != nil {
-		return c, nil
+// status records how many BundleDeployments use the Content, and deletes an unreferenced one
+// past its grace period.
+func (h *handler) status(c *fleet.Content, status fleet.ContentStatus) (fleet.ContentStatus, error) {
+	if c.DeletionTimestamp != nil {
+		return status, nil
 	}
-	refs, err := h.bdCache.GetByIndex(index.ByContent, name)
+	refs, err := h.bdCache.GetByIndex(index.ByContent, c.Name)
 	if err != nil {
-		return c, err
+		return status, err
 	}
 	if len(refs) == 0 {
 		if age := h.now().Sub(c.CreationTimestamp.Time); age < GracePeriod {
-			h.contents.EnqueueAfter(name, GracePeriod-age)
+			h.contents.EnqueueAfter(c.Name, GracePeriod-age)
 		} else {
-			err := h.contents.Delete(name, &metav1.DeleteOptions{})
+			err := h.contents.Delete(c.Name, &metav1.DeleteOptions{})
 			if err != nil && !apierrors.IsNotFound(err) {
-				return c, err
+				return status, err
 			}
-			return c, nil
+			return status, nil // gone: no count to record
 		}
 	}
-	if c.Status.ReferenceCount == len(refs) {
-		return c, nil
-	}
-	c = c.DeepCopy()
-	c.Status.ReferenceCount = len(refs)
-	return h.contents.UpdateStatus(c)
+	status.ReferenceCount = len(refs)
+	return status, nil
 }

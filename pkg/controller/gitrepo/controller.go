@@ -21,7 +21,6 @@ import (
 	"github.com/sirupsen/logrus"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -128,6 +127,7 @@ func Register(ctx context.Context, d Deps) {
 		return nil, nil
 	})
 	d.GitRepos.OnChange(ctx, "gitrepo", h.onChange)
+	fleetcontrollers.RegisterGitRepoStatusHandler(ctx, d.GitRepos, "", "gitrepo-status", h.reconcile)
 	if d.Secrets != nil {
 		d.GitRepos.Cache().AddIndexer(bySecret, func(gr *fleet.GitRepo) ([]string, error) {
 			var out []string
@@ -208,18 +208,29 @@ func (h *handler) onChange(key string, gr *fleet.GitRepo) (*fleet.GitRepo, error
 		gr.Finalizers = append(gr.Finalizers, fleet.GitRepoFinalizer)
 		return h.GitRepos.Update(gr)
 	}
+	return gr, nil
+}
+
+// reconcile polls the repository, runs clone-and-apply of a new commit and rolls the GitRepo's
+// Bundles up into the status it returns (the generated status handler writes it when it
+// changed).
+func (h *handler) reconcile(gr *fleet.GitRepo, st fleet.GitRepoStatus) (fleet.GitRepoStatus, error) {
+	if gr.DeletionTimestamp != nil || !slices.Contains(gr.Finalizers, fleet.GitRepoFinalizer) {
+		return st, nil
+	}
+	key := gr.Namespace + "/" + gr.Name
 	now := h.now()
-	status := gr.Status.DeepCopy()
+	status := &st
 	if h.Restrictions != nil {
 		rs, err := h.Restrictions.Cache().List(gr.Namespace, labels.Everything())
 		if err != nil {
-			return gr, err
+			return st, err
 		}
 		spec, err := restrict(gr.Spec, rs)
 		if err != nil {
 			fleet.SetCondition(&status.Conditions, fleet.ConditionAccepted, corev1.ConditionFalse, "Restricted", err.Error(), now)
 			h.rollup(gr, status, now)
-			return h.write(gr, status)
+			return st, nil
 		}
 		// What runs is the spec with the namespace's defaults; the object keeps what the user wrote.
 		// (Status writes ignore the spec.)
@@ -233,7 +244,7 @@ func (h *handler) onChange(key string, gr *fleet.GitRepo) (*fleet.GitRepo, error
 		// A credentials Secret that is missing or wrong: the user must fix it.
 		fleet.SetCondition(&status.Conditions, fleet.ConditionGitPolling, corev1.ConditionFalse, "Error", err.Error(), now)
 		h.rollup(gr, status, now)
-		return h.write(gr, status)
+		return st, nil
 	}
 
 	// A webhook only says "look now": the commit that runs is always the one the remote's
@@ -268,7 +279,7 @@ func (h *handler) onChange(key string, gr *fleet.GitRepo) (*fleet.GitRepo, error
 		h.run(key, gr, src, commit, status, now)
 	}
 	h.rollup(gr, status, now)
-	return h.write(gr, status)
+	return st, nil
 }
 
 func (h *handler) poll(gr *fleet.GitRepo, src gitsource.Source, status *fleet.GitRepoStatus, now time.Time) {
@@ -595,15 +606,6 @@ func (h *handler) cluster(bd *fleet.BundleDeployment) *fleet.Cluster {
 		return nil
 	}
 	return c
-}
-
-func (h *handler) write(gr *fleet.GitRepo, status *fleet.GitRepoStatus) (*fleet.GitRepo, error) {
-	if equality.Semantic.DeepEqual(&gr.Status, status) {
-		return gr, nil
-	}
-	gr = gr.DeepCopy()
-	gr.Status = *status
-	return h.GitRepos.UpdateStatus(gr)
 }
 
 // finalize deletes the GitRepo's Bundles (their deployments follow; with keepResources the

@@ -76,6 +76,7 @@ func Register(ctx context.Context, d Deps) error {
 	}
 	t := &tokens{kube: d.Kube, apply: d.Apply, tokens: d.Tokens, regNS: d.RegistrationNamespace, now: time.Now}
 	d.Tokens.OnChange(ctx, "clusterregistrationtoken", t.onChange)
+	fleetcontrollers.RegisterClusterRegistrationTokenStatusHandler(ctx, d.Tokens, "", "clusterregistrationtoken-issue", t.issue)
 	d.Clusters.Cache().AddIndexer(byClientID, func(c *fleet.Cluster) ([]string, error) {
 		if c.Spec.ClientID == "" {
 			return nil, nil
@@ -83,7 +84,8 @@ func Register(ctx context.Context, d Deps) error {
 		return []string{c.Namespace + "/" + c.Spec.ClientID}, nil
 	})
 	r := &registrations{Deps: d}
-	d.ClusterRegistrations.OnChange(ctx, "clusterregistration", r.onChange)
+	d.ClusterRegistrations.OnChange(ctx, "clusterregistration-cleanup", r.onChange)
+	fleetcontrollers.RegisterClusterRegistrationStatusHandler(ctx, d.ClusterRegistrations, "", "clusterregistration", r.grantRegistration)
 	a := &adopter{apply: d.Apply, clusters: d.Clusters}
 	d.Clusters.OnChange(ctx, "cluster-identity", a.onChange)
 	return nil
@@ -121,72 +123,91 @@ func (r *registrations) log(reg *fleet.ClusterRegistration) *logrus.Entry {
 	return logrus.WithFields(logfields.For("clusterregistration", reg.Namespace, reg.Name))
 }
 
-// onChange grants a registration: the Cluster, its agent identity and a credential.
+// onChange deletes a registration's credential Secret once picked up (or the registration is
+// gone).
 func (r *registrations) onChange(key string, reg *fleet.ClusterRegistration) (*fleet.ClusterRegistration, error) {
 	if reg == nil {
 		// Its credential Secret, if still there, goes with it.
 		return nil, r.Apply.WithSetID(credentialSet).WithOwnerKey(key, fleet.SchemeGroupVersion.WithKind("ClusterRegistration")).ApplyObjects()
 	}
-	if reg.DeletionTimestamp != nil {
+	if reg.DeletionTimestamp != nil || !reg.Status.Granted {
 		return reg, nil
 	}
-	ctx := context.Background()
-	secretName := registration.CredentialSecret(reg.Spec.ClientID, reg.Spec.ClientRandom)
-	if reg.Status.Granted {
-		// The credential Secret is for picking up, not for keeping.
-		if age := time.Since(reg.CreationTimestamp.Time); age < credentialSecretTTL {
-			r.ClusterRegistrations.EnqueueAfter(reg.Namespace, reg.Name, credentialSecretTTL-age)
-			return reg, nil
-		}
-		return reg, r.Apply.WithSetID(credentialSet).WithOwner(reg).ApplyObjects()
+	// The credential Secret is for picking up, not for keeping.
+	if age := time.Since(reg.CreationTimestamp.Time); age < credentialSecretTTL {
+		r.ClusterRegistrations.EnqueueAfter(reg.Namespace, reg.Name, credentialSecretTTL-age)
+		return reg, nil
+	}
+	return reg, r.Apply.WithSetID(credentialSet).WithOwner(reg).ApplyObjects()
+}
+
+// grantRegistration grants a registration the Cluster, its agent identity and a credential, and
+// returns the status saying so (the generated status handler writes it).
+func (r *registrations) grantRegistration(reg *fleet.ClusterRegistration, status fleet.ClusterRegistrationStatus) (fleet.ClusterRegistrationStatus, error) {
+	if reg.DeletionTimestamp != nil || status.Granted {
+		return status, nil
 	}
 	if reg.Spec.ClientID == "" || reg.Spec.ClientRandom == "" {
 		r.log(reg).Warn("registration without clientID or clientRandom: ignored")
-		return reg, nil
+		return status, nil
 	}
 	cluster, err := r.cluster(reg)
 	if err != nil {
-		return reg, err
+		return status, err
 	}
-	ns := target.ClusterNamespace(cluster)
-	if cluster.Status.Namespace != ns {
+	if cluster.Status.Namespace != target.ClusterNamespace(cluster) {
 		// The cluster controller has not given it its namespace yet.
 		r.ClusterRegistrations.EnqueueAfter(reg.Namespace, reg.Name, 500*time.Millisecond)
-		return reg, nil
+		return status, nil
 	}
-	token, err := r.grant(ctx, cluster)
-	if err != nil {
-		return reg, err
+	if err := r.credential(reg, cluster); err != nil {
+		return status, err
 	}
-	cfg := config.Get()
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secretName, Namespace: r.RegistrationNamespace,
-		Labels: map[string]string{fleet.ClusterLabel: cluster.Name, fleet.ClusterNamespaceLabel: cluster.Namespace}},
-		Type: "fleet.cattle.io/cluster-registration-credential",
-		Data: map[string][]byte{
-			registration.KeyToken: []byte(token), registration.KeyAPIServerURL: []byte(cfg.APIServerURL),
-			registration.KeyAPIServerCA: []byte(cfg.APIServerCA), registration.KeyClusterNamespace: []byte(ns),
-			registration.KeyClusterName: []byte(cluster.Name), registration.KeyClusterObjectNamespace: []byte(cluster.Namespace),
-			registration.KeyServiceAccount: []byte(registration.AgentServiceAccount),
-		}}
-	if err := r.Apply.WithSetID(credentialSet).WithOwner(reg).ApplyObjects(secret); err != nil {
-		return reg, fmt.Errorf("writing the credential of registration %s/%s: %w", reg.Namespace, reg.Name, err)
-	}
-	// Older requests of the same agent are done with.
-	if all, err := r.ClusterRegistrations.Cache().List(reg.Namespace, labels.Everything()); err == nil {
-		for _, old := range all {
-			if old.Name != reg.Name && old.Spec.ClientID == reg.Spec.ClientID && old.CreationTimestamp.Before(&reg.CreationTimestamp) {
-				_ = r.ClusterRegistrations.Delete(old.Namespace, old.Name, &metav1.DeleteOptions{})
-			}
-		}
-	}
+	r.forgetOlder(reg)
 	r.log(reg).WithField("cluster", cluster.Name).Info("cluster registered")
 	if r.Recorder != nil {
 		r.Recorder.Eventf(cluster, corev1.EventTypeNormal, "Registered", "an agent registered as this cluster (%s/%s); its credential is in namespace %s",
 			reg.Namespace, reg.Name, cluster.Status.Namespace)
 	}
-	reg = reg.DeepCopy()
-	reg.Status.Granted, reg.Status.ClusterName = true, cluster.Name
-	return r.ClusterRegistrations.UpdateStatus(reg)
+	status.Granted, status.ClusterName = true, cluster.Name
+	return status, nil
+}
+
+// credential grants the Cluster's agent its identity and applies the Secret its agent picks the
+// credential up from.
+func (r *registrations) credential(reg *fleet.ClusterRegistration, cluster *fleet.Cluster) error {
+	token, err := r.grant(context.Background(), cluster)
+	if err != nil {
+		return err
+	}
+	cfg := config.Get()
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: registration.CredentialSecret(reg.Spec.ClientID, reg.Spec.ClientRandom),
+		Namespace: r.RegistrationNamespace,
+		Labels:    map[string]string{fleet.ClusterLabel: cluster.Name, fleet.ClusterNamespaceLabel: cluster.Namespace}},
+		Type: "fleet.cattle.io/cluster-registration-credential",
+		Data: map[string][]byte{
+			registration.KeyToken: []byte(token), registration.KeyAPIServerURL: []byte(cfg.APIServerURL),
+			registration.KeyAPIServerCA: []byte(cfg.APIServerCA), registration.KeyClusterNamespace: []byte(cluster.Status.Namespace),
+			registration.KeyClusterName: []byte(cluster.Name), registration.KeyClusterObjectNamespace: []byte(cluster.Namespace),
+			registration.KeyServiceAccount: []byte(registration.AgentServiceAccount),
+		}}
+	if err := r.Apply.WithSetID(credentialSet).WithOwner(reg).ApplyObjects(secret); err != nil {
+		return fmt.Errorf("writing the credential of registration %s/%s: %w", reg.Namespace, reg.Name, err)
+	}
+	return nil
+}
+
+// forgetOlder deletes the older registrations of the same agent: they are done with.
+func (r *registrations) forgetOlder(reg *fleet.ClusterRegistration) {
+	all, err := r.ClusterRegistrations.Cache().List(reg.Namespace, labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, old := range all {
+		if old.Name != reg.Name && old.Spec.ClientID == reg.Spec.ClientID && old.CreationTimestamp.Before(&reg.CreationTimestamp) {
+			_ = r.ClusterRegistrations.Delete(old.Namespace, old.Name, &metav1.DeleteOptions{})
+		}
+	}
 }
 
 // cluster finds the Cluster of the registration's clientID, or creates it with the agent's

@@ -51,7 +51,7 @@ func (t *tokens) log(tok *fleet.ClusterRegistrationToken) *logrus.Entry {
 	return logrus.WithFields(logfields.For("clusterregistrationtoken", tok.Namespace, tok.Name))
 }
 
-// onChange gives a token its import identity and values Secret, and deletes it once expired.
+// onChange revokes a deleted token and deletes an expired one.
 func (t *tokens) onChange(key string, tok *fleet.ClusterRegistrationToken) (*fleet.ClusterRegistrationToken, error) {
 	if tok == nil {
 		ns, name, err := cache.SplitMetaNamespaceKey(key)
@@ -63,34 +63,57 @@ func (t *tokens) onChange(key string, tok *fleet.ClusterRegistrationToken) (*fle
 	if tok.DeletionTimestamp != nil {
 		return tok, t.revoke(tok.Namespace, tok.Name)
 	}
-	ctx := context.Background()
-	now := t.now()
-	var expires *metav1.Time
-	lifetime := neverExpires
-	if tok.Spec.TTL != nil && tok.Spec.TTL.Duration > 0 {
-		at := metav1.NewTime(tok.CreationTimestamp.Add(tok.Spec.TTL.Duration))
-		expires = &at
-		if !now.Before(at.Time) {
-			t.log(tok).Info("registration token expired: deleting it")
-			if err := t.revoke(tok.Namespace, tok.Name); err != nil {
-				return tok, err
-			}
-			err := t.tokens.Delete(tok.Namespace, tok.Name, &metav1.DeleteOptions{})
-			if apierrors.IsNotFound(err) {
-				err = nil
-			}
-			return tok, err
-		}
-		lifetime = max(at.Sub(now), minTokenLifetime)
-		t.tokens.EnqueueAfter(tok.Namespace, tok.Name, at.Sub(now)+time.Second)
+	if _, _, expired := t.lifetime(tok); !expired {
+		return tok, nil
 	}
+	t.log(tok).Info("registration token expired: deleting it")
+	if err := t.revoke(tok.Namespace, tok.Name); err != nil {
+		return tok, err
+	}
+	err := t.tokens.Delete(tok.Namespace, tok.Name, &metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		err = nil
+	}
+	return tok, err
+}
 
-	if tok.Status.SecretName == tok.Name {
+// lifetime is when the token expires (nil: never), how long an import token issued now must
+// live, and whether it has expired.
+func (t *tokens) lifetime(tok *fleet.ClusterRegistrationToken) (*metav1.Time, time.Duration, bool) {
+	if tok.Spec.TTL == nil || tok.Spec.TTL.Duration <= 0 {
+		return nil, neverExpires, false
+	}
+	at := metav1.NewTime(tok.CreationTimestamp.Add(tok.Spec.TTL.Duration))
+	now := t.now()
+	return &at, max(at.Sub(now), minTokenLifetime), !now.Before(at.Time)
+}
+
+// issue gives a token its import identity and values Secret, and returns the status naming them
+// (the generated status handler writes it when it changed).
+func (t *tokens) issue(tok *fleet.ClusterRegistrationToken, status fleet.ClusterRegistrationTokenStatus) (fleet.ClusterRegistrationTokenStatus, error) {
+	expires, lifetime, expired := t.lifetime(tok)
+	if tok.DeletionTimestamp != nil || expired {
+		return status, nil
+	}
+	if expires != nil {
+		t.tokens.EnqueueAfter(tok.Namespace, tok.Name, expires.Sub(t.now())+time.Second)
+	}
+	if status.SecretName == tok.Name {
 		// Issued already: the values Secret holds a token valid until expiry.
-		if _, err := t.kube.CoreV1().Secrets(tok.Namespace).Get(ctx, tok.Name, metav1.GetOptions{}); err == nil {
-			return tok, nil
+		if _, err := t.kube.CoreV1().Secrets(tok.Namespace).Get(context.Background(), tok.Name, metav1.GetOptions{}); err == nil {
+			return status, nil
 		}
 	}
+	if err := t.write(tok, lifetime); err != nil {
+		return status, err
+	}
+	status.SecretName, status.Expires = tok.Name, expires
+	return status, nil
+}
+
+// write applies the token's set: its import identity, then (with an import token of the given
+// lifetime) the values Secret.
+func (t *tokens) write(tok *fleet.ClusterRegistrationToken, lifetime time.Duration) error {
 	sa := registration.ImportServiceAccount(tok.Name)
 	labels := map[string]string{registration.TokenLabel: names.SafeConcatName(tok.Namespace, tok.Name)}
 	meta := metav1.ObjectMeta{Name: sa, Namespace: tok.Namespace, Labels: labels}
@@ -103,29 +126,28 @@ func (t *tokens) onChange(key string, tok *fleet.ClusterRegistrationToken) (*fle
 			RoleRef: roleRef("Role", registration.CredentialReaderRole), Subjects: subjects},
 	}
 	// The identity first: the token is issued for it.
-	if err := t.apply.WithSetID(tokenSet).WithOwner(tok).ApplyObjects(objs...); err != nil {
-		return tok, fmt.Errorf("writing the import identity of %s/%s: %w", tok.Namespace, tok.Name, err)
+	set := t.apply.WithSetID(tokenSet).WithOwner(tok)
+	if err := set.ApplyObjects(objs...); err != nil {
+		return fmt.Errorf("writing the import identity of %s/%s: %w", tok.Namespace, tok.Name, err)
 	}
 	secs := int64(lifetime / time.Second)
-	tr, err := t.kube.CoreV1().ServiceAccounts(tok.Namespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+	tr, err := t.kube.CoreV1().ServiceAccounts(tok.Namespace).CreateToken(context.Background(), sa, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &secs}}, metav1.CreateOptions{})
 	if err != nil {
-		return tok, fmt.Errorf("issuing the import token of %s/%s: %w", tok.Namespace, tok.Name, err)
+		return fmt.Errorf("issuing the import token of %s/%s: %w", tok.Namespace, tok.Name, err)
 	}
 	cfg := config.Get()
 	values, err := yaml.Marshal(registration.Values{Token: tr.Status.Token, APIServerURL: cfg.APIServerURL, APIServerCA: cfg.APIServerCA,
 		ClusterNamespace: tok.Namespace, SystemRegistrationNamespace: t.regNS})
 	if err != nil {
-		return tok, err
+		return err
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: tok.Name, Namespace: tok.Namespace, Labels: labels},
 		Type: "fleet.cattle.io/cluster-registration-values", Data: map[string][]byte{registration.ValuesKey: values}}
-	if err := t.apply.WithSetID(tokenSet).WithOwner(tok).ApplyObjects(append(objs, secret)...); err != nil {
-		return tok, fmt.Errorf("writing the values of %s/%s: %w", tok.Namespace, tok.Name, err)
+	if err := set.ApplyObjects(append(objs, secret)...); err != nil {
+		return fmt.Errorf("writing the values of %s/%s: %w", tok.Namespace, tok.Name, err)
 	}
-	tok = tok.DeepCopy()
-	tok.Status.SecretName, tok.Status.Expires = tok.Name, expires
-	return t.tokens.UpdateStatus(tok)
+	return nil
 }
 
 // revoke deletes a token's import identity, its permissions and its values (its set, applied
