@@ -39,6 +39,7 @@ import (
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
 	"github.com/fleetgo/fleet/pkg/localcluster"
 	"github.com/fleetgo/fleet/pkg/names"
+	"github.com/fleetgo/fleet/pkg/registration"
 	"github.com/fleetgo/fleet/pkg/target"
 )
 
@@ -136,7 +137,10 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 		if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nsName}}, metav1.CreateOptions{}); err != nil {
 			return err
 		}
-		c, err := api.Cluster().Create(&fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"env": "bench"}}})
+		// Clusters as registration leaves them: their agents' identity granted (the annotation
+		// says so, or the manager would take them over as Fleet's) and checked in.
+		c, err := api.Cluster().Create(&fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"env": "bench"},
+			Annotations: map[string]string{registration.IdentityAnnotation: registration.AgentServiceAccount}}})
 		if err != nil {
 			return err
 		}

@@ -31,7 +31,6 @@ var _ = Describe("agent management", Ordered, func() {
 	var (
 		oapi  fleetcontrollers.Interface
 		okube kubernetes.Interface
-		saved *config.Config
 	)
 	const (
 		ns   = fleet.DefaultNamespace
@@ -40,7 +39,6 @@ var _ = Describe("agent management", Ordered, func() {
 	conf := config.Config{APIServerURL: "https://manager.example:6443", APIServerCA: "not-a-real-ca"}
 
 	BeforeAll(func(ctx context.Context) {
-		saved = config.Get()
 		cl, a, err := testenv.StartWithCRDs(ctx, "agentmgmt")
 		Expect(err).NotTo(HaveOccurred())
 		oapi = a
@@ -50,7 +48,6 @@ var _ = Describe("agent management", Ordered, func() {
 		stop := testenv.RunController(cl.RESTConfig(), conf, controller.Options{ManageAgents: true, AgentImage: "registry.local/fleet:mgmt"})
 		DeferCleanup(func() {
 			Expect(stop()).To(Succeed())
-			config.Set(saved)
 		})
 		cm, err := conf.ConfigMap("cattle-fleet-system")
 		Expect(err).NotTo(HaveOccurred())

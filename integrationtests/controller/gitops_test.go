@@ -10,7 +10,6 @@ import (
 
 	"github.com/fleetgo/fleet/integrationtests/testenv"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
-	"github.com/fleetgo/fleet/pkg/config"
 	"github.com/fleetgo/fleet/pkg/controller"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 )
@@ -21,7 +20,7 @@ var _ = It("with --gitops=false leaves GitRepos alone while the other controller
 	other, otherAPI, err := testenv.StartWithCRDs(ctx, "nogitops")
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(other.Stop)
-	stop := testenv.RunController(other.RESTConfig(), *config.Get(), controller.Options{DisableGitOps: true})
+	stop := testenv.RunController(other.RESTConfig(), *inForce.Get(), controller.Options{DisableGitOps: true})
 	DeferCleanup(func() { Expect(stop()).To(Succeed()) })
 
 	gitRepo := func() *fleet.GitRepo {

@@ -45,12 +45,12 @@ var _ = Describe("the controller process", func() {
 		DeferCleanup(func(ctx context.Context) {
 			_ = kube.CoreV1().ConfigMaps("cattle-fleet-system").Delete(ctx, cm.Name, metav1.DeleteOptions{})
 		})
-		Eventually(func() string { return config.Get().APIServerURL }).Should(Equal("https://manager.example:6443"))
+		Eventually(func() string { return inForce.Get().APIServerURL }).Should(Equal("https://manager.example:6443"))
 
 		// An invalid document is ignored: the configuration in force stays.
 		cm.Data[config.Key] = `{"agentCheckinInterval": 5}`
 		_, err = kube.CoreV1().ConfigMaps("cattle-fleet-system").Update(ctx, cm, metav1.UpdateOptions{})
 		Expect(err).NotTo(HaveOccurred())
-		Consistently(func() string { return config.Get().APIServerURL }, "1s").Should(Equal("https://manager.example:6443"))
+		Consistently(func() string { return inForce.Get().APIServerURL }, "1s").Should(Equal("https://manager.example:6443"))
 	})
 })

@@ -16,7 +16,6 @@ import (
 	"github.com/fleetgo/fleet/integrationtests/testenv"
 	"github.com/fleetgo/fleet/pkg/config"
 	"github.com/fleetgo/fleet/pkg/controller"
-	"github.com/fleetgo/fleet/pkg/controller/content"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/localcluster"
 )
@@ -30,6 +29,8 @@ var (
 	cluster                 *localcluster.Cluster
 	api                     fleetcontrollers.Interface
 	kube                    kubernetes.Interface
+	// inForce is the configuration the suite's manager runs with.
+	inForce *config.Store
 )
 
 var _ = BeforeSuite(func(ctx context.Context) {
@@ -41,10 +42,10 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	Expect(err).NotTo(HaveOccurred())
 
 	// Short intervals so time-based behaviour shows within a test.
-	content.GracePeriod = 2 * time.Second
 	healthAddr, metricsAddr = freeAddr(), freeAddr()
-	stop := testenv.RunController(cluster.RESTConfig(), config.Config{AgentCheckinInterval: metav1.Duration{Duration: 2 * time.Second}},
-		controller.Options{HealthAddr: healthAddr, MetricsAddr: metricsAddr})
+	inForce = config.NewStore(config.Config{AgentCheckinInterval: metav1.Duration{Duration: 2 * time.Second}}.WithDefaults())
+	stop := testenv.RunController(cluster.RESTConfig(), config.Config{},
+		controller.Options{HealthAddr: healthAddr, MetricsAddr: metricsAddr, Config: inForce, ContentGracePeriod: 2 * time.Second})
 	DeferCleanup(func() { Expect(stop()).To(Succeed()) })
 }, NodeTimeout(5*time.Minute))
 

@@ -39,7 +39,7 @@ var _ = It("gives a registering agent's labels to no Cluster when the configurat
 			_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
 			return err
 		}).Should(Succeed())
-		Eventually(func() bool { return config.Get().IgnoreClusterRegistrationLabels }).Should(Equal(ignore))
+		Eventually(func() bool { return inForce.Get().IgnoreClusterRegistrationLabels }).Should(Equal(ignore))
 	}
 	setIgnore(true)
 	DeferCleanup(setIgnore, false)

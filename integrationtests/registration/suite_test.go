@@ -36,6 +36,8 @@ var (
 	managerKube kubernetes.Interface
 	// downstreams are apiserver-only clusters, each with its own kube-system UID (identity).
 	downstreams []*localcluster.Cluster
+	// inForce is the configuration the manager runs with.
+	inForce *config.Store
 )
 
 var _ = BeforeSuite(func(ctx context.Context) {
@@ -65,8 +67,10 @@ var _ = BeforeSuite(func(ctx context.Context) {
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())
 	asChart := &rest.Config{Host: mcfg.Host, BearerToken: tr.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: mcfg.CAData}}
-	stop := testenv.RunController(asChart, config.Config{APIServerURL: mcfg.Host, APIServerCA: string(mcfg.CAData),
-		AgentCheckinInterval: metav1.Duration{Duration: 2 * time.Second}}, controller.Options{CredentialLifetime: 10 * time.Minute, SystemNamespace: systemNS})
+	inForce = config.NewStore(config.Config{APIServerURL: mcfg.Host, APIServerCA: string(mcfg.CAData),
+		AgentCheckinInterval: metav1.Duration{Duration: 2 * time.Second}}.WithDefaults())
+	stop := testenv.RunController(asChart, config.Config{}, controller.Options{CredentialLifetime: 10 * time.Minute, SystemNamespace: systemNS,
+		Config: inForce})
 	DeferCleanup(func() { Expect(stop()).To(Succeed()) })
 }, NodeTimeout(5*time.Minute))
 

@@ -10,11 +10,14 @@ import (
 	"github.com/fleetgo/fleet/pkg/controller"
 )
 
-// RunController puts conf in force (unset intervals at their defaults) and runs the manager's
-// controllers in-process against cfg, with the system namespace cattle-fleet-system and four
-// workers unless o says otherwise. stop ends them and returns what the run returned.
+// RunController runs the manager's controllers in-process against cfg with conf in force (unset
+// intervals at their defaults) unless o.Config holds the configuration already, with the system
+// namespace cattle-fleet-system and four workers unless o says otherwise. stop ends them and
+// returns what the run returned.
 func RunController(cfg *rest.Config, conf config.Config, o controller.Options) (stop func() error) {
-	config.Set(conf.WithDefaults())
+	if o.Config == nil {
+		o.Config = config.NewStore(conf.WithDefaults())
+	}
 	if o.SystemNamespace == "" {
 		o.SystemNamespace = "cattle-fleet-system"
 	}

@@ -108,24 +108,49 @@ func newApply() *cobra.Command {
 
 func runApply(cmd *cobra.Command, o *apply.Options, f *applyFlags, args []string) error {
 	setupLogging(false, f.debug)
-	o.Name = args[0]
+	o.Log = cmd.ErrOrStderr()
+	if err := f.complete(o, args, cmd.InOrStdin()); err != nil {
+		return err
+	}
+	cleanup, err := f.readCredentials(o)
+	defer cleanup()
+	if err != nil {
+		return err
+	}
+	if f.ociRegistrySecret != "" || f.ociReference != "" || f.ociUsername != "" || f.ociPasswordFile != "" || f.ociBasicHTTP || f.ociInsecure {
+		fmt.Fprintln(cmd.ErrOrStderr(), "warning: OCI content storage is not available here: the --oci-* flags are ignored and Bundles keep their resources")
+	}
+	if o.Output != "" {
+		return apply.Run(cmd.Context(), *o, nil, cmd.OutOrStdout())
+	}
+	cfg, err := f.kube.restConfig()
+	if err != nil {
+		return err
+	}
+	fac, err := fleetfactory.NewFactoryFromConfig(cfg)
+	if err != nil {
+		return err
+	}
+	return apply.Run(cmd.Context(), *o, fac.Fleet().V1alpha1().Bundle(), cmd.OutOrStdout())
+}
+
+// complete turns the arguments and the flags that need work into options.
+func (f *applyFlags) complete(o *apply.Options, args []string, stdin io.Reader) error {
+	o.Name, o.Paths = args[0], args[1:]
 	if f.file != "" {
 		if len(args) != 1 {
 			return fmt.Errorf("with --file, give only the bundle's name (BUNDLE_NAME), no paths")
 		}
-		var in io.Reader = cmd.InOrStdin()
+		o.BundleReader = stdin
 		if f.file != "-" {
 			data, err := os.ReadFile(f.file)
 			if err != nil {
 				return fmt.Errorf("--file: %w", err)
 			}
-			in = bytes.NewReader(data)
+			o.BundleReader = bytes.NewReader(data)
 		}
-		o.BundleReader = in
 	}
-	o.Paths = args[1:]
 	o.SyncGeneration = f.syncGeneration
-	o.Log = cmd.ErrOrStderr()
 	if o.Commit == "" {
 		o.Commit = checkedOutCommit(o.Root)
 	}
@@ -143,9 +168,6 @@ func runApply(cmd *cobra.Command, o *apply.Options, f *applyFlags, args []string
 	}
 	o.ChartAuth.PlainHTTP = o.ChartAuth.PlainHTTP || f.helmBasicHTTP
 	o.ChartAuth.InsecureSkipTLSVerify = o.ChartAuth.InsecureSkipTLSVerify || f.helmInsecure
-	if f.ociRegistrySecret != "" || f.ociReference != "" || f.ociUsername != "" || f.ociPasswordFile != "" || f.ociBasicHTTP || f.ociInsecure {
-		fmt.Fprintln(cmd.ErrOrStderr(), "warning: OCI content storage is not available here: the --oci-* flags are ignored and Bundles keep their resources")
-	}
 	if f.nsSelector != "" {
 		sel, err := metav1.ParseToLabelSelector(f.nsSelector)
 		if err != nil {
@@ -153,46 +175,41 @@ func runApply(cmd *cobra.Command, o *apply.Options, f *applyFlags, args []string
 		}
 		o.AllowedTargetNamespaceSelector = sel
 	}
+	return nil
+}
+
+// readCredentials reads the chart credentials the flags name into the options; cleanup removes
+// the files the per-path credentials were written to.
+func (f *applyFlags) readCredentials(o *apply.Options) (cleanup func(), err error) {
+	cleanup = func() {}
 	if f.passwordFile != "" {
 		data, err := os.ReadFile(f.passwordFile)
 		if err != nil {
-			return fmt.Errorf("--password-file: %w", err)
+			return cleanup, fmt.Errorf("--password-file: %w", err)
 		}
 		o.ChartAuth.Password = strings.TrimSpace(string(data))
 	}
 	if f.sshKeyFile != "" {
-		data, err := os.ReadFile(f.sshKeyFile)
-		if err != nil {
-			return fmt.Errorf("--ssh-privatekey-file: %w", err)
-		}
-		o.ChartAuth.SSHPrivateKey = data
-	}
-	if f.pathAuthFile != "" {
-		data, err := os.ReadFile(f.pathAuthFile)
-		if err != nil {
-			return fmt.Errorf("--helm-credentials-by-path-file: %w", err)
-		}
-		dir, err := os.MkdirTemp("", "fleet-apply-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		if o.ChartAuthByPath, err = bundlereader.ParsePathCredentials(data, dir); err != nil {
-			return fmt.Errorf("--helm-credentials-by-path-file %s: %w", f.pathAuthFile, err)
+		if o.ChartAuth.SSHPrivateKey, err = os.ReadFile(f.sshKeyFile); err != nil {
+			return cleanup, fmt.Errorf("--ssh-privatekey-file: %w", err)
 		}
 	}
-	if o.Output != "" {
-		return apply.Run(cmd.Context(), *o, nil, cmd.OutOrStdout())
+	if f.pathAuthFile == "" {
+		return cleanup, nil
 	}
-	cfg, err := f.kube.restConfig()
+	data, err := os.ReadFile(f.pathAuthFile)
 	if err != nil {
-		return err
+		return cleanup, fmt.Errorf("--helm-credentials-by-path-file: %w", err)
 	}
-	fac, err := fleetfactory.NewFactoryFromConfig(cfg)
+	dir, err := os.MkdirTemp("", "fleet-apply-")
 	if err != nil {
-		return err
+		return cleanup, err
 	}
-	return apply.Run(cmd.Context(), *o, fac.Fleet().V1alpha1().Bundle(), cmd.OutOrStdout())
+	cleanup = func() { os.RemoveAll(dir) }
+	if o.ChartAuthByPath, err = bundlereader.ParsePathCredentials(data, dir); err != nil {
+		return cleanup, fmt.Errorf("--helm-credentials-by-path-file %s: %w", f.pathAuthFile, err)
+	}
+	return cleanup, nil
 }
 
 // checkedOutCommit is the commit checked out in dir, as Fleet labels Bundles without --commit;

@@ -3,7 +3,6 @@ package cmd
 import (
 	"os"
 	runtimedebug "runtime/debug"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -65,7 +64,7 @@ func newController() *cobra.Command {
 	fl.BoolVar(&o.ManageAgents, "manage-agents", true, "keep every cluster's agent as configured through its own Bundle, fleet-agent-<cluster> (with --agent-image)")
 	fl.StringVar(&o.AgentImage, "agent-image", "", "agent image installed into clusters the manager imports itself (Cluster.spec.kubeConfigSecret)")
 	fl.StringVar(&o.RegistrationNamespace, "registration-namespace", fleet.ClustersSystemNamespace, "namespace of the credentials registering agents pick up")
-	fl.DurationVar(&o.CredentialLifetime, "agent-credential-lifetime", 24*time.Hour, "lifetime of an agent's credential (at least 10m); agents renew it hourly or after a third of it")
+	fl.DurationVar(&o.CredentialLifetime, "agent-credential-lifetime", registration.DefaultCredentialLifetime, "lifetime of an agent's credential (at least 10m); agents renew it hourly or after a third of it")
 	bindLogging(fl, &logJSON, &debug)
 	fl.IntVar(&gcPercent, "gc-percent", 50, "heap growth (percent) that triggers a garbage collection, unless GOGC is set")
 	return c

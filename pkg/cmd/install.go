@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
@@ -78,7 +77,7 @@ func newInstallAgentToken() *cobra.Command {
 	fl := c.Flags()
 	fl.StringVarP(&o.Namespace, "namespace", "n", fleet.DefaultNamespace, "namespace of the token: registered clusters' Clusters live there")
 	fl.StringVar(&o.Name, "name", "", "name of the token (default: generated)")
-	fl.DurationVar(&o.TTL, "ttl", 12*time.Hour, "how long the token may be used to register (0: never expires)")
+	fl.DurationVar(&o.TTL, "ttl", install.DefaultAgentTokenTTL, "how long the token may be used to register (0: never expires)")
 	fl.StringVar(&o.ServerURL, "server-url", "", "the manager's URL as downstream clusters reach it (default: the manager's configured apiServerURL)")
 	fl.StringVar(&o.CAFile, "ca-file", "", "PEM file with the CA downstream clusters trust for the manager (default: the manager's configured apiServerCA)")
 	fl.BoolVar(&o.NoCA, "no-ca", false, "hand out no CA: the manager's certificate is signed by a CA the system trusts")

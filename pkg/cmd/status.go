@@ -17,6 +17,13 @@ import (
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
 )
 
+// `fleet status` reads the manager every defaultWatchInterval with --watch, each request
+// bounded by statusRequestTimeout.
+const (
+	defaultWatchInterval = 2 * time.Second
+	statusRequestTimeout = 15 * time.Second
+)
+
 type statusFlags struct {
 	kube      kubeFlags
 	namespace string
@@ -57,7 +64,7 @@ func newStatus() *cobra.Command {
 	fl.BoolVar(&f.all, "all", false, "every GitRepo of the namespace")
 	fl.StringVarP(&f.output, "output", "o", "", "json: the report as JSON, for scripts")
 	fl.BoolVarP(&f.watch, "watch", "w", false, "follow the rollout until it is Ready, with a progress line")
-	fl.DurationVar(&f.interval, "interval", 2*time.Second, "how often --watch reads the manager")
+	fl.DurationVar(&f.interval, "interval", defaultWatchInterval, "how often --watch reads the manager")
 	return c
 }
 
@@ -66,7 +73,7 @@ func runStatus(ctx context.Context, out io.Writer, f *statusFlags, o status.Opti
 	if err != nil {
 		return err
 	}
-	cfg.Timeout = 15 * time.Second
+	cfg.Timeout = statusRequestTimeout
 	ff, err := fleetfactory.NewFactoryFromConfig(cfg)
 	if err != nil {
 		return err

@@ -96,15 +96,24 @@ func (c Config) ConfigMap(ns string) (*corev1.ConfigMap, error) {
 		Data: map[string]string{Key: string(data)}}, nil
 }
 
-var current atomic.Pointer[Config]
+// Store holds the configuration in force. The manager makes one and hands it to the
+// controllers, which read it on every reconcile; a reload replaces what it holds.
+type Store struct {
+	current atomic.Pointer[Config]
+}
 
-func init() {
-	c, _ := Parse("")
-	current.Store(c)
+// NewStore holds c, or the defaults when c is nil.
+func NewStore(c *Config) *Store {
+	if c == nil {
+		c, _ = Parse("")
+	}
+	s := &Store{}
+	s.current.Store(c)
+	return s
 }
 
 // Get returns the configuration in force.
-func Get() *Config { return current.Load() }
+func (s *Store) Get() *Config { return s.current.Load() }
 
 // Set replaces the configuration in force.
-func Set(c *Config) { current.Store(c) }
+func (s *Store) Set(c *Config) { s.current.Store(c) }

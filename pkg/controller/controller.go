@@ -95,6 +95,12 @@ type Options struct {
 	// CredentialLifetime is how long an agent's credential is valid before it must renew it;
 	// zero means a day (the apiserver issues none shorter than ten minutes).
 	CredentialLifetime time.Duration
+	// Config holds the configuration in force, which the fleet-controller ConfigMap replaces
+	// whenever it changes; nil starts from the defaults.
+	Config *config.Store
+	// ContentGracePeriod protects a new Content from collection until its BundleDeployments
+	// refer to it; zero means content.DefaultGracePeriod.
+	ContentGracePeriod time.Duration
 }
 
 // Client rate defaults: generous enough that a pass over thousands of clusters is not held back
@@ -108,6 +114,9 @@ const (
 func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if o.Workers <= 0 {
 		o.Workers = 50
+	}
+	if o.Config == nil {
+		o.Config = config.NewStore(nil)
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = o.QPS, o.Burst
@@ -174,8 +183,8 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 	recorder := events.NewRecorder(ctx, kube, "fleet-controller")
 	// configChanged, once agent management runs, brings every Cluster's agent up to date.
 	var configChanged atomic.Pointer[func()]
-	watchConfig(ctx, c, o.SystemNamespace, &configChanged)
-	checkin := func() time.Duration { return config.Get().AgentCheckinInterval.Duration }
+	watchConfig(ctx, c, o.SystemNamespace, o.Config, &configChanged)
+	checkin := func() time.Duration { return o.Config.Get().AgentCheckinInterval.Duration }
 	bundle.Register(ctx, bundle.Deps{
 		Bundles: f.Bundle(), BundleDeployments: f.BundleDeployment(), Clusters: f.Cluster(),
 		ClusterGroups: f.ClusterGroup(), Contents: f.Content(),
@@ -188,7 +197,7 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 	}
 	if err := registration.Register(ctx, registration.Deps{Kube: kube, Apply: children, Tokens: f.ClusterRegistrationToken(),
 		ClusterRegistrations: f.ClusterRegistration(), Clusters: f.Cluster(),
-		RegistrationNamespace: o.RegistrationNamespace, CredentialLifetime: o.CredentialLifetime, Recorder: recorder}); err != nil {
+		RegistrationNamespace: o.RegistrationNamespace, CredentialLifetime: o.CredentialLifetime, Recorder: recorder, Config: o.Config}); err != nil {
 		return err
 	}
 	if !o.DisableGitOps {
@@ -196,15 +205,16 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 			return err
 		}
 	}
-	settings := agentmanagement.Settings(o.AgentImage, o.AgentDebug)
-	clusterimport.Register(ctx, clusterimport.Deps{Kube: kube, Clusters: f.Cluster(), Tokens: f.ClusterRegistrationToken(), Settings: settings})
+	settings := agentmanagement.Settings(o.AgentImage, o.AgentDebug, o.Config)
+	clusterimport.Register(ctx, clusterimport.Deps{Kube: kube, Clusters: f.Cluster(), Tokens: f.ClusterRegistrationToken(), Settings: settings,
+		Config: o.Config})
 	if o.ManageAgents && o.AgentImage != "" {
 		recheck := agentmanagement.Register(ctx, agentmanagement.Deps{Clusters: f.Cluster(), Bundles: f.Bundle(),
 			BundleDeployments: f.BundleDeployment(), Settings: settings, AgentConfig: clusterimport.AgentConfig(c.Secret().Cache())})
 		configChanged.Store(&recheck)
 	}
 	observe(ctx, f, recorder, o.DisableGitOps)
-	content.Register(ctx, f.Content(), f.BundleDeployment())
+	content.Register(ctx, f.Content(), f.BundleDeployment(), o.ContentGracePeriod)
 	downstream.Register(ctx, kube, f.BundleDeployment(), c.Secret())
 	clustergroup.Register(ctx, f.ClusterGroup(), f.Cluster())
 	return scf.Start(ctx, o.Workers)
@@ -280,7 +290,7 @@ func trimCaches(f fleetcontrollers.Interface, c corecontrollers.Interface) error
 
 // watchConfig puts the fleet-controller ConfigMap's configuration in force whenever it changes
 // (an invalid one is logged and ignored), then calls changed when set.
-func watchConfig(ctx context.Context, c corecontrollers.Interface, systemNamespace string, changed *atomic.Pointer[func()]) {
+func watchConfig(ctx context.Context, c corecontrollers.Interface, systemNamespace string, store *config.Store, changed *atomic.Pointer[func()]) {
 	c.ConfigMap().OnChange(ctx, "config-reload", func(_ string, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
 		if cm == nil || cm.Namespace != systemNamespace || cm.Name != config.ConfigMapName {
 			return cm, nil
@@ -291,7 +301,7 @@ func watchConfig(ctx context.Context, c corecontrollers.Interface, systemNamespa
 			logrus.WithError(err).Warn("ignoring invalid configuration")
 			return cm, nil
 		}
-		config.Set(parsed)
+		store.Set(parsed)
 		logrus.Info("configuration reloaded")
 		if f := changed.Load(); f != nil {
 			(*f)()
@@ -329,7 +339,7 @@ func startGitOps(ctx context.Context, cfg *rest.Config, kube kubernetes.Interfac
 			Apply: children.WithCacheTypes(job).WithGVK(corev1.SchemeGroupVersion.WithKind("ConfigMap")).WithDynamicLookup()}
 	}
 	gitrepo.Register(ctx, gitrepo.Deps{Kube: kube, GitRepos: f.GitRepo(), Bundles: f.Bundle(), BundleDeployments: f.BundleDeployment(),
-		Clusters: f.Cluster(), Runs: o.GitRuns, RunTimeout: o.GitRunTimeout, CheckinInterval: func() time.Duration { return config.Get().AgentCheckinInterval.Duration },
+		Clusters: f.Cluster(), Runs: o.GitRuns, RunTimeout: o.GitRunTimeout, CheckinInterval: func() time.Duration { return o.Config.Get().AgentCheckinInterval.Duration }, Config: o.Config,
 		JobRunner: jobs, Restrictions: f.GitRepoRestriction(), Secrets: c.Secret()})
 	serve.Run(ctx, o.WebhookAddr, &gitrepo.Webhook{Kube: kube, GitRepos: f.GitRepo(), SystemNamespace: o.SystemNamespace})
 	return nil

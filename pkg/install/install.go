@@ -135,6 +135,14 @@ type AgentTokenOptions struct {
 	Timeout time.Duration
 }
 
+// Registration tokens `fleet install agent-token` makes: valid DefaultAgentTokenTTL unless the
+// options say otherwise; their values are looked for every tokenPoll, for at most tokenTimeout.
+const (
+	DefaultAgentTokenTTL = 12 * time.Hour
+	tokenPoll            = 200 * time.Millisecond
+	tokenTimeout         = time.Minute
+)
+
 // AgentToken creates a ClusterRegistrationToken on the manager, waits for its values and
 // renders the fleet-agent chart with them: the manifest to apply to a downstream cluster.
 func AgentToken(ctx context.Context, api fleetcontrollers.Interface, kube kubernetes.Interface, o AgentTokenOptions) (string, error) {
@@ -165,10 +173,10 @@ func AgentToken(ctx context.Context, api fleetcontrollers.Interface, kube kubern
 	}
 	timeout := o.Timeout
 	if timeout <= 0 {
-		timeout = time.Minute
+		timeout = tokenTimeout
 	}
 	var v registration.Values
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, tokenPoll, timeout, true, func(ctx context.Context) (bool, error) {
 		t, err := api.ClusterRegistrationToken().Get(created.Namespace, created.Name, metav1.GetOptions{})
 		if err != nil || t.Status.SecretName == "" {
 			return false, nil

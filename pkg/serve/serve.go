@@ -111,12 +111,20 @@ func Endpoints(ctx context.Context, healthAddr, metricsAddr, profileAddr string,
 	Run(ctx, profileAddr, Profiles())
 }
 
+// Timeouts of the endpoints' HTTP servers.
+const (
+	// readHeaderTimeout bounds how long a client may take to send its request headers.
+	readHeaderTimeout = 10 * time.Second
+	// shutdownTimeout bounds how long requests in flight may finish once ctx ends.
+	shutdownTimeout = 5 * time.Second
+)
+
 // Run serves h on addr until ctx ends; an empty address serves nothing.
 func Run(ctx context.Context, addr string, h http.Handler) {
 	if addr == "" {
 		return
 	}
-	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: readHeaderTimeout}
 	go func() {
 		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			logrus.WithError(err).WithField("addr", addr).Error("http server stopped")
@@ -124,7 +132,7 @@ func Run(ctx context.Context, addr string, h http.Handler) {
 	}()
 	go func() {
 		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		shutdown, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
 	}()

@@ -71,7 +71,7 @@ var ErrNoBootstrap = errors.New("no credential (Secret " + registration.AgentSec
 // registration token's Secret in the agent's own cluster, so `kubectl get events` there says why
 // the agent is not registered while it cannot reach the manager at all.
 func Obtain(ctx context.Context, local kubernetes.Interface, o Options) (*Credential, error) {
-	backoff := wait.Backoff{Duration: 2 * time.Second, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: time.Minute}
+	backoff := wait.Backoff{Duration: registerRetry, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: registerRetryCap}
 	events := record.NewBroadcaster(record.WithContext(ctx))
 	defer events.Shutdown()
 	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: local.CoreV1().Events(o.Namespace)})
@@ -163,7 +163,7 @@ func Register(ctx context.Context, local kubernetes.Interface, o Options) (*Cred
 		return nil, err
 	}
 	cfg := &rest.Config{Host: v.APIServerURL, BearerToken: v.Token, TLSClientConfig: rest.TLSClientConfig{CAData: []byte(CABundle(v.APIServerCA, o.TLSMode))},
-		Timeout: 30 * time.Second}
+		Timeout: requestTimeout}
 	reg, nonce, err := request(cfg, v, clientID, labels)
 	if err != nil {
 		return nil, err
@@ -277,10 +277,10 @@ func await(ctx context.Context, cfg *rest.Config, v registration.Values, name st
 	}
 	poll, timeout := o.PollInterval, o.Timeout
 	if poll <= 0 {
-		poll = time.Second
+		poll = grantPoll
 	}
 	if timeout <= 0 {
-		timeout = 30 * time.Minute
+		timeout = grantTimeout
 	}
 	var secret *corev1.Secret
 	err = wait.PollUntilContextTimeout(ctx, poll, timeout, true, func(ctx context.Context) (bool, error) {
@@ -413,13 +413,33 @@ func (b *bearer) RoundTrip(req *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(req)
 }
 
-// ExchangedLifetime is the lifetime asked for when the agent trades a credential Fleet stored
-// for one of its own ServiceAccount (the manager's default credential lifetime).
-const ExchangedLifetime = 24 * time.Hour
-
-// RenewEvery is how often the agent renews its credential at most; a credential with a shorter
-// lifetime is renewed when a third of it has passed.
-const RenewEvery = time.Hour
+// Intervals and timeouts of registration and renewal.
+const (
+	// ExchangedLifetime is the lifetime asked for when the agent trades a credential Fleet
+	// stored for one of its own ServiceAccount (the manager's default credential lifetime).
+	ExchangedLifetime = 24 * time.Hour
+	// RenewEvery is how often the agent renews its credential at most; a credential with a
+	// shorter lifetime is renewed when a third of it has passed.
+	RenewEvery = time.Hour
+	// registerRetry is the first wait after a failed registration; each next one doubles, up
+	// to registerRetryCap.
+	registerRetry    = 2 * time.Second
+	registerRetryCap = time.Minute
+	// requestTimeout bounds each request to the manager while registering.
+	requestTimeout = 30 * time.Second
+	// grantPoll is how often a registering agent looks for its granted credential, and
+	// grantTimeout how long it waits for it (unless Options say otherwise).
+	grantPoll    = time.Second
+	grantTimeout = 30 * time.Minute
+	// exchangeRetry is how soon a refused exchange of Fleet's credential is tried again: the
+	// manager allows it as soon as it has taken the Cluster over.
+	exchangeRetry = 5 * time.Second
+	// A failed renewal waits a quarter of the renewal period, within these bounds.
+	renewRetryMin = time.Second
+	renewRetryMax = time.Minute
+	// assumedLifetime is how long a token whose claims cannot be read is taken to be valid.
+	assumedLifetime = 24 * time.Hour
+)
 
 // Renew keeps the session's credential fresh until ctx ends: it asks the manager for a new token
 // of its own ServiceAccount (the one permission for that is its own) and stores it. every
@@ -497,14 +517,13 @@ func (s *Session) Renew(ctx context.Context, local kubernetes.Interface, ns stri
 	}
 }
 
-// retryAfter is how long a failed renewal waits: a quarter of the period, at most a minute; an
-// exchange of Fleet's credential, which the manager allows as soon as it has taken the Cluster
-// over, every few seconds.
+// retryAfter is how long a failed renewal waits: a quarter of the period, within
+// renewRetryMin and renewRetryMax; an exchange of Fleet's credential, exchangeRetry.
 func retryAfter(c Credential, period time.Duration) time.Duration {
 	if c.SA == "" {
-		return 5 * time.Second
+		return exchangeRetry
 	}
-	return min(time.Minute, max(period/4, time.Second))
+	return min(renewRetryMax, max(period/4, renewRetryMin))
 }
 
 // tokenTimes reads when a ServiceAccount token was issued and expires (its JWT claims; the
@@ -523,5 +542,5 @@ func tokenTimes(token string) (time.Time, time.Time) {
 			}
 		}
 	}
-	return now, now.Add(24 * time.Hour)
+	return now, now.Add(assumedLifetime)
 }

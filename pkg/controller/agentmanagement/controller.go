@@ -256,8 +256,8 @@ func (h *handler) status(c *fleet.Cluster, s fleet.ClusterStatus) (fleet.Cluster
 
 // Settings reads the manager's side of the agents' configuration from the configuration in
 // force.
-func Settings(image string, debug bool) func() agentmanifest.Settings {
+func Settings(image string, debug bool, store *config.Store) func() agentmanifest.Settings {
 	return func() agentmanifest.Settings {
-		return agentmanifest.Settings{Image: image, Debug: debug, Config: *config.Get()}
+		return agentmanifest.Settings{Image: image, Debug: debug, Config: *store.Get()}
 	}
 }

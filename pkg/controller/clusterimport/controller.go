@@ -53,6 +53,8 @@ type Deps struct {
 	Tokens   fleetcontrollers.ClusterRegistrationTokenController
 	// Settings are the manager's side of the agent's configuration (image, intervals...).
 	Settings func() agentmanifest.Settings
+	// Config is the configuration in force.
+	Config *config.Store
 }
 
 type handler struct {
@@ -66,8 +68,13 @@ type failure struct {
 	generation int64
 }
 
-// retryFailed is how soon a failed import is tried again when the Cluster did not change.
-const retryFailed = time.Minute
+// Requeue intervals.
+const (
+	// retryFailed is how soon a failed import is tried again when the Cluster did not change.
+	retryFailed = time.Minute
+	// tokenPendingRetry is how soon an import waiting for its registration token looks again.
+	tokenPendingRetry = 500 * time.Millisecond
+)
 
 // Register starts importing Clusters that carry a kubeconfig.
 func Register(ctx context.Context, d Deps) {
@@ -115,7 +122,7 @@ func (h *handler) status(c *fleet.Cluster, status fleet.ClusterStatus) (fleet.Cl
 	}
 	err := h.importCluster(c)
 	if errors.Is(err, errTokenPending) {
-		h.Clusters.EnqueueAfter(c.Namespace, c.Name, 500*time.Millisecond)
+		h.Clusters.EnqueueAfter(c.Namespace, c.Name, tokenPendingRetry)
 		return status, nil
 	}
 	imported, msg := corev1.ConditionTrue, ""
@@ -139,7 +146,7 @@ func (h *handler) importCluster(c *fleet.Cluster) error {
 	if secretNS == "" {
 		secretNS = c.Namespace
 	}
-	if err := secretNamespaceAllowed(c, secretNS, config.Get().KubeConfigSecretNamespaces); err != nil {
+	if err := secretNamespaceAllowed(c, secretNS, h.Config.Get().KubeConfigSecretNamespaces); err != nil {
 		return err
 	}
 	secret, err := h.Kube.CoreV1().Secrets(secretNS).Get(ctx, c.Spec.KubeConfigSecret, metav1.GetOptions{})

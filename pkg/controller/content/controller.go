@@ -15,9 +15,9 @@ import (
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 )
 
-// GracePeriod protects a new Content: a Bundle creates its Content before the BundleDeployments
-// that refer to it. A variable so tests can shorten it.
-var GracePeriod = 30 * time.Second
+// DefaultGracePeriod protects a new Content: a Bundle creates its Content before the
+// BundleDeployments that refer to it.
+const DefaultGracePeriod = 30 * time.Second
 
 // countDelay coalesces the reference counts that BundleDeployment changes trigger.
 // The count is informational (collection reads the index), so a wide window keeps a rollout
@@ -25,14 +25,19 @@ var GracePeriod = 30 * time.Second
 const countDelay = 5 * time.Second
 
 type handler struct {
+	grace    time.Duration
 	contents fleetcontrollers.ContentController
 	bdCache  fleetcontrollers.BundleDeploymentCache
 	now      func() time.Time
 }
 
-// Register starts the Content garbage collector.
-func Register(ctx context.Context, contents fleetcontrollers.ContentController, bds fleetcontrollers.BundleDeploymentController) {
-	h := &handler{contents: contents, bdCache: bds.Cache(), now: time.Now}
+// Register starts the Content garbage collector, which spares a Content younger than grace
+// (zero: DefaultGracePeriod).
+func Register(ctx context.Context, contents fleetcontrollers.ContentController, bds fleetcontrollers.BundleDeploymentController, grace time.Duration) {
+	if grace <= 0 {
+		grace = DefaultGracePeriod
+	}
+	h := &handler{grace: grace, contents: contents, bdCache: bds.Cache(), now: time.Now}
 	fleetcontrollers.RegisterContentStatusHandler(ctx, contents, "", "content-gc", h.status)
 	enqueue := func(obj interface{}) {
 		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -63,8 +68,8 @@ func (h *handler) status(c *fleet.Content, status fleet.ContentStatus) (fleet.Co
 		return status, err
 	}
 	if len(refs) == 0 {
-		if age := h.now().Sub(c.CreationTimestamp.Time); age < GracePeriod {
-			h.contents.EnqueueAfter(c.Name, GracePeriod-age)
+		if age := h.now().Sub(c.CreationTimestamp.Time); age < h.grace {
+			h.contents.EnqueueAfter(c.Name, h.grace-age)
 		} else {
 			err := h.contents.Delete(c.Name, &metav1.DeleteOptions{})
 			if err != nil && !apierrors.IsNotFound(err) {

@@ -82,6 +82,8 @@ type Deps struct {
 	// Secrets are read from their cache (credentials of GitRepos); a change of one a GitRepo
 	// names brings that GitRepo back. Nil reads them from the apiserver.
 	Secrets corecontrollers.SecretController
+	// Config is the configuration in force (the git client's timeout).
+	Config *config.Store
 }
 
 // DefaultRunTimeout bounds an in-process clone-and-apply.
@@ -283,7 +285,7 @@ func (h *handler) reconcile(gr *fleet.GitRepo, st fleet.GitRepoStatus) (fleet.Gi
 }
 
 func (h *handler) poll(gr *fleet.GitRepo, src gitsource.Source, status *fleet.GitRepoStatus, now time.Time) {
-	ctx, cancel := context.WithTimeout(context.Background(), config.Get().GitClientTimeout.Duration)
+	ctx, cancel := context.WithTimeout(context.Background(), h.Config.Get().GitClientTimeout.Duration)
 	defer cancel()
 	started := time.Now()
 	commit, err := gitsource.LatestCommit(ctx, src)
@@ -502,57 +504,16 @@ func (h *handler) rollup(gr *fleet.GitRepo, status *fleet.GitRepoStatus, now tim
 	bundles, _ := h.Bundles.Cache().GetByIndex(bundlesByRepo, gr.Namespace+"/"+gr.Name)
 	sort.Slice(bundles, func(i, j int) bool { return bundles[i].Name < bundles[j].Name })
 	bds, _ := h.BundleDeployments.Cache().GetByIndex(index.ByRepo, gr.Namespace+"/"+gr.Name)
-	var s fleet.BundleSummary
-	var counts fleet.ResourceCounts
-	clusters := map[string]bool{} // cluster namespace → all ready
-	interval := time.Duration(0)
-	if h.CheckinInterval != nil {
-		interval = h.CheckinInterval()
-	}
-	var perCluster []clusterResource
-	perClusterCounts := map[string]*fleet.ResourceCounts{}
-	keys := map[string][]fleet.ResourceKey{}
-	for _, b := range bundles {
-		keys[b.Name] = b.Status.ResourceKey
-		// Targets whose BundleDeployment is not made yet are known to their Bundle only.
-		s.Pending += b.Status.Summary.Pending
-		s.DesiredReady += b.Status.Summary.Pending
-	}
-	for _, bd := range bds {
-		state := summary.State(bd)
-		offline := false
-		if c := h.cluster(bd); c != nil && interval > 0 && summary.Offline(c, interval, now) {
-			state, offline = fleet.BundleState(""), true // unknown: counted in desiredReady only
-		}
-		cluster := bd.Labels[fleet.ClusterNamespaceLabel] + "/" + bd.Labels[fleet.ClusterLabel]
-		perCluster = append(perCluster, clusterResource{bd: bd, offline: offline, cluster: cluster, keys: keys[bd.Labels[fleet.BundleLabel]]})
-		if offline || state == fleet.Ready {
-			// (An unknown state counts as desired, not as any state.)
-			summary.Increment(&s, state)
-		} else {
-			// Only a non-ready deployment is listed, under a name built for it alone.
-			summary.Add(&s, bd.Labels[fleet.BundleLabel]+" on "+cluster, bd)
-		}
-		if bd.Status.ResourceCounts != nil {
-			summary.AddCounts(&counts, *bd.Status.ResourceCounts)
-			pc := perClusterCounts[cluster]
-			if pc == nil {
-				pc = &fleet.ResourceCounts{}
-				perClusterCounts[cluster] = pc
-			}
-			summary.AddCounts(pc, *bd.Status.ResourceCounts)
-		}
-		ready, seen := clusters[bd.Namespace]
-		clusters[bd.Namespace] = (ready || !seen) && state == fleet.Ready
-	}
-	status.Summary, status.ResourceCounts = s, counts
+	t := h.tally(bundles, bds, now)
+	s := t.summary
+	status.Summary, status.ResourceCounts = s, t.counts
 	status.PerClusterResourceCounts = nil
-	if len(perClusterCounts) > 0 {
-		status.PerClusterResourceCounts = perClusterCounts
+	if len(t.perClusterCounts) > 0 {
+		status.PerClusterResourceCounts = t.perClusterCounts
 	}
-	status.Resources = resources(perCluster)
-	status.DesiredReadyClusters, status.ReadyClusters = len(clusters), 0
-	for _, ready := range clusters {
+	status.Resources = resources(t.perCluster)
+	status.DesiredReadyClusters, status.ReadyClusters = len(t.clusters), 0
+	for _, ready := range t.clusters {
 		if ready {
 			status.ReadyClusters++
 		}
@@ -560,27 +521,7 @@ func (h *handler) rollup(gr *fleet.GitRepo, status *fleet.GitRepoStatus, now tim
 	status.Display.ReadyBundleDeployments = fmt.Sprintf("%d/%d", s.Ready, s.DesiredReady)
 	status.Display.Error, status.Display.Message = false, ""
 
-	ready, msg := corev1.ConditionTrue, ""
-	if c := fleet.FindCondition(status.Conditions, fleet.ConditionAccepted); c != nil && c.Status == corev1.ConditionFalse {
-		ready, msg = corev1.ConditionFalse, c.Message
-	} else if c := fleet.FindCondition(status.Conditions, fleet.ConditionGitPolling); c != nil && c.Status == corev1.ConditionFalse {
-		ready, msg = corev1.ConditionFalse, c.Message
-	} else if c := fleet.FindCondition(status.Conditions, fleet.ConditionStalled); c != nil && c.Status == corev1.ConditionTrue {
-		ready, msg = corev1.ConditionFalse, c.Message
-	} else if status.Commit == "" {
-		// Nothing applied yet: no Bundles is not the same as all Bundles ready.
-		ready, msg = corev1.ConditionUnknown, "no commit applied yet"
-	} else {
-		for _, b := range bundles {
-			if c := fleet.FindCondition(b.Status.Conditions, fleet.ConditionReady); c != nil && c.Status != corev1.ConditionTrue {
-				ready, msg = c.Status, "Bundle "+b.Name+": "+c.Message
-				break
-			}
-		}
-		if ready == corev1.ConditionTrue && s.Ready < s.DesiredReady {
-			ready, msg = corev1.ConditionFalse, summary.ReadyMessage(s)
-		}
-	}
+	ready, msg := readiness(status, bundles, s)
 	switch {
 	case status.GitJobStatus == JobInProgress:
 		status.Display.State = StateGitUpdating
@@ -594,6 +535,86 @@ func (h *handler) rollup(gr *fleet.GitRepo, status *fleet.GitRepoStatus, now tim
 		status.Display.Error, status.Display.Message = ready == corev1.ConditionFalse, msg
 	}
 	fleet.SetCondition(&status.Conditions, fleet.ConditionReady, ready, summary.ReadyReason(ready, status.Display.State), msg, now)
+}
+
+// tally is what a GitRepo's Bundles and BundleDeployments add up to.
+type tally struct {
+	summary          fleet.BundleSummary
+	counts           fleet.ResourceCounts
+	perCluster       []clusterResource
+	perClusterCounts map[string]*fleet.ResourceCounts
+	// clusters maps each cluster namespace to whether all its deployments are ready.
+	clusters map[string]bool
+}
+
+func (h *handler) tally(bundles []*fleet.Bundle, bds []*fleet.BundleDeployment, now time.Time) tally {
+	t := tally{perClusterCounts: map[string]*fleet.ResourceCounts{}, clusters: map[string]bool{}}
+	interval := time.Duration(0)
+	if h.CheckinInterval != nil {
+		interval = h.CheckinInterval()
+	}
+	keys := map[string][]fleet.ResourceKey{}
+	for _, b := range bundles {
+		keys[b.Name] = b.Status.ResourceKey
+		// Targets whose BundleDeployment is not made yet are known to their Bundle only.
+		t.summary.Pending += b.Status.Summary.Pending
+		t.summary.DesiredReady += b.Status.Summary.Pending
+	}
+	for _, bd := range bds {
+		state := summary.State(bd)
+		offline := false
+		if c := h.cluster(bd); c != nil && interval > 0 && summary.Offline(c, interval, now) {
+			state, offline = fleet.BundleState(""), true // unknown: counted in desiredReady only
+		}
+		cluster := bd.Labels[fleet.ClusterNamespaceLabel] + "/" + bd.Labels[fleet.ClusterLabel]
+		t.perCluster = append(t.perCluster, clusterResource{bd: bd, offline: offline, cluster: cluster, keys: keys[bd.Labels[fleet.BundleLabel]]})
+		if offline || state == fleet.Ready {
+			// (An unknown state counts as desired, not as any state.)
+			summary.Increment(&t.summary, state)
+		} else {
+			// Only a non-ready deployment is listed, under a name built for it alone.
+			summary.Add(&t.summary, bd.Labels[fleet.BundleLabel]+" on "+cluster, bd)
+		}
+		if rc := bd.Status.ResourceCounts; rc != nil {
+			summary.AddCounts(&t.counts, *rc)
+			pc := t.perClusterCounts[cluster]
+			if pc == nil {
+				pc = &fleet.ResourceCounts{}
+				t.perClusterCounts[cluster] = pc
+			}
+			summary.AddCounts(pc, *rc)
+		}
+		ready, seen := t.clusters[bd.Namespace]
+		t.clusters[bd.Namespace] = (ready || !seen) && state == fleet.Ready
+	}
+	return t
+}
+
+// readiness is the GitRepo's Ready condition: the first of a refused spec, a repository that
+// cannot be polled, a failed run, nothing applied yet, a Bundle not ready, deployments not ready.
+func readiness(status *fleet.GitRepoStatus, bundles []*fleet.Bundle, s fleet.BundleSummary) (corev1.ConditionStatus, string) {
+	if c := fleet.FindCondition(status.Conditions, fleet.ConditionAccepted); c != nil && c.Status == corev1.ConditionFalse {
+		return corev1.ConditionFalse, c.Message
+	}
+	if c := fleet.FindCondition(status.Conditions, fleet.ConditionGitPolling); c != nil && c.Status == corev1.ConditionFalse {
+		return corev1.ConditionFalse, c.Message
+	}
+	if c := fleet.FindCondition(status.Conditions, fleet.ConditionStalled); c != nil && c.Status == corev1.ConditionTrue {
+		return corev1.ConditionFalse, c.Message
+	}
+	if status.Commit == "" {
+		// Nothing applied yet: no Bundles is not the same as all Bundles ready.
+		return corev1.ConditionUnknown, "no commit applied yet"
+	}
+	for _, b := range bundles {
+		if c := fleet.FindCondition(b.Status.Conditions, fleet.ConditionReady); c != nil && c.Status != corev1.ConditionTrue {
+			return c.Status, "Bundle " + b.Name + ": " + c.Message
+		}
+	}
+	if s.Ready < s.DesiredReady {
+		return corev1.ConditionFalse, summary.ReadyMessage(s)
+	}
+	return corev1.ConditionTrue, ""
 }
 
 func (h *handler) cluster(bd *fleet.BundleDeployment) *fleet.Cluster {

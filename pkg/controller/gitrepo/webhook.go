@@ -110,7 +110,34 @@ func (w *Webhook) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		rw.WriteHeader(http.StatusOK)
 		return
 	}
-	// The GitRepos of the pushed repository, however its URL is spelt (index of Register).
+	matched, err := w.matching(pushed)
+	if err != nil {
+		http.Error(rw, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	signed, status, msg := w.verify(r, body, p, matched, log)
+	if status != http.StatusOK {
+		http.Error(rw, msg, status)
+		return
+	}
+	now := time.Now()
+	if w.now != nil {
+		now = w.now()
+	}
+	for _, gr := range matched {
+		commit := recordedCommit(pushed.commit, signed[gr])
+		if err := w.record(gr, commit, now); err != nil {
+			http.Error(rw, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		log.WithFields(logrus.Fields{logfields.Namespace: gr.Namespace, logfields.Object: gr.Name, logfields.Commit: commit}).Info("webhook: the repository is polled now")
+	}
+	rw.WriteHeader(http.StatusOK)
+}
+
+// matching are the GitRepos of the pushed repository, however its URL is spelt (index of
+// Register), and branch.
+func (w *Webhook) matching(pushed *push) ([]*fleet.GitRepo, error) {
 	var matched []*fleet.GitRepo
 	seen := map[string]bool{}
 	for _, u := range pushed.urls {
@@ -121,8 +148,7 @@ func (w *Webhook) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		seen[k] = true
 		repos, err := w.GitRepos.Cache().GetByIndex(byRepoURL, k)
 		if err != nil {
-			http.Error(rw, err.Error(), http.StatusInternalServerError)
-			return
+			return nil, err
 		}
 		for _, gr := range repos {
 			if matches(gr, pushed) {
@@ -130,45 +156,30 @@ func (w *Webhook) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	if len(matched) == 0 {
-		rw.WriteHeader(http.StatusOK)
-		return
-	}
-	// Each GitRepo verifies the payload with its own secret (or the global one).
-	var verified []*fleet.GitRepo
+	return matched, nil
+}
+
+// verify checks the payload with each matched GitRepo's own secret (or the global one): all must
+// accept it. It returns which GitRepos had a secret, or the HTTP status and message of the
+// refusal.
+func (w *Webhook) verify(r *http.Request, body []byte, p *provider, matched []*fleet.GitRepo, log *logrus.Entry) (map[*fleet.GitRepo]bool, int, string) {
 	signed := map[*fleet.GitRepo]bool{}
 	for _, gr := range matched {
 		secret, err := w.secret(r.Context(), gr)
 		if err != nil {
 			log.WithError(err).Warn("reading webhook secret")
-			http.Error(rw, "reading the webhook secret failed", http.StatusInternalServerError)
-			return
+			return nil, http.StatusInternalServerError, "reading the webhook secret failed"
 		}
 		if _, err := p.parse(clone(r, body), secret); err != nil {
 			if errors.Is(err, errUnauthorized) {
 				log.WithFields(logrus.Fields{logfields.Namespace: gr.Namespace, logfields.Object: gr.Name}).Warn("webhook refused: signature or token does not match")
-				http.Error(rw, "signature or token does not match", http.StatusUnauthorized)
-				return
+				return nil, http.StatusUnauthorized, "signature or token does not match"
 			}
-			http.Error(rw, err.Error(), http.StatusBadRequest)
-			return
+			return nil, http.StatusBadRequest, err.Error()
 		}
-		verified = append(verified, gr)
 		signed[gr] = secret != nil
 	}
-	now := time.Now()
-	if w.now != nil {
-		now = w.now()
-	}
-	for _, gr := range verified {
-		commit := recordedCommit(pushed.commit, signed[gr])
-		if err := w.record(gr, commit, now); err != nil {
-			http.Error(rw, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		log.WithFields(logrus.Fields{logfields.Namespace: gr.Namespace, logfields.Object: gr.Name, logfields.Commit: commit}).Info("webhook: the repository is polled now")
-	}
-	rw.WriteHeader(http.StatusOK)
+	return signed, http.StatusOK, ""
 }
 
 var fullSHA = regexp.MustCompile(`^[0-9a-f]{40}$`)

@@ -39,6 +39,9 @@ type Deps struct {
 	CredentialLifetime time.Duration
 	// Recorder, when set, records a Registered Event on each Cluster an agent registers as.
 	Recorder record.EventRecorder
+	// Config is the configuration in force (the URL and CA agents are given, whether their
+	// labels count).
+	Config *config.Store
 }
 
 // DefaultCredentialLifetime is how long an agent's credential lives. The agent renews it every
@@ -59,9 +62,15 @@ func CheckCredentialLifetime(d time.Duration) error {
 // byClientID indexes Clusters by "namespace/spec.clientID".
 const byClientID = "fleet.cattle.io/by-client-id"
 
-// credentialSecretTTL is how long a credential Secret stays in the registration namespace for
-// its agent to pick up.
-const credentialSecretTTL = 40 * time.Minute
+// Registration's intervals.
+const (
+	// credentialSecretTTL is how long a credential Secret stays in the registration namespace
+	// for its agent to pick up.
+	credentialSecretTTL = 40 * time.Minute
+	// namespacePendingRetry is how soon a registration whose Cluster has no namespace yet looks
+	// again.
+	namespacePendingRetry = 500 * time.Millisecond
+)
 
 // Register starts the token and registration controllers and makes sure of the shared roles.
 func Register(ctx context.Context, d Deps) error {
@@ -74,7 +83,7 @@ func Register(ctx context.Context, d Deps) error {
 	if err := sharedRoles(ctx, d.Kube, d.Apply, d.RegistrationNamespace); err != nil {
 		return err
 	}
-	t := &tokens{kube: d.Kube, apply: d.Apply, tokens: d.Tokens, regNS: d.RegistrationNamespace, now: time.Now}
+	t := &tokens{kube: d.Kube, apply: d.Apply, config: d.Config, tokens: d.Tokens, regNS: d.RegistrationNamespace, now: time.Now}
 	d.Tokens.OnChange(ctx, "clusterregistrationtoken", t.onChange)
 	fleetcontrollers.RegisterClusterRegistrationTokenStatusHandler(ctx, d.Tokens, "", "clusterregistrationtoken-issue", t.issue)
 	d.Clusters.Cache().AddIndexer(byClientID, func(c *fleet.Cluster) ([]string, error) {
@@ -157,7 +166,7 @@ func (r *registrations) grantRegistration(reg *fleet.ClusterRegistration, status
 	}
 	if cluster.Status.Namespace != target.ClusterNamespace(cluster) {
 		// The cluster controller has not given it its namespace yet.
-		r.ClusterRegistrations.EnqueueAfter(reg.Namespace, reg.Name, 500*time.Millisecond)
+		r.ClusterRegistrations.EnqueueAfter(reg.Namespace, reg.Name, namespacePendingRetry)
 		return status, nil
 	}
 	if err := r.credential(reg, cluster); err != nil {
@@ -180,7 +189,7 @@ func (r *registrations) credential(reg *fleet.ClusterRegistration, cluster *flee
 	if err != nil {
 		return err
 	}
-	cfg := config.Get()
+	cfg := r.Config.Get()
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: registration.CredentialSecret(reg.Spec.ClientID, reg.Spec.ClientRandom),
 		Namespace: r.RegistrationNamespace,
 		Labels:    map[string]string{fleet.ClusterLabel: cluster.Name, fleet.ClusterNamespaceLabel: cluster.Namespace}},
@@ -222,7 +231,7 @@ func (r *registrations) cluster(reg *fleet.ClusterRegistration) (*fleet.Cluster,
 		return found[0], nil
 	}
 	labels := registration.SanitizeLabels(reg.Spec.ClusterLabels)
-	if config.Get().IgnoreClusterRegistrationLabels {
+	if r.Config.Get().IgnoreClusterRegistrationLabels {
 		labels = nil
 	}
 	c, err := r.Clusters.Create(&fleet.Cluster{

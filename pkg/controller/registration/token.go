@@ -42,6 +42,7 @@ const tokenSet = "fleet-registration-token"
 type tokens struct {
 	kube   kubernetes.Interface
 	apply  apply.Apply
+	config *config.Store
 	tokens fleetcontrollers.ClusterRegistrationTokenController
 	regNS  string
 	now    func() time.Time
@@ -136,7 +137,7 @@ func (t *tokens) write(tok *fleet.ClusterRegistrationToken, lifetime time.Durati
 	if err != nil {
 		return fmt.Errorf("issuing the import token of %s/%s: %w", tok.Namespace, tok.Name, err)
 	}
-	cfg := config.Get()
+	cfg := t.config.Get()
 	values, err := yaml.Marshal(registration.Values{Token: tr.Status.Token, APIServerURL: cfg.APIServerURL, APIServerCA: cfg.APIServerCA,
 		ClusterNamespace: tok.Namespace, SystemRegistrationNamespace: t.regNS})
 	if err != nil {
