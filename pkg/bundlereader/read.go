@@ -136,15 +136,9 @@ func displayPath(d BundleDir) string {
 }
 
 func readBundle(ctx context.Context, root string, d BundleDir, all []BundleDir, o Options) (*fleet.Bundle, []string, error) {
-	fy := &fleet.FleetYAML{}
-	if d.FleetYAML != "" {
-		data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(d.FleetYAML)))
-		if err != nil {
-			return nil, nil, err
-		}
-		if err := decodeStrict(d.FleetYAML, data, fy); err != nil {
-			return nil, nil, err
-		}
+	fy, err := readFleetYAML(root, d)
+	if err != nil {
+		return nil, nil, err
 	}
 	file := displayPath(d)
 	name := fy.Name
@@ -159,7 +153,6 @@ func readBundle(ctx context.Context, root string, d BundleDir, all []BundleDir, 
 		return nil, nil, err
 	}
 	dirAbs := filepath.Join(root, filepath.FromSlash(d.Path))
-
 	spec := fy.BundleSpec.DeepCopy()
 	if h := spec.Helm; (h == nil || h.Chart == "") && chartMissingDependencies(dirAbs) {
 		// A bundle folder that is a chart, declaring dependencies it does not carry: they are
@@ -169,48 +162,19 @@ func readBundle(ctx context.Context, root string, d BundleDir, all []BundleDir, 
 		}
 		spec.Helm.Chart = "."
 	}
-	auth := o.ChartAuth
-	if a, ok := o.ChartAuthByPath[d.Path]; ok {
-		auth = a
-	} else if a, ok := o.ChartAuthByPath[strings.TrimPrefix(d.Path, "./")]; ok {
-		auth = a
-	}
 	// A chart named by fleet.yaml, or the bundle folder itself: values (files) mean something.
 	_, statErr := os.Stat(filepath.Join(dirAbs, "Chart.yaml"))
 	hasChart := (spec.Helm != nil && spec.Helm.Chart != "") || statErr == nil
-	extra, err := prepareOptions(ctx, file, root, dirAbs, hasChart, &spec.BundleDeploymentOptions, auth)
+	p := optionsReader{ctx: ctx, file: file, root: root, dir: dirAbs, hasChart: hasChart, auth: chartAuthFor(d, o)}
+	extra, err := p.prepare(file, &spec.BundleDeploymentOptions)
 	if err != nil {
 		return nil, nil, err
 	}
-	// fleet.yaml's own targets come first, then its targetCustomizations, then the GitRepo's.
-	var targets []fleet.BundleTarget
-	for _, own := range []struct {
-		key  string
-		list []fleet.BundleTarget
-	}{{"targets", fy.Targets}, {"targetCustomizations", fy.TargetCustomizations}} {
-		for i := range own.list {
-			t := own.list[i].DeepCopy()
-			more, err := prepareOptions(ctx, fmt.Sprintf("%s: %s[%d]", file, own.key, i), root, dirAbs, hasChart, &t.BundleDeploymentOptions, auth)
-			if err != nil {
-				return nil, nil, err
-			}
-			extra = append(extra, more...)
-			targets = append(targets, *t)
-		}
+	more, err := p.targets(spec, fy, o)
+	if err != nil {
+		return nil, nil, err
 	}
-	repoTargets, restrictions := o.Targets, o.TargetRestrictions
-	if len(fy.OverrideTargets) > 0 {
-		repoTargets, restrictions = FromGitTargets(fy.OverrideTargets)
-	}
-	targets = append(targets, repoTargets...)
-	if len(targets) == 0 {
-		// Targeted nowhere at all: the namespace's default ClusterGroup, as in Fleet.
-		targets = []fleet.BundleTarget{{Name: "default", ClusterGroup: fleet.DefaultClusterGroup}}
-	}
-	spec.Targets = targets
-	spec.TargetRestrictions = append([]fleet.BundleTargetRestriction(nil), restrictions...)
 	applyRepoSettings(spec, o)
-
 	// The folder is the chart (a helm.chart folder is loaded when it is packaged).
 	folderIsChart := statErr == nil && (spec.Helm == nil || spec.Helm.Chart == "")
 	if err := checkContent(d.Path, files, folderIsChart); err != nil {
@@ -219,12 +183,9 @@ func readBundle(ctx context.Context, root string, d BundleDir, all []BundleDir, 
 	if o.SyncGeneration != 0 {
 		spec.ForceSyncGeneration = o.SyncGeneration
 	}
-	resources, err := toResources(append(dropValuesFiles(files, fy), extra...), o.Compress)
-	if err != nil {
+	if spec.Resources, err = toResources(append(dropValuesFiles(files, fy), append(extra, more...)...), o.Compress); err != nil {
 		return nil, nil, err
 	}
-	spec.Resources = resources
-
 	b := &fleet.Bundle{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "fleet.cattle.io/v1alpha1", Kind: "Bundle"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: o.Namespace, Labels: bundleLabels(fy, o)},
@@ -236,6 +197,79 @@ func readBundle(ctx context.Context, root string, d BundleDir, all []BundleDir, 
 		loose = looseFolders(d, files)
 	}
 	return b, loose, nil
+}
+
+// readFleetYAML reads the bundle folder's options file, refusing unknown fields.
+func readFleetYAML(root string, d BundleDir) (*fleet.FleetYAML, error) {
+	fy := &fleet.FleetYAML{}
+	if d.FleetYAML == "" {
+		return fy, nil
+	}
+	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(d.FleetYAML)))
+	if err != nil {
+		return nil, err
+	}
+	if err := decodeStrict(d.FleetYAML, data, fy); err != nil {
+		return nil, err
+	}
+	return fy, nil
+}
+
+// chartAuthFor is the chart credentials of the bundle folder: its own, else the run's.
+func chartAuthFor(d BundleDir, o Options) ChartAuth {
+	if a, ok := o.ChartAuthByPath[d.Path]; ok {
+		return a
+	}
+	if a, ok := o.ChartAuthByPath[strings.TrimPrefix(d.Path, "./")]; ok {
+		return a
+	}
+	return o.ChartAuth
+}
+
+// optionsReader prepares the deployment options of one bundle folder (prepareOptions).
+type optionsReader struct {
+	ctx       context.Context
+	file      string
+	root, dir string
+	hasChart  bool
+	auth      ChartAuth
+}
+
+func (p optionsReader) prepare(where string, opts *fleet.BundleDeploymentOptions) ([]File, error) {
+	return prepareOptions(p.ctx, where, p.root, p.dir, p.hasChart, opts, p.auth)
+}
+
+// targets sets the Bundle's targets: fleet.yaml's own come first, then its
+// targetCustomizations, then the GitRepo's (or fleet.yaml's overrideTargets); none at all means
+// the namespace's default ClusterGroup, as in Fleet. It returns the files their options added.
+func (p optionsReader) targets(spec *fleet.BundleSpec, fy *fleet.FleetYAML, o Options) ([]File, error) {
+	var targets []fleet.BundleTarget
+	var extra []File
+	for _, own := range []struct {
+		key  string
+		list []fleet.BundleTarget
+	}{{"targets", fy.Targets}, {"targetCustomizations", fy.TargetCustomizations}} {
+		for i := range own.list {
+			t := own.list[i].DeepCopy()
+			more, err := p.prepare(fmt.Sprintf("%s: %s[%d]", p.file, own.key, i), &t.BundleDeploymentOptions)
+			if err != nil {
+				return nil, err
+			}
+			extra = append(extra, more...)
+			targets = append(targets, *t)
+		}
+	}
+	repoTargets, restrictions := o.Targets, o.TargetRestrictions
+	if len(fy.OverrideTargets) > 0 {
+		repoTargets, restrictions = FromGitTargets(fy.OverrideTargets)
+	}
+	targets = append(targets, repoTargets...)
+	if len(targets) == 0 {
+		targets = []fleet.BundleTarget{{Name: "default", ClusterGroup: fleet.DefaultClusterGroup}}
+	}
+	spec.Targets = targets
+	spec.TargetRestrictions = append([]fleet.BundleTargetRestriction(nil), restrictions...)
+	return extra, nil
 }
 
 // FromGitTargets turns a GitRepo's targets into bundle targets and the same restrictions:

@@ -19,7 +19,7 @@ var (
 // validate checks what the YAML decoder cannot: keys fleet.yaml may not set, names, selectors,
 // states and references. name is the Bundle's final name.
 func validate(file, name string, fy *fleet.FleetYAML) error {
-	bad := func(key, format string, args ...interface{}) error {
+	var bad badInput = func(key, format string, args ...interface{}) error {
 		return &InputError{File: file, Key: key, Msg: fmt.Sprintf(format, args...)}
 	}
 	for key, set := range map[string]bool{
@@ -48,6 +48,20 @@ func validate(file, name string, fy *fleet.FleetYAML) error {
 	if err := validateOptions(bad, "", &fy.BundleDeploymentOptions); err != nil {
 		return err
 	}
+	if err := validateTargets(bad, fy); err != nil {
+		return err
+	}
+	for i, dep := range fy.DependsOn {
+		if err := validateDependency(bad, fmt.Sprintf("dependsOn[%d]", i), name, fy.Labels, dep); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateTargets checks the options and selectors of fleet.yaml's targets,
+// targetCustomizations and overrideTargets.
+func validateTargets(bad badInput, fy *fleet.FleetYAML) error {
 	for _, own := range []struct {
 		key  string
 		list []fleet.BundleTarget
@@ -74,33 +88,38 @@ func validate(file, name string, fy *fleet.FleetYAML) error {
 			return err
 		}
 	}
-	for i, dep := range fy.DependsOn {
-		key := fmt.Sprintf("dependsOn[%d]", i)
-		if dep.Name == "" && dep.Selector == nil {
-			return bad(key, "needs a name or a selector")
+	return nil
+}
+
+// validateDependency checks one dependsOn entry of the bundle name with the labels.
+func validateDependency(bad badInput, key, name string, own map[string]string, dep fleet.BundleRef) error {
+	if dep.Name == "" && dep.Selector == nil {
+		return bad(key, "needs a name or a selector")
+	}
+	if dep.Name == name {
+		return bad(key+".name", "bundle %q cannot depend on itself", name)
+	}
+	if dep.Selector != nil {
+		if err := validateSelector(bad, key+".selector", dep.Selector); err != nil {
+			return err
 		}
-		if dep.Name == name {
-			return bad(key+".name", "bundle %q cannot depend on itself", name)
+		sel, _ := metav1.LabelSelectorAsSelector(dep.Selector)
+		if !sel.Empty() && sel.Matches(labels.Set(own)) {
+			return bad(key+".selector", "selects bundle %q itself (its labels %v)", name, own)
 		}
-		if dep.Selector != nil {
-			if err := validateSelector(bad, key+".selector", dep.Selector); err != nil {
-				return err
-			}
-			sel, _ := metav1.LabelSelectorAsSelector(dep.Selector)
-			if !sel.Empty() && sel.Matches(labels.Set(fy.Labels)) {
-				return bad(key+".selector", "selects bundle %q itself (its labels %v)", name, fy.Labels)
-			}
-		}
-		for j, s := range dep.AcceptedStates {
-			if _, ok := fleet.StateRank[s]; !ok {
-				return bad(fmt.Sprintf("%s.acceptedStates[%d]", key, j), "%q is not a bundle state", s)
-			}
+	}
+	for j, s := range dep.AcceptedStates {
+		if _, ok := fleet.StateRank[s]; !ok {
+			return bad(fmt.Sprintf("%s.acceptedStates[%d]", key, j), "%q is not a bundle state", s)
 		}
 	}
 	return nil
 }
 
-func validateOptions(bad func(key, format string, args ...interface{}) error, prefix string, o *fleet.BundleDeploymentOptions) error {
+// badInput makes the InputError of a key of the file being checked.
+type badInput func(key, format string, args ...interface{}) error
+
+func validateOptions(bad badInput, prefix string, o *fleet.BundleDeploymentOptions) error {
 	for key, ns := range map[string]string{"defaultNamespace": o.DefaultNamespace, "namespace": o.TargetNamespace} {
 		if ns != "" && (len(ns) > names.MaxDNSLabel || !dnsLabelRe.MatchString(ns)) {
 			return bad(prefix+key, "%q is not a valid namespace name", ns)
@@ -120,7 +139,7 @@ func validateOptions(bad func(key, format string, args ...interface{}) error, pr
 	return nil
 }
 
-func validateSelector(bad func(key, format string, args ...interface{}) error, key string, s *metav1.LabelSelector) error {
+func validateSelector(bad badInput, key string, s *metav1.LabelSelector) error {
 	if s == nil {
 		return nil
 	}

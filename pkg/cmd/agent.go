@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"time"
@@ -15,62 +16,38 @@ import (
 	"github.com/fleetgo/fleet/pkg/registration"
 )
 
+// agentFlags are `fleet agent`'s flags.
+type agentFlags struct {
+	local              kubeFlags
+	upstreamKubeconfig string
+	o                  agent.Options
+	logJSON, debug     bool
+	reg                register.Options
+	renewEvery         time.Duration
+}
+
 func newAgent() *cobra.Command {
-	var (
-		local              kubeFlags
-		upstreamKubeconfig string
-		o                  agent.Options
-		logJSON, debug     bool
-		reg                register.Options
-		renewEvery         time.Duration
-	)
+	f := &agentFlags{}
+	local, o, reg := &f.local, &f.o, &f.reg
+	upstreamKubeconfig, renewEvery, logJSON, debug := &f.upstreamKubeconfig, &f.renewEvery, &f.logJSON, &f.debug
 	c := &cobra.Command{
 		Use:   "agent",
 		Short: "Run the agent: deploy this cluster's BundleDeployments from the manager and report their status",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			setupLogging(logJSON, debug)
-			if reg.TLSMode != register.TLSSystemStore && reg.TLSMode != register.TLSStrict {
-				return fmt.Errorf("--agent-tls-mode %q: must be %s or %s", reg.TLSMode, register.TLSSystemStore, register.TLSStrict)
-			}
-			if reg.APIServerURL == "" {
-				reg.APIServerURL = os.Getenv("FLEET_API_SERVER_URL")
-			}
-			if reg.APIServerCA == "" {
-				reg.APIServerCA = os.Getenv("FLEET_API_SERVER_CA")
-			}
-			cfg, err := local.restConfig()
-			if err != nil {
-				// In a pod without a kubeconfig: the cluster the agent runs in.
-				if in, ierr := rest.InClusterConfig(); ierr == nil {
-					cfg = in
-				} else {
-					return err
-				}
-			}
-			if upstreamKubeconfig != "" {
-				upstream, err := clientcmd.BuildConfigFromFlags("", upstreamKubeconfig)
-				if err != nil {
-					return fmt.Errorf("--upstream-kubeconfig %s: %w", upstreamKubeconfig, err)
-				}
-				if o.ClusterNamespace == "" {
-					return fmt.Errorf("--cluster-namespace is required with --upstream-kubeconfig")
-				}
-				return agent.Run(cmd.Context(), upstream, cfg, o)
-			}
-			// The agent's own credential, registering first with the bootstrap token if need be.
-			return agent.RunRegistered(cmd.Context(), cfg, o, reg, renewEvery)
+			setupLogging(f.logJSON, f.debug)
+			return f.run(cmd.Context())
 		},
 	}
 	local.bind(c)
 	fl := c.Flags()
-	fl.StringVar(&upstreamKubeconfig, "upstream-kubeconfig", "", "kubeconfig of the manager cluster; without it the agent uses its stored credential, registering first with the "+registration.BootstrapSecret+" Secret")
+	fl.StringVar(upstreamKubeconfig, "upstream-kubeconfig", "", "kubeconfig of the manager cluster; without it the agent uses its stored credential, registering first with the "+registration.BootstrapSecret+" Secret")
 	fl.StringVar(&reg.TLSMode, "agent-tls-mode", register.TLSSystemStore, "how the manager's certificate is trusted: "+register.TLSSystemStore+" (the system's CA store and apiServerCA) or "+register.TLSStrict+" (apiServerCA only)")
 	fl.StringVar(&reg.APIServerURL, "api-server-url", "", "the manager's URL, winning over the stored credential's (default $FLEET_API_SERVER_URL)")
 	fl.StringVar(&reg.APIServerCA, "api-server-ca", "", "PEM CA bundle of the manager, winning over the stored credential's (default $FLEET_API_SERVER_CA)")
 	fl.StringVar(&reg.ClientID, "client-id", "", "this cluster's identity at registration (default: the agent ConfigMap's clientID, else the kube-system namespace UID)")
 	fl.StringToStringVar(&reg.Labels, "label", nil, "label for this cluster's Cluster at registration (k=v, repeatable; added to the agent ConfigMap's labels)")
-	fl.DurationVar(&renewEvery, "credential-renew-every", 0, "renew the agent's credential this often (default: hourly, or after a third of its lifetime)")
+	fl.DurationVar(renewEvery, "credential-renew-every", 0, "renew the agent's credential this often (default: hourly, or after a third of its lifetime)")
 	fl.StringVar(&o.Namespace, "namespace", fleet.SystemNamespace, "downstream namespace the agent runs in")
 	fl.StringVar(&o.ClusterNamespace, "cluster-namespace", "", "namespace on the manager holding this cluster's BundleDeployments (with --upstream-kubeconfig)")
 	fl.StringVar(&o.ClusterName, "cluster-name", "", "name of this cluster's Cluster on the manager (heartbeat)")
@@ -84,6 +61,41 @@ func newAgent() *cobra.Command {
 	fl.StringVar(&o.HealthAddr, "health-addr", ":8082", "address of /healthz and /readyz (empty disables)")
 	fl.StringVar(&o.MetricsAddr, "metrics-addr", ":8083", "address of /metrics (empty disables)")
 	fl.StringVar(&o.ProfileAddr, "profile-addr", "", "address of Go's /debug/pprof/ profiles (empty disables)")
-	bindLogging(fl, &logJSON, &debug)
+	bindLogging(fl, logJSON, debug)
 	return c
+}
+
+// run checks the flags and runs the agent: on the manager credentials of --upstream-kubeconfig,
+// or on its stored credential, registering first with the bootstrap token if need be.
+func (f *agentFlags) run(ctx context.Context) error {
+	reg := f.reg
+	if reg.TLSMode != register.TLSSystemStore && reg.TLSMode != register.TLSStrict {
+		return fmt.Errorf("--agent-tls-mode %q: must be %s or %s", reg.TLSMode, register.TLSSystemStore, register.TLSStrict)
+	}
+	if reg.APIServerURL == "" {
+		reg.APIServerURL = os.Getenv("FLEET_API_SERVER_URL")
+	}
+	if reg.APIServerCA == "" {
+		reg.APIServerCA = os.Getenv("FLEET_API_SERVER_CA")
+	}
+	cfg, err := f.local.restConfig()
+	if err != nil {
+		// In a pod without a kubeconfig: the cluster the agent runs in.
+		in, ierr := rest.InClusterConfig()
+		if ierr != nil {
+			return err
+		}
+		cfg = in
+	}
+	if f.upstreamKubeconfig == "" {
+		return agent.RunRegistered(ctx, cfg, f.o, reg, f.renewEvery)
+	}
+	upstream, err := clientcmd.BuildConfigFromFlags("", f.upstreamKubeconfig)
+	if err != nil {
+		return fmt.Errorf("--upstream-kubeconfig %s: %w", f.upstreamKubeconfig, err)
+	}
+	if f.o.ClusterNamespace == "" {
+		return fmt.Errorf("--cluster-namespace is required with --upstream-kubeconfig")
+	}
+	return agent.Run(ctx, upstream, cfg, f.o)
 }

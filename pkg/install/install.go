@@ -146,49 +146,13 @@ const (
 // AgentToken creates a ClusterRegistrationToken on the manager, waits for its values and
 // renders the fleet-agent chart with them: the manifest to apply to a downstream cluster.
 func AgentToken(ctx context.Context, api fleetcontrollers.Interface, kube kubernetes.Interface, o AgentTokenOptions) (string, error) {
-	var groupLabels map[string]interface{}
-	if o.Group != "" {
-		g, err := api.ClusterGroup().Get(o.Namespace, o.Group, metav1.GetOptions{})
-		if err != nil {
-			return "", fmt.Errorf("--group %s: %w", o.Group, err)
-		}
-		if g.Spec.Selector == nil || len(g.Spec.Selector.MatchLabels) == 0 || len(g.Spec.Selector.MatchExpressions) > 0 {
-			return "", fmt.Errorf("--group %s: cluster group %s/%s must select clusters by matchLabels only, so that registered clusters can be given them", o.Group, o.Namespace, o.Group)
-		}
-		groupLabels = map[string]interface{}{}
-		for k, v := range g.Spec.Selector.MatchLabels {
-			groupLabels[k] = v
-		}
-	}
-	tok := &fleet.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name}}
-	if o.Name == "" {
-		tok.GenerateName = "token-"
-	}
-	if o.TTL > 0 {
-		tok.Spec.TTL = &metav1.Duration{Duration: o.TTL}
-	}
-	created, err := api.ClusterRegistrationToken().Create(tok)
+	groupLabels, err := groupLabelsOf(api, o)
 	if err != nil {
-		return "", fmt.Errorf("creating a registration token in namespace %s: %w", o.Namespace, err)
+		return "", err
 	}
-	timeout := o.Timeout
-	if timeout <= 0 {
-		timeout = tokenTimeout
-	}
-	var v registration.Values
-	err = wait.PollUntilContextTimeout(ctx, tokenPoll, timeout, true, func(ctx context.Context) (bool, error) {
-		t, err := api.ClusterRegistrationToken().Get(created.Namespace, created.Name, metav1.GetOptions{})
-		if err != nil || t.Status.SecretName == "" {
-			return false, nil
-		}
-		s, err := kube.CoreV1().Secrets(t.Namespace).Get(ctx, t.Status.SecretName, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		return true, yaml.Unmarshal(s.Data[registration.ValuesKey], &v)
-	})
+	v, err := issueToken(ctx, api, kube, o)
 	if err != nil {
-		return "", fmt.Errorf("waiting for the manager to issue registration token %s/%s (is fleet controller running?): %w", created.Namespace, created.Name, err)
+		return "", err
 	}
 	if o.ServerURL != "" {
 		v.APIServerURL = o.ServerURL
@@ -213,4 +177,60 @@ func AgentToken(ctx context.Context, api fleetcontrollers.Interface, kube kubern
 		return "", err
 	}
 	return Render(charts.Agent, "fleet-agent", o.SystemNamespace, values)
+}
+
+// groupLabelsOf are the labels --group's ClusterGroup selects by, which registering clusters are
+// given (none without --group).
+func groupLabelsOf(api fleetcontrollers.Interface, o AgentTokenOptions) (map[string]interface{}, error) {
+	if o.Group == "" {
+		return nil, nil
+	}
+	g, err := api.ClusterGroup().Get(o.Namespace, o.Group, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("--group %s: %w", o.Group, err)
+	}
+	if g.Spec.Selector == nil || len(g.Spec.Selector.MatchLabels) == 0 || len(g.Spec.Selector.MatchExpressions) > 0 {
+		return nil, fmt.Errorf("--group %s: cluster group %s/%s must select clusters by matchLabels only, so that registered clusters can be given them", o.Group, o.Namespace, o.Group)
+	}
+	labels := map[string]interface{}{}
+	for k, v := range g.Spec.Selector.MatchLabels {
+		labels[k] = v
+	}
+	return labels, nil
+}
+
+// issueToken creates a ClusterRegistrationToken and waits for the values the manager issues for
+// it.
+func issueToken(ctx context.Context, api fleetcontrollers.Interface, kube kubernetes.Interface, o AgentTokenOptions) (registration.Values, error) {
+	var v registration.Values
+	tok := &fleet.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name}}
+	if o.Name == "" {
+		tok.GenerateName = "token-"
+	}
+	if o.TTL > 0 {
+		tok.Spec.TTL = &metav1.Duration{Duration: o.TTL}
+	}
+	created, err := api.ClusterRegistrationToken().Create(tok)
+	if err != nil {
+		return v, fmt.Errorf("creating a registration token in namespace %s: %w", o.Namespace, err)
+	}
+	timeout := o.Timeout
+	if timeout <= 0 {
+		timeout = tokenTimeout
+	}
+	err = wait.PollUntilContextTimeout(ctx, tokenPoll, timeout, true, func(ctx context.Context) (bool, error) {
+		t, err := api.ClusterRegistrationToken().Get(created.Namespace, created.Name, metav1.GetOptions{})
+		if err != nil || t.Status.SecretName == "" {
+			return false, nil
+		}
+		s, err := kube.CoreV1().Secrets(t.Namespace).Get(ctx, t.Status.SecretName, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		return true, yaml.Unmarshal(s.Data[registration.ValuesKey], &v)
+	})
+	if err != nil {
+		return v, fmt.Errorf("waiting for the manager to issue registration token %s/%s (is fleet controller running?): %w", created.Namespace, created.Name, err)
+	}
+	return v, nil
 }

@@ -47,14 +47,26 @@ func (r Result) Apply(s *fleet.BundleDeploymentStatus) {
 // live are the existing objects of the set; ignore drops conditions before readiness is judged.
 func summarize(desired []runtime.Object, plan apply.Plan, ignore *fleet.IgnoreOptions) Result {
 	r := Result{}
+	patched := r.addDrift(plan)
 	liveByKey := map[string]*unstructured.Unstructured{}
 	for _, o := range plan.Objects {
-		u, ok := o.(*unstructured.Unstructured)
-		if !ok {
-			continue
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			liveByKey[key(u.GroupVersionKind(), u.GetNamespace(), u.GetName())] = u
 		}
-		liveByKey[key(u.GroupVersionKind(), u.GetNamespace(), u.GetName())] = u
 	}
+	for _, o := range desired {
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			k := key(u.GroupVersionKind(), u.GetNamespace(), u.GetName())
+			r.addDesired(u, liveByKey[k], patched[k], ignore)
+		}
+	}
+	r.finish()
+	return r
+}
+
+// addDrift records what the dry run would create (missing), delete (orphaned) or patch
+// (modified), and returns the keys of the patched objects.
+func (r *Result) addDrift(plan apply.Plan) map[string]bool {
 	for gvk, keys := range plan.Create {
 		for _, k := range keys {
 			r.Modified = append(r.Modified, modified(gvk, k, func(m *fleet.ModifiedStatus) { m.Create = true }))
@@ -78,35 +90,38 @@ func summarize(desired []runtime.Object, plan apply.Plan, ignore *fleet.IgnoreOp
 			r.Modified = append(r.Modified, modified(gvk, k, func(m *fleet.ModifiedStatus) { m.Exist, m.Patch = true, p }))
 		}
 	}
-	for _, o := range desired {
-		u, ok := o.(*unstructured.Unstructured)
-		if !ok {
-			continue
-		}
-		gvk := u.GroupVersionKind()
-		k := key(gvk, u.GetNamespace(), u.GetName())
-		r.Counts.DesiredReady++
-		res := fleet.BundleDeploymentResource{Kind: gvk.Kind, APIVersion: gvk.GroupVersion().String(), Namespace: u.GetNamespace(), Name: u.GetName()}
-		live := liveByKey[k]
-		if live == nil {
-			r.Resources = append(r.Resources, res)
-			continue
-		}
-		res.CreatedAt = live.GetCreationTimestamp()
+	return patched
+}
+
+// addDesired records one desired object: as a resource, and by the readiness of its live copy
+// (none: missing, counted by addDrift).
+func (r *Result) addDesired(u, live *unstructured.Unstructured, patched bool, ignore *fleet.IgnoreOptions) {
+	gvk := u.GroupVersionKind()
+	r.Counts.DesiredReady++
+	res := fleet.BundleDeploymentResource{Kind: gvk.Kind, APIVersion: gvk.GroupVersion().String(), Namespace: u.GetNamespace(), Name: u.GetName()}
+	if live == nil {
 		r.Resources = append(r.Resources, res)
-		s := Readiness(live, ignore)
-		switch {
-		case !s.IsReady():
-			r.Counts.NotReady++
-			r.NonReady = append(r.NonReady, fleet.NonReadyStatus{UID: string(live.GetUID()), Kind: gvk.Kind,
-				APIVersion: gvk.GroupVersion().String(), Namespace: live.GetNamespace(), Name: live.GetName(),
-				Summary: fleet.Summary{State: s.State, Error: s.Error, Transitioning: s.Transitioning, Message: s.Message}})
-		case patched[k]:
-			r.Counts.Modified++
-		default:
-			r.Counts.Ready++
-		}
+		return
 	}
+	res.CreatedAt = live.GetCreationTimestamp()
+	r.Resources = append(r.Resources, res)
+	s := Readiness(live, ignore)
+	switch {
+	case !s.IsReady():
+		r.Counts.NotReady++
+		r.NonReady = append(r.NonReady, fleet.NonReadyStatus{UID: string(live.GetUID()), Kind: gvk.Kind,
+			APIVersion: gvk.GroupVersion().String(), Namespace: live.GetNamespace(), Name: live.GetName(),
+			Summary: fleet.Summary{State: s.State, Error: s.Error, Transitioning: s.Transitioning, Message: s.Message}})
+	case patched:
+		r.Counts.Modified++
+	default:
+		r.Counts.Ready++
+	}
+}
+
+// finish sorts the lists, decides Ready and NonModified, and cuts the lists to what a status
+// carries.
+func (r *Result) finish() {
 	sortModified(r.Modified)
 	sort.Slice(r.NonReady, func(i, j int) bool { return nrKey(r.NonReady[i]) < nrKey(r.NonReady[j]) })
 	sort.Slice(r.Resources, func(i, j int) bool {
@@ -122,7 +137,6 @@ func summarize(desired []runtime.Object, plan apply.Plan, ignore *fleet.IgnoreOp
 	if len(r.Modified) > summary.MaxNonReady {
 		r.Modified, r.Incomplete = r.Modified[:summary.MaxNonReady], true
 	}
-	return r
 }
 
 // Readiness summarizes one live object with wrangler's per-kind summarizers (Deployments,

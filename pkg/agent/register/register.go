@@ -439,6 +439,8 @@ const (
 	renewRetryMax = time.Minute
 	// assumedLifetime is how long a token whose claims cannot be read is taken to be valid.
 	assumedLifetime = 24 * time.Hour
+	// minLifetime is the shortest token the apiserver issues.
+	minLifetime = 10 * time.Minute
 )
 
 // Renew keeps the session's credential fresh until ctx ends: it asks the manager for a new token
@@ -460,32 +462,11 @@ func (s *Session) Renew(ctx context.Context, local kubernetes.Interface, ns stri
 	secret := &corev1.ObjectReference{APIVersion: "v1", Kind: "Secret", Namespace: ns, Name: registration.AgentSecret}
 	for {
 		c := s.Credential()
-		issued, expires := tokenTimes(c.Token)
-		lifetime := expires.Sub(issued)
-		period := every
-		if period <= 0 {
-			period = min(RenewEvery, lifetime/3)
-			if period <= 0 {
-				period = RenewEvery
-			}
-		}
-		next := time.Until(issued.Add(period))
-		if c.SA == "" {
-			// Fleet's credential (a token that never expires): exchanged at once.
-			next, lifetime = 0, ExchangedLifetime
-		}
-		select {
-		case <-ctx.Done():
+		next, lifetime, period, expires := schedule(c, every)
+		if !sleep(ctx, next) {
 			return
-		case <-time.After(max(next, 0)):
 		}
-		secs := int64(lifetime / time.Second)
-		if secs < 600 {
-			secs = 600
-		}
-		sa := registration.AgentServiceAccount
-		tr, err := kube.CoreV1().ServiceAccounts(c.ClusterNamespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
-			Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &secs}}, metav1.CreateOptions{})
+		tr, err := s.renew(ctx, kube, c, lifetime)
 		if err != nil {
 			msg := "renewing the agent's credential failed; retrying"
 			if c.SA == "" {
@@ -494,26 +475,70 @@ func (s *Session) Renew(ctx context.Context, local kubernetes.Interface, ns stri
 				msg = "the manager no longer accepts this agent's credential (its Cluster was deleted, or it expired while the manager was out of reach); register again with a new token"
 			}
 			logrus.WithError(err).WithField("expires", expires.Format(time.RFC3339)).Error(msg)
-			select {
-			case <-ctx.Done():
+			if !sleep(ctx, retryAfter(c, period)) {
 				return
-			case <-time.After(retryAfter(c, period)):
 			}
 			continue
 		}
 		s.mu.Lock()
-		s.cred.Token, s.cred.SA = tr.Status.Token, sa
 		updated := s.cred
 		s.mu.Unlock()
 		if err := Store(ctx, local, ns, &updated); err != nil {
 			logrus.WithError(err).Warn("storing the renewed credential")
 		}
-		logrus.WithField("expires", tr.Status.ExpirationTimestamp.Format(time.RFC3339)).Debug("agent credential renewed")
-		reason, msg := "CredentialRenewed", "renewed the credential on the manager; it expires at "+tr.Status.ExpirationTimestamp.Format(time.RFC3339)
+		at := tr.Status.ExpirationTimestamp.Format(time.RFC3339)
+		logrus.WithField("expires", at).Debug("agent credential renewed")
+		reason, msg := "CredentialRenewed", "renewed the credential on the manager; it expires at "+at
 		if c.SA == "" {
-			reason, msg = "CredentialExchanged", "traded the credential Fleet stored for an expiring one; it expires at "+tr.Status.ExpirationTimestamp.Format(time.RFC3339)
+			reason, msg = "CredentialExchanged", "traded the credential Fleet stored for an expiring one; it expires at "+at
 		}
 		rec.Event(secret, corev1.EventTypeNormal, reason, msg)
+	}
+}
+
+// schedule is when the credential is renewed next (from now), with what lifetime, the renewal
+// period and when the credential expires. Fleet's credential (a token that never expires) is
+// exchanged at once.
+func schedule(c Credential, every time.Duration) (next, lifetime, period time.Duration, expires time.Time) {
+	issued, expires := tokenTimes(c.Token)
+	lifetime = expires.Sub(issued)
+	period = every
+	if period <= 0 {
+		period = min(RenewEvery, lifetime/3)
+		if period <= 0 {
+			period = RenewEvery
+		}
+	}
+	next = time.Until(issued.Add(period))
+	if c.SA == "" {
+		next, lifetime = 0, ExchangedLifetime
+	}
+	return max(next, 0), lifetime, period, expires
+}
+
+// renew asks the manager for a token of the agent's ServiceAccount (at least ten minutes long)
+// and makes it the session's credential.
+func (s *Session) renew(ctx context.Context, kube kubernetes.Interface, c Credential, lifetime time.Duration) (*authenticationv1.TokenRequest, error) {
+	secs := int64(max(lifetime, minLifetime) / time.Second)
+	sa := registration.AgentServiceAccount
+	tr, err := kube.CoreV1().ServiceAccounts(c.ClusterNamespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &secs}}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.cred.Token, s.cred.SA = tr.Status.Token, sa
+	s.mu.Unlock()
+	return tr, nil
+}
+
+// sleep waits d, or until ctx ends (false).
+func sleep(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
 	}
 }
 

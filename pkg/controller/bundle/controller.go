@@ -101,6 +101,12 @@ func Register(ctx context.Context, d Deps) {
 	}
 	d.Bundles.OnChange(ctx, "bundle", h.OnChange)
 	fleetcontrollers.RegisterBundleStatusHandler(ctx, d.Bundles, "", "bundle-deploy", h.deploy)
+	h.watchDeployments(ctx, d)
+	h.watchTargeting(ctx, d)
+}
+
+// watchDeployments brings a Bundle's roll-up up to date when its deployments change.
+func (h *handler) watchDeployments(ctx context.Context, d Deps) {
 	// Once the cache has a created deployment, the copy kept meanwhile is not needed.
 	_, _ = d.BundleDeployments.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
@@ -121,6 +127,11 @@ func Register(ctx context.Context, d Deps) {
 		}
 		return bd, nil
 	})
+}
+
+// watchTargeting re-plans the Bundles a Cluster, ClusterGroup or BundleNamespaceMapping change
+// may retarget.
+func (h *handler) watchTargeting(ctx context.Context, d Deps) {
 	enqueueNamespace := func(ns string) {
 		namespaces := []string{ns}
 		// Bundles of namespaces with a BundleNamespaceMapping may target clusters anywhere.
@@ -346,64 +357,27 @@ func (h *handler) sync(b *fleet.Bundle, plan []planned, contentName string, rele
 	if err != nil {
 		return nil, nil, false, err
 	}
-	maxNew := maxNewOf(b)
-	out := make([]synced, len(plan))
+	ps := &syncPass{h: h, b: b, content: contentName, rollout: r, maxNew: maxNewOf(b), out: make([]synced, len(plan))}
+	ps.g.SetLimit(parallelWrites)
 	wanted := map[string]bool{}
 	for i, p := range plan {
-		out[i] = synced{cluster: p.cluster}
+		ps.out[i] = synced{cluster: p.cluster}
 		if p.namespace != "" {
 			wanted[p.namespace] = true
 		}
 	}
-	requeue := false
-	created := 0
 	// Decide in partition order (the rollout's budget depends on it), then write in parallel:
 	// a pass that creates or updates many deployments is bound by round trips, not CPU.
 	order, parts := r.order()
 	var renderErr error
-	var g errgroup.Group
-	g.SetLimit(parallelWrites)
 	for k, i := range order {
-		p := plan[i]
-		cur := byNamespace[p.namespace]
-		if cur == nil && created >= maxNew {
-			requeue = true
-			continue
+		if renderErr = ps.one(i, plan[i], byNamespace[plan[i].namespace], parts[k]); renderErr != nil {
+			break // the writes already started finish first
 		}
-		if cur != nil && cur.Spec.DeploymentID == cur.Spec.StagedDeploymentID &&
-			h.memo.current(b, p.cluster.UID, contentName, p.fingerprint, cur) {
-			// Written for these inputs, promoted and untouched since: nothing to do.
-			out[i].bd = cur
-			continue
-		}
-		desired, err := render(b, p.info, p.match, contentName)
-		if err != nil {
-			// Checked while planning, so only a change between the two gets here; the writes
-			// already started finish first.
-			renderErr = fmt.Errorf("cluster %s: %w", p.cluster.Name, err)
-			break
-		}
-		if cur == nil {
-			created++
-		}
-		next := r.apply(parts[k], desired, cur)
-		g.Go(func() error {
-			h.writeSlots <- struct{}{}
-			defer func() { <-h.writeSlots }()
-			bd, err := h.write(cur, next)
-			out[i].bd = bd
-			if err == nil && bd.UID != "" {
-				h.memo.written(b, p.cluster.UID, contentName, p.fingerprint, bd)
-				if cur == nil {
-					h.created.add(bd, h.now())
-				}
-			}
-			return err
-		})
 	}
 	release()
-	r.created = created
-	if err := g.Wait(); err != nil {
+	r.created = ps.created
+	if err := ps.g.Wait(); err != nil {
 		return nil, nil, false, err
 	}
 	if renderErr != nil {
@@ -412,7 +386,60 @@ func (h *handler) sync(b *fleet.Bundle, plan []planned, contentName string, rele
 	if err := h.deleteUntargeted(b, byNamespace, wanted); err != nil {
 		return nil, nil, false, err
 	}
-	return out, r, requeue, nil
+	return ps.out, r, ps.requeue, nil
+}
+
+// syncPass is one pass of sync over a Bundle's targets.
+type syncPass struct {
+	h       *handler
+	b       *fleet.Bundle
+	content string
+	rollout *rollout
+	out     []synced
+	g       errgroup.Group
+	// created counts the deployments this pass creates, at most maxNew; requeue says some were
+	// left for the next pass.
+	created, maxNew int
+	requeue         bool
+}
+
+// one decides about target i (cur: its deployment, nil when there is none) and, when it needs
+// writing, starts the write. It returns a rendering error: checked while planning, so only a
+// change between the two gets here.
+func (ps *syncPass) one(i int, p planned, cur *fleet.BundleDeployment, part *partition) error {
+	h, b := ps.h, ps.b
+	if cur == nil && ps.created >= ps.maxNew {
+		ps.requeue = true
+		return nil
+	}
+	if cur != nil && cur.Spec.DeploymentID == cur.Spec.StagedDeploymentID &&
+		h.memo.current(b, p.cluster.UID, ps.content, p.fingerprint, cur) {
+		// Written for these inputs, promoted and untouched since: nothing to do.
+		ps.out[i].bd = cur
+		return nil
+	}
+	desired, err := render(b, p.info, p.match, ps.content)
+	if err != nil {
+		return fmt.Errorf("cluster %s: %w", p.cluster.Name, err)
+	}
+	if cur == nil {
+		ps.created++
+	}
+	next := ps.rollout.apply(part, desired, cur)
+	ps.g.Go(func() error {
+		h.writeSlots <- struct{}{}
+		defer func() { <-h.writeSlots }()
+		bd, err := h.write(cur, next)
+		ps.out[i].bd = bd
+		if err == nil && bd.UID != "" {
+			h.memo.written(b, p.cluster.UID, ps.content, p.fingerprint, bd)
+			if cur == nil {
+				h.created.add(bd, h.now())
+			}
+		}
+		return err
+	})
+	return nil
 }
 
 // existing are the Bundle's BundleDeployments by cluster namespace: the cache's, and those this

@@ -66,51 +66,12 @@ func newRollout(b *fleet.Bundle, plan []planned, existing map[string]*fleet.Bund
 	}
 	r := &rollout{paused: b.Spec.Paused}
 	r.maxUnavailable = max(scaled(rs.MaxUnavailable, len(targets), intstr.FromString("100%")), 1)
-
-	switch {
-	case len(rs.Partitions) > 0:
-		rest := &partition{name: "unpartitioned", maxUnavailable: r.maxUnavailable}
-		for _, p := range rs.Partitions {
-			r.partitions = append(r.partitions, &partition{name: p.Name})
+	if len(rs.Partitions) > 0 {
+		if err := r.partitionAsDeclared(rs, plan, targets); err != nil {
+			return nil, err
 		}
-		for _, i := range targets {
-			idx, err := target.PartitionIndex(rs.Partitions, plan[i].info)
-			if err != nil {
-				return nil, err
-			}
-			if idx < 0 {
-				rest.members = append(rest.members, i)
-				continue
-			}
-			r.partitions[idx].members = append(r.partitions[idx].members, i)
-		}
-		for k, p := range rs.Partitions {
-			part := r.partitions[k]
-			part.maxUnavailable = scaled(p.MaxUnavailable, len(part.members), intstr.FromInt32(int32(r.maxUnavailable)))
-			if p.MaxUnavailable == nil {
-				part.maxUnavailable = r.maxUnavailable
-			}
-		}
-		if len(rest.members) > 0 {
-			r.partitions = append(r.partitions, rest)
-		}
-	default:
-		threshold := defaultAutoPartitionThreshold
-		if rs.AutoPartitionThreshold != nil {
-			threshold = *rs.AutoPartitionThreshold
-		}
-		size := len(targets)
-		if len(targets) >= threshold {
-			size = max(scaled(rs.AutoPartitionSize, len(targets), intstr.FromString(defaultAutoPartitionSize)), 1)
-		}
-		for start := 0; start < len(targets); start += max(size, 1) {
-			end := min(start+max(size, 1), len(targets))
-			name := "All"
-			if size < len(targets) {
-				name = fmt.Sprintf("Partition %d", start/size)
-			}
-			r.partitions = append(r.partitions, &partition{name: name, maxUnavailable: r.maxUnavailable, members: targets[start:end]})
-		}
+	} else {
+		r.partitionAutomatically(rs, targets)
 	}
 	// A percentage is of the partitions, so it is scaled once they are known.
 	r.maxUnavailablePartitions = scaled(rs.MaxUnavailablePartitions, len(r.partitions), intstr.FromInt32(0))
@@ -123,6 +84,58 @@ func newRollout(b *fleet.Bundle, plan []planned, existing map[string]*fleet.Bund
 		}
 	}
 	return r, nil
+}
+
+// partitionAsDeclared puts each target into the first partition of the strategy whose
+// selectors match it; the rest make a last partition, "unpartitioned".
+func (r *rollout) partitionAsDeclared(rs *fleet.RolloutStrategy, plan []planned, targets []int) error {
+	rest := &partition{name: "unpartitioned", maxUnavailable: r.maxUnavailable}
+	for _, p := range rs.Partitions {
+		r.partitions = append(r.partitions, &partition{name: p.Name})
+	}
+	for _, i := range targets {
+		idx, err := target.PartitionIndex(rs.Partitions, plan[i].info)
+		if err != nil {
+			return err
+		}
+		if idx < 0 {
+			rest.members = append(rest.members, i)
+			continue
+		}
+		r.partitions[idx].members = append(r.partitions[idx].members, i)
+	}
+	for k, p := range rs.Partitions {
+		part := r.partitions[k]
+		part.maxUnavailable = scaled(p.MaxUnavailable, len(part.members), intstr.FromInt32(int32(r.maxUnavailable)))
+		if p.MaxUnavailable == nil {
+			part.maxUnavailable = r.maxUnavailable
+		}
+	}
+	if len(rest.members) > 0 {
+		r.partitions = append(r.partitions, rest)
+	}
+	return nil
+}
+
+// partitionAutomatically cuts the targets into partitions of autoPartitionSize once there are
+// autoPartitionThreshold of them, else keeps them in one ("All").
+func (r *rollout) partitionAutomatically(rs *fleet.RolloutStrategy, targets []int) {
+	threshold := defaultAutoPartitionThreshold
+	if rs.AutoPartitionThreshold != nil {
+		threshold = *rs.AutoPartitionThreshold
+	}
+	size := len(targets)
+	if len(targets) >= threshold {
+		size = max(scaled(rs.AutoPartitionSize, len(targets), intstr.FromString(defaultAutoPartitionSize)), 1)
+	}
+	for start := 0; start < len(targets); start += max(size, 1) {
+		end := min(start+max(size, 1), len(targets))
+		name := "All"
+		if size < len(targets) {
+			name = fmt.Sprintf("Partition %d", start/size)
+		}
+		r.partitions = append(r.partitions, &partition{name: name, maxUnavailable: r.maxUnavailable, members: targets[start:end]})
+	}
 }
 
 // order returns the plan indexes in partition order, with each one's partition.

@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
@@ -142,29 +143,11 @@ func (h *handler) status(c *fleet.Cluster, status fleet.ClusterStatus) (fleet.Cl
 
 func (h *handler) importCluster(c *fleet.Cluster) error {
 	ctx := context.Background()
-	secretNS := c.Spec.KubeConfigSecretNamespace
-	if secretNS == "" {
-		secretNS = c.Namespace
-	}
-	if err := secretNamespaceAllowed(c, secretNS, h.Config.Get().KubeConfigSecretNamespaces); err != nil {
+	secret, cfg, err := h.kubeconfig(ctx, c)
+	if err != nil {
 		return err
 	}
-	secret, err := h.Kube.CoreV1().Secrets(secretNS).Get(ctx, c.Spec.KubeConfigSecret, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("reading kubeConfigSecret %s/%s: %w", secretNS, c.Spec.KubeConfigSecret, err)
-	}
-	if err := secretIsFor(secret, c); err != nil {
-		return err
-	}
-	kubeconfig := secret.Data["value"]
-	if len(kubeconfig) == 0 {
-		return fmt.Errorf("kubeConfigSecret %s/%s: key value (the kubeconfig) is empty", secretNS, c.Spec.KubeConfigSecret)
-	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
-	if err != nil {
-		return fmt.Errorf("kubeConfigSecret %s/%s, key value: %w", secretNS, c.Spec.KubeConfigSecret, err)
-	}
-
+	where := fmt.Sprintf("kubeConfigSecret %s/%s", secret.Namespace, secret.Name)
 	values, err := h.token(ctx, c)
 	if err != nil {
 		return err
@@ -176,8 +159,54 @@ func (h *handler) importCluster(c *fleet.Cluster) error {
 		values.APIServerCA = ca
 	}
 	if values.APIServerURL == "" {
-		return fmt.Errorf("no apiServerURL for the agent: set it in the fleet-controller configuration or in kubeConfigSecret %s/%s", secretNS, c.Spec.KubeConfigSecret)
+		return fmt.Errorf("no apiServerURL for the agent: set it in the fleet-controller configuration or in %s", where)
 	}
+	objs, agentNS, err := h.agentObjects(c, values)
+	if err != nil {
+		return err
+	}
+	a, err := apply.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	if err := a.WithDynamicLookup().WithSetID("fleet-agent-import").WithDefaultNamespace(agentNS).ApplyObjects(objs...); err != nil {
+		return fmt.Errorf("installing the agent through %s: %w", where, err)
+	}
+	return nil
+}
+
+// kubeconfig reads the Cluster's kubeConfigSecret (from a namespace it may take it from, and
+// meant for it) and the client configuration in it.
+func (h *handler) kubeconfig(ctx context.Context, c *fleet.Cluster) (*corev1.Secret, *rest.Config, error) {
+	secretNS := c.Spec.KubeConfigSecretNamespace
+	if secretNS == "" {
+		secretNS = c.Namespace
+	}
+	if err := secretNamespaceAllowed(c, secretNS, h.Config.Get().KubeConfigSecretNamespaces); err != nil {
+		return nil, nil, err
+	}
+	secret, err := h.Kube.CoreV1().Secrets(secretNS).Get(ctx, c.Spec.KubeConfigSecret, metav1.GetOptions{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading kubeConfigSecret %s/%s: %w", secretNS, c.Spec.KubeConfigSecret, err)
+	}
+	if err := secretIsFor(secret, c); err != nil {
+		return nil, nil, err
+	}
+	kubeconfig := secret.Data["value"]
+	if len(kubeconfig) == 0 {
+		return nil, nil, fmt.Errorf("kubeConfigSecret %s/%s: key value (the kubeconfig) is empty", secretNS, c.Spec.KubeConfigSecret)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kubeConfigSecret %s/%s, key value: %w", secretNS, c.Spec.KubeConfigSecret, err)
+	}
+	return secret, cfg, nil
+}
+
+// agentObjects are the fleet-agent chart's objects for the Cluster with the token's values, its
+// Deployment exactly as the agent's own Bundle will hold it (so that the two never undo each
+// other), and the namespace they go to.
+func (h *handler) agentObjects(c *fleet.Cluster, values registration.Values) ([]runtime.Object, string, error) {
 	agentNS := c.Spec.AgentNamespace
 	if agentNS == "" {
 		agentNS = fleet.SystemNamespace
@@ -191,29 +220,19 @@ func (h *handler) importCluster(c *fleet.Cluster) error {
 	}
 	manifest, err := install.Render(charts.Agent, "fleet-agent", agentNS, chartValues)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	objs, err := wyaml.ToObjects(bytes.NewBufferString(manifest))
 	if err != nil {
-		return err
+		return nil, "", err
 	}
-	// The agent's Deployment exactly as its own Bundle will hold it, so that the two never
-	// undo each other.
 	managed, err := agentmanifest.Objects(c, agentmanifest.Settings{Image: settings.Image, Debug: settings.Debug,
 		Config: withAPIServer(settings.Config, values.APIServerURL, values.APIServerCA)}, agentNS)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	objs = slices.DeleteFunc(objs, func(o runtime.Object) bool { return o.GetObjectKind().GroupVersionKind().Kind == "Deployment" })
-	objs = append(objs, managed...)
-	a, err := apply.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	if err := a.WithDynamicLookup().WithSetID("fleet-agent-import").WithDefaultNamespace(agentNS).ApplyObjects(objs...); err != nil {
-		return fmt.Errorf("installing the agent through kubeConfigSecret %s/%s: %w", secretNS, c.Spec.KubeConfigSecret, err)
-	}
-	return nil
+	return append(objs, managed...), agentNS, nil
 }
 
 // AgentConfig returns, for a Cluster, the manager's configuration as its agent is given it: for

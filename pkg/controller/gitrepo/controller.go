@@ -131,29 +131,40 @@ func Register(ctx context.Context, d Deps) {
 	d.GitRepos.OnChange(ctx, "gitrepo", h.onChange)
 	fleetcontrollers.RegisterGitRepoStatusHandler(ctx, d.GitRepos, "", "gitrepo-status", h.reconcile)
 	if d.Secrets != nil {
-		d.GitRepos.Cache().AddIndexer(bySecret, func(gr *fleet.GitRepo) ([]string, error) {
-			var out []string
-			for _, name := range []string{gr.Spec.ClientSecretName, gr.Spec.HelmSecretName, gr.Spec.HelmSecretNameForPaths} {
-				if name != "" {
-					out = append(out, gr.Namespace+"/"+name)
-				}
-			}
-			return out, nil
-		})
-		enqueue := func(obj interface{}) {
-			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			if sec, ok := obj.(*corev1.Secret); ok {
-				repos, _ := d.GitRepos.Cache().GetByIndex(bySecret, sec.Namespace+"/"+sec.Name)
-				for _, gr := range repos {
-					d.GitRepos.Enqueue(gr.Namespace, gr.Name)
-				}
+		watchSecrets(d)
+	}
+	watchChildren(ctx, d)
+}
+
+// watchSecrets brings a GitRepo back when a Secret it names for credentials changes.
+func watchSecrets(d Deps) {
+	d.GitRepos.Cache().AddIndexer(bySecret, func(gr *fleet.GitRepo) ([]string, error) {
+		var out []string
+		for _, name := range []string{gr.Spec.ClientSecretName, gr.Spec.HelmSecretName, gr.Spec.HelmSecretNameForPaths} {
+			if name != "" {
+				out = append(out, gr.Namespace+"/"+name)
 			}
 		}
-		_, _ = d.Secrets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: enqueue, DeleteFunc: enqueue, UpdateFunc: func(_, cur interface{}) { enqueue(cur) }})
+		return out, nil
+	})
+	enqueue := func(obj interface{}) {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		if sec, ok := obj.(*corev1.Secret); ok {
+			repos, _ := d.GitRepos.Cache().GetByIndex(bySecret, sec.Namespace+"/"+sec.Name)
+			for _, gr := range repos {
+				d.GitRepos.Enqueue(gr.Namespace, gr.Name)
+			}
+		}
 	}
+	_, _ = d.Secrets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue, DeleteFunc: enqueue, UpdateFunc: func(_, cur interface{}) { enqueue(cur) }})
+}
+
+// watchChildren brings a GitRepo's roll-up up to date when its Bundles, deployments, Jobs or its
+// namespace's restrictions change.
+func watchChildren(ctx context.Context, d Deps) {
 	// Bundles and deployments of a GitRepo bring its roll-up up to date.
 	d.Bundles.OnChange(ctx, "gitrepo-bundles", func(_ string, b *fleet.Bundle) (*fleet.Bundle, error) {
 		if b != nil && b.Labels[fleet.RepoLabel] != "" {
@@ -249,8 +260,22 @@ func (h *handler) reconcile(gr *fleet.GitRepo, st fleet.GitRepoStatus) (fleet.Gi
 		return st, nil
 	}
 
-	// A webhook only says "look now": the commit that runs is always the one the remote's
-	// branch points at (ls-remote), never one a payload names.
+	h.pollWhenDue(gr, src, status, now)
+	commit := status.PollingCommit
+	if c := fleet.FindCondition(status.Conditions, fleet.ConditionGitPolling); c == nil || c.Status != corev1.ConditionFalse || gr.Spec.DisablePolling {
+		// (While the repository cannot be polled, its last commit may be of another branch or
+		// repository than the spec now names: nothing runs.)
+		h.run(key, gr, src, commit, status, now)
+	}
+	h.rollup(gr, status, now)
+	return st, nil
+}
+
+// pollWhenDue asks the repository for the branch's commit when the polling interval is up, the
+// spec changed or a webhook came, and schedules the next look. A webhook only says "look now":
+// the commit that runs is always the one the remote's branch points at (ls-remote), never one a
+// payload names.
+func (h *handler) pollWhenDue(gr *fleet.GitRepo, src gitsource.Source, status *fleet.GitRepoStatus, now time.Time) {
 	webhookNewer := !status.LastWebhookTime.IsZero() && !status.LastWebhookTime.Before(&status.LastPollingTime)
 	if webhookNewer && gr.Spec.DisablePolling {
 		h.poll(gr, src, status, now)
@@ -273,15 +298,6 @@ func (h *handler) reconcile(gr *fleet.GitRepo, st fleet.GitRepoStatus) (fleet.Gi
 		h.log(gr).WithFields(logrus.Fields{"webhookCommit": status.WebhookCommit, "commit": status.PollingCommit}).
 			Warn("a webhook named a commit the branch does not point at; the branch's commit is used")
 	}
-
-	commit := status.PollingCommit
-	if c := fleet.FindCondition(status.Conditions, fleet.ConditionGitPolling); c == nil || c.Status != corev1.ConditionFalse || gr.Spec.DisablePolling {
-		// (While the repository cannot be polled, its last commit may be of another branch or
-		// repository than the spec now names: nothing runs.)
-		h.run(key, gr, src, commit, status, now)
-	}
-	h.rollup(gr, status, now)
-	return st, nil
 }
 
 func (h *handler) poll(gr *fleet.GitRepo, src gitsource.Source, status *fleet.GitRepoStatus, now time.Time) {
@@ -339,6 +355,12 @@ func (h *handler) run(key string, gr *fleet.GitRepo, src gitsource.Source, commi
 		// Applied before this controller (re)started.
 		return
 	}
+	h.startRun(key, gr, src, commit, status, now)
+}
+
+// startRun starts a clone-and-apply of commit in the background (at most Runs at once); its
+// end brings the GitRepo back.
+func (h *handler) startRun(key string, gr *fleet.GitRepo, src gitsource.Source, commit string, status *fleet.GitRepoStatus, now time.Time) {
 	next := &attempt{commit: commit, generation: gr.Generation}
 	h.mu.Lock()
 	h.runs[key] = next
