@@ -190,8 +190,6 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 		ClusterGroups: f.ClusterGroup(), Contents: f.Content(),
 		Mappings: f.BundleNamespaceMapping(), Namespaces: c.Namespace().Cache(), CheckinInterval: checkin,
 	})
-	cluster.Register(ctx, cluster.Deps{Clusters: f.Cluster(), BundleDeployments: f.BundleDeployment(), Namespaces: c.Namespace(),
-		CheckinInterval: checkin, Revoke: registration.Revoke(children)})
 	if o.RegistrationNamespace == "" {
 		o.RegistrationNamespace = fleet.ClustersSystemNamespace
 	}
@@ -206,13 +204,16 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 		}
 	}
 	settings := agentmanagement.Settings(o.AgentImage, o.AgentDebug, o.Config)
-	clusterimport.Register(ctx, clusterimport.Deps{Kube: kube, Clusters: f.Cluster(), Tokens: f.ClusterRegistrationToken(), Settings: settings,
-		Config: o.Config})
+	steps := []cluster.StatusStep{clusterimport.Register(ctx, clusterimport.Deps{Kube: kube, Clusters: f.Cluster(),
+		Tokens: f.ClusterRegistrationToken(), Settings: settings, Config: o.Config})}
 	if o.ManageAgents && o.AgentImage != "" {
-		recheck := agentmanagement.Register(ctx, agentmanagement.Deps{Clusters: f.Cluster(), Bundles: f.Bundle(),
+		recheck, agentStatus := agentmanagement.Register(ctx, agentmanagement.Deps{Clusters: f.Cluster(), Bundles: f.Bundle(),
 			BundleDeployments: f.BundleDeployment(), Settings: settings, AgentConfig: clusterimport.AgentConfig(c.Secret().Cache())})
 		configChanged.Store(&recheck)
+		steps = append(steps, agentStatus)
 	}
+	cluster.Register(ctx, cluster.Deps{Clusters: f.Cluster(), BundleDeployments: f.BundleDeployment(), Namespaces: c.Namespace(),
+		CheckinInterval: checkin, Revoke: registration.Revoke(children), StatusSteps: steps})
 	observe(ctx, f, recorder, o.DisableGitOps)
 	content.Register(ctx, f.Content(), f.BundleDeployment(), o.ContentGracePeriod)
 	downstream.Register(ctx, kube, f.BundleDeployment(), c.Secret())

@@ -117,3 +117,30 @@ func TestReportWaitingAndNotReady(t *testing.T) {
 		t.Fatalf("state %q, condition %+v", status.Display.State, c)
 	}
 }
+
+// The deploy step without Helm: a held BundleDeployment deploys nothing and changes no status; a
+// release that is what the spec asks for is recorded as applied, nothing deployed.
+func TestDeployHoldsOrRecords(t *testing.T) {
+	h := &handler{deployer: &helmdeployer.Deployer{}}
+	now := time.Now()
+	rel := &helmdeployer.Release{Name: "app", Namespace: "default", Version: 5, DeploymentID: "c:1", Status: release.StatusDeployed}
+
+	paused := bdWith("c:2", func(bd *fleet.BundleDeployment) { bd.Spec.Paused = true })
+	var held fleet.BundleDeploymentStatus
+	deployed, requeue, err := h.deploy(paused, rel, &held, now)
+	if deployed != nil || requeue != 0 || err != nil || len(held.Conditions) != 0 || held.AppliedDeploymentID != "" {
+		t.Fatalf("held: deployed %v, requeue %s, err %v, status %+v", deployed, requeue, err, held)
+	}
+
+	var recorded fleet.BundleDeploymentStatus
+	deployed, requeue, err = h.deploy(bdWith("c:1", nil), rel, &recorded, now)
+	if deployed != nil || requeue != 0 || err != nil {
+		t.Fatalf("record: deployed %v, requeue %s, err %v", deployed, requeue, err)
+	}
+	if recorded.AppliedDeploymentID != "c:1" || recorded.Release != "default/app:5" {
+		t.Fatalf("record: status %+v", recorded)
+	}
+	if c := fleet.FindCondition(recorded.Conditions, fleet.ConditionDeployed); c == nil || c.Status != corev1.ConditionTrue {
+		t.Fatalf("record: Deployed condition %+v", c)
+	}
+}

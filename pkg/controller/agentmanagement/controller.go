@@ -73,12 +73,12 @@ type rendering struct {
 	bundle    *fleet.Bundle
 }
 
-// Register starts managing agents. The returned function re-checks every Cluster: call it
-// when the manager's configuration changes.
-func Register(ctx context.Context, d Deps) func() {
+// Register starts managing agents. It returns a function that re-checks every Cluster (call it
+// when the manager's configuration changes) and the status step saying what each Cluster's
+// agent was given, which the cluster controller's status handler calls.
+func Register(ctx context.Context, d Deps) (recheck func(), status func(*fleet.Cluster, fleet.ClusterStatus) (fleet.ClusterStatus, error)) {
 	h := &handler{Deps: d}
 	d.Clusters.OnChange(ctx, "agent-bundle", h.onChange)
-	fleetcontrollers.RegisterClusterStatusHandler(ctx, d.Clusters, "", "agent-status", h.status)
 	_, _ = d.BundleDeployments.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    h.enqueueFor,
 		UpdateFunc: func(_, cur interface{}) { h.enqueueFor(cur) },
@@ -92,7 +92,7 @@ func Register(ctx context.Context, d Deps) func() {
 		for _, c := range clusters {
 			d.Clusters.Enqueue(c.Namespace, c.Name)
 		}
-	}
+	}, h.status
 }
 
 // enqueueFor brings a Cluster back when its agent's BundleDeployment changes.

@@ -55,7 +55,13 @@ type Deps struct {
 	CheckinInterval func() time.Duration
 	// Revoke, when set, takes a deleted Cluster's agent identity away before its namespace goes.
 	Revoke func(*fleet.Cluster) error
+	// StatusSteps add what other controllers know to the status (the agent's configuration, the
+	// import), after the roll-up: the status is written once per reconcile.
+	StatusSteps []StatusStep
 }
+
+// StatusStep returns the status with what it knows of the Cluster added.
+type StatusStep func(*fleet.Cluster, fleet.ClusterStatus) (fleet.ClusterStatus, error)
 
 type handler struct {
 	clusters   fleetcontrollers.ClusterController
@@ -63,6 +69,7 @@ type handler struct {
 	namespaces corecontrollers.NamespaceController
 	interval   func() time.Duration
 	revoke     func(*fleet.Cluster) error
+	steps      []StatusStep
 	now        func() time.Time
 	// written is when each cluster's status was last written, by namespace/name.
 	written sync.Map
@@ -72,7 +79,7 @@ type handler struct {
 // namespace changes.
 func Register(ctx context.Context, d Deps) {
 	h := &handler{clusters: d.Clusters, bdCache: d.BundleDeployments.Cache(), namespaces: d.Namespaces,
-		interval: d.CheckinInterval, revoke: d.Revoke, now: time.Now}
+		interval: d.CheckinInterval, revoke: d.Revoke, steps: d.StatusSteps, now: time.Now}
 	specDelayFor := func(ns, name string) time.Duration {
 		if at, ok := h.written.Load(ns + "/" + name); ok && h.now().Sub(at.(time.Time)) < busyDelay {
 			return busyDelay
@@ -128,19 +135,24 @@ func (h *handler) OnChange(key string, c *fleet.Cluster) (*fleet.Cluster, error)
 	return c, h.ensureNamespace(c, target.ClusterNamespace(c))
 }
 
-// statusHandler rolls the cluster's BundleDeployments up (the generated status handler writes
-// the status when it changed), once its namespace exists.
-func (h *handler) statusHandler(c *fleet.Cluster, _ fleet.ClusterStatus) (fleet.ClusterStatus, error) {
-	ns := target.ClusterNamespace(c)
-	if c.DeletionTimestamp != nil || !h.namespaceExists(ns) {
-		return c.Status, nil
+// statusHandler rolls the cluster's BundleDeployments up once its namespace exists, then runs the
+// other controllers' steps (the generated status handler writes the status when it changed).
+func (h *handler) statusHandler(c *fleet.Cluster, status fleet.ClusterStatus) (fleet.ClusterStatus, error) {
+	if ns := target.ClusterNamespace(c); c.DeletionTimestamp == nil && h.namespaceExists(ns) {
+		rolled, err := h.status(c, ns)
+		if err != nil {
+			return status, err
+		}
+		if !equality.Semantic.DeepEqual(rolled, c.Status) {
+			h.written.Store(c.Namespace+"/"+c.Name, h.now())
+		}
+		status = rolled
 	}
-	status, err := h.status(c, ns)
-	if err != nil {
-		return c.Status, err
-	}
-	if !equality.Semantic.DeepEqual(status, c.Status) {
-		h.written.Store(c.Namespace+"/"+c.Name, h.now())
+	for _, step := range h.steps {
+		var err error
+		if status, err = step(c, status); err != nil {
+			return status, err
+		}
 	}
 	return status, nil
 }

@@ -77,11 +77,12 @@ const (
 	tokenPendingRetry = 500 * time.Millisecond
 )
 
-// Register starts importing Clusters that carry a kubeconfig.
-func Register(ctx context.Context, d Deps) {
+// Register starts importing Clusters that carry a kubeconfig. The import runs as the returned
+// status step, which the cluster controller's status handler calls.
+func Register(ctx context.Context, d Deps) func(*fleet.Cluster, fleet.ClusterStatus) (fleet.ClusterStatus, error) {
 	h := &handler{Deps: d}
 	d.Clusters.OnChange(ctx, "cluster-import-identity", h.onChange)
-	fleetcontrollers.RegisterClusterStatusHandler(ctx, d.Clusters, "", "cluster-import", h.status)
+	return h.status
 }
 
 // TokenName is the registration token the manager makes for importing a Cluster.
