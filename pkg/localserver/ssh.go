@@ -43,41 +43,85 @@ func StartSSHGitServer(ctx context.Context, root string) (*SSHGitServer, error) 
 		return nil, err
 	}
 	s := &SSHGitServer{Root: root, dir: dir, User: currentUser()}
-	fail := func(err error) (*SSHGitServer, error) {
+	if err := s.start(ctx); err != nil {
 		s.Close()
 		return nil, err
 	}
-	for _, key := range []string{"host_key", "client_key"} {
-		if out, err := exec.CommandContext(ctx, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(dir, key)).CombinedOutput(); err != nil {
-			return fail(fmt.Errorf("ssh-keygen: %v: %s", err, out))
-		}
-	}
-	if s.ClientKey, err = os.ReadFile(filepath.Join(dir, "client_key")); err != nil {
-		return fail(err)
-	}
-	if s.ClientPublicKey, err = os.ReadFile(filepath.Join(dir, "client_key.pub")); err != nil {
-		return fail(err)
-	}
-	hostPub, err := os.ReadFile(filepath.Join(dir, "host_key.pub"))
+	return s, nil
+}
+
+// Startup of the SSH git server: sshd must listen within sshdStartTimeout, looked at every
+// sshdStartPoll.
+const (
+	sshdStartTimeout = 10 * time.Second
+	sshdStartPoll    = 50 * time.Millisecond
+)
+
+// start makes the keys and configuration in s.dir, starts sshd and waits until it listens.
+func (s *SSHGitServer) start(ctx context.Context) error {
+	hostPub, err := s.keys(ctx)
 	if err != nil {
-		return fail(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "authorized_keys"), s.ClientPublicKey, 0o600); err != nil {
-		return fail(err)
+		return err
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	s.Port = l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	fields := strings.Fields(string(hostPub))
 	s.KnownHosts = []byte(fmt.Sprintf("[127.0.0.1]:%d %s %s\n", s.Port, fields[0], fields[1]))
-	config := strings.Join([]string{
+	if err := os.WriteFile(filepath.Join(s.dir, "sshd_config"), []byte(s.sshdConfig()), 0o600); err != nil {
+		return err
+	}
+	_ = os.MkdirAll("/run/sshd", 0o755) // privilege separation directory
+	s.cmd = exec.Command(sshdBinary, "-D", "-e", "-f", filepath.Join(s.dir, "sshd_config"))
+	logFile, err := os.Create(filepath.Join(s.dir, "sshd.log"))
+	if err != nil {
+		return err
+	}
+	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
+	if err := s.cmd.Start(); err != nil {
+		return fmt.Errorf("starting sshd: %w", err)
+	}
+	for deadline := time.Now().Add(sshdStartTimeout); ; time.Sleep(sshdStartPoll) {
+		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", s.Port)); err == nil {
+			c.Close()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(s.dir, "sshd.log"))
+			return fmt.Errorf("sshd did not listen on port %d: %s", s.Port, log)
+		}
+	}
+}
+
+// keys makes the host and client keys, authorizes the client's and returns the host's public key.
+func (s *SSHGitServer) keys(ctx context.Context) ([]byte, error) {
+	for _, key := range []string{"host_key", "client_key"} {
+		if out, err := exec.CommandContext(ctx, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(s.dir, key)).CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("ssh-keygen: %v: %s", err, out)
+		}
+	}
+	var err error
+	if s.ClientKey, err = os.ReadFile(filepath.Join(s.dir, "client_key")); err != nil {
+		return nil, err
+	}
+	if s.ClientPublicKey, err = os.ReadFile(filepath.Join(s.dir, "client_key.pub")); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(s.dir, "authorized_keys"), s.ClientPublicKey, 0o600); err != nil {
+		return nil, err
+	}
+	return os.ReadFile(filepath.Join(s.dir, "host_key.pub"))
+}
+
+func (s *SSHGitServer) sshdConfig() string {
+	return strings.Join([]string{
 		"ListenAddress 127.0.0.1:" + strconv.Itoa(s.Port),
-		"HostKey " + filepath.Join(dir, "host_key"),
-		"AuthorizedKeysFile " + filepath.Join(dir, "authorized_keys"),
-		"PidFile " + filepath.Join(dir, "sshd.pid"),
+		"HostKey " + filepath.Join(s.dir, "host_key"),
+		"AuthorizedKeysFile " + filepath.Join(s.dir, "authorized_keys"),
+		"PidFile " + filepath.Join(s.dir, "sshd.pid"),
 		"PasswordAuthentication no",
 		"KbdInteractiveAuthentication no",
 		"PubkeyAuthentication yes",
@@ -86,29 +130,6 @@ func StartSSHGitServer(ctx context.Context, root string) (*SSHGitServer, error) 
 		"StrictModes no",
 		"LogLevel ERROR",
 	}, "\n") + "\n"
-	if err := os.WriteFile(filepath.Join(dir, "sshd_config"), []byte(config), 0o600); err != nil {
-		return fail(err)
-	}
-	_ = os.MkdirAll("/run/sshd", 0o755) // privilege separation directory
-	s.cmd = exec.Command(sshdBinary, "-D", "-e", "-f", filepath.Join(dir, "sshd_config"))
-	logFile, err := os.Create(filepath.Join(dir, "sshd.log"))
-	if err != nil {
-		return fail(err)
-	}
-	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
-	if err := s.cmd.Start(); err != nil {
-		return fail(fmt.Errorf("starting sshd: %w", err))
-	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", s.Port)); err == nil {
-			c.Close()
-			return s, nil
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, "sshd.log"))
-			return fail(fmt.Errorf("sshd did not listen on port %d: %s", s.Port, log))
-		}
-	}
 }
 
 // RepoURL is the SSH clone URL of repository name.
