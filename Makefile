@@ -111,7 +111,7 @@ generate: ## regenerate code and CRDs
 CRD_COMPAT ?= ../shared/tools/crd-compat
 # crd-compat needs PyYAML; Debian's python3-yaml serves when the default python3 lacks it.
 PYTHON_YAML ?= $(shell python3 -c 'import yaml' 2>/dev/null && echo python3 || echo /usr/bin/python3)
-API_KINDS := GitRepo,Bundle,BundleDeployment,Cluster,ClusterGroup,ClusterRegistration,ClusterRegistrationToken,BundleNamespaceMapping,GitRepoRestriction,Content
+API_KINDS := GitRepo,Bundle,BundleDeployment,Cluster,ClusterGroup,ClusterRegistration,ClusterRegistrationToken,BundleNamespaceMapping,GitRepoRestriction,Content,HelmOp,Schedule,ImageScan,Policy
 
 verify-fast: helm ## gofmt, go vet, helm lint --strict of the three charts and the API contract
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \

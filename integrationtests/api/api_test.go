@@ -111,6 +111,58 @@ var _ = Describe("Fleet's documented manifests", func() {
 		Expect(again.Status.Commit).To(Equal("0123abcd"))
 	})
 
+	It("take HelmOps, Schedules, ImageScans and Policies as Fleet users write them, with their columns", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		op := &fleet.HelmOp{}
+		fixture("helmop.yaml", op, ns)
+		_, err := clients.HelmOp().Create(op)
+		Expect(err).NotTo(HaveOccurred())
+		gotOp, err := clients.HelmOp().Get(ns, "web", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(gotOp.Spec.Helm.Repo).To(Equal("https://charts.example.com/stable"))
+		Expect(gotOp.Spec.Helm.Version).To(Equal(">=1.2.0 <2.0.0"))
+		Expect(gotOp.Spec.PollingInterval.Duration.Minutes()).To(BeNumerically("==", 5))
+		Expect(gotOp.Spec.Targets[0].Helm.Values.Data).To(HaveKeyWithValue("replicas", BeNumerically("==", 3)))
+		gotOp.Status.Version = "1.4.2"
+		_, err = clients.HelmOp().UpdateStatus(gotOp)
+		Expect(err).NotTo(HaveOccurred())
+		ops := table(ctx, "/apis/fleet.cattle.io/v1alpha1/namespaces/"+ns+"/helmops")
+		Expect(columnNames(ops)).To(ContainElements("Name", "Repo", "Chart", "Version", "BundleDeployments-Ready", "Status"))
+		Expect(ops.Rows[0].Cells).To(ContainElements("https://charts.example.com/stable", "web", "1.4.2"))
+
+		sched := &fleet.Schedule{}
+		fixture("schedule.yaml", sched, ns)
+		_, err = clients.Schedule().Create(sched)
+		Expect(err).NotTo(HaveOccurred())
+		gotSched, err := clients.Schedule().Get(ns, "weekend", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(gotSched.Spec.Duration.Hours()).To(BeNumerically("==", 2))
+		Expect(gotSched.Spec.Targets.Clusters).To(HaveLen(2))
+		Expect(gotSched.Spec.Targets.Clusters[1].ClusterName).To(Equal("edge-1"))
+		Expect(columnNames(table(ctx, "/apis/fleet.cattle.io/v1alpha1/namespaces/"+ns+"/schedules"))).
+			To(ContainElements("Schedule", "Duration", "Active", "NextStart"))
+
+		scan := &fleet.ImageScan{}
+		fixture("imagescan.yaml", scan, ns)
+		_, err = clients.ImageScan().Create(scan)
+		Expect(err).NotTo(HaveOccurred())
+		gotScan, err := clients.ImageScan().Get(ns, "web-image", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(gotScan.Spec.Policy.SemVer.Range).To(Equal(">=1.0.0 <2.0.0"))
+		Expect(gotScan.Spec.SecretRef.Name).To(Equal("registry-auth"))
+		Expect(columnNames(table(ctx, "/apis/fleet.cattle.io/v1alpha1/namespaces/"+ns+"/imagescans"))).To(ContainElements("Repository", "Latest"))
+
+		pol := &fleet.Policy{}
+		fixture("policy.yaml", pol, ns)
+		_, err = clients.Policy().Create(pol)
+		Expect(err).NotTo(HaveOccurred())
+		gotPol, err := clients.Policy().Get(ns, "team", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(gotPol.RequireServiceAccount).To(BeTrue())
+		Expect(*gotPol.AllowNamespaceCreation).To(BeFalse())
+		Expect(gotPol.HelmOp.AllowedChartPatterns).To(Equal([]string{"^web$"}))
+	})
+
 	It("show Fleet's printer columns in the apiserver's tables", func(ctx context.Context) {
 		ns := newNamespace(ctx)
 		gr := &fleet.GitRepo{}

@@ -33,7 +33,7 @@ var (
 	crdNames = []string{
 		"bundledeployments", "bundlenamespacemappings", "bundles", "clustergroups",
 		"clusterregistrations", "clusterregistrationtokens", "clusters", "contents",
-		"gitreporestrictions", "gitrepos",
+		"gitreporestrictions", "gitrepos", "helmops", "imagescans", "policies", "schedules",
 	}
 )
 

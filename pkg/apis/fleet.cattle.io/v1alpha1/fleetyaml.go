@@ -42,14 +42,22 @@ type ImageScanYAML struct {
 }
 
 // ImageScanPolicy orders image tags.
-// +k8s:deepcopy-gen=false
 type ImageScanPolicy struct {
 	// SemVer picks the highest tag in a semver range.
-	SemVer *struct {
-		Range string `json:"range,omitempty"`
-	} `json:"semver,omitempty"`
+	SemVer *SemVerPolicy `json:"semver,omitempty"`
 	// Alphabetical picks the first or last tag in alphabetical order.
-	Alphabetical *struct {
-		Order string `json:"order,omitempty"`
-	} `json:"alphabetical,omitempty"`
+	Alphabetical *AlphabeticalPolicy `json:"alphabetical,omitempty"`
+}
+
+// SemVerPolicy picks the highest tag that is a semantic version within Range.
+type SemVerPolicy struct {
+	// Range is a semver constraint such as ">=1.0.0 <2".
+	Range string `json:"range,omitempty"`
+}
+
+// AlphabeticalPolicy picks the last tag in alphabetical order (Order "asc", the default) or the
+// first ("desc").
+type AlphabeticalPolicy struct {
+	// Order is "asc" or "desc".
+	Order string `json:"order,omitempty"`
 }

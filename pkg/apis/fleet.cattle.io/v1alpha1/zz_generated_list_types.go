@@ -181,3 +181,71 @@ func NewGitRepoRestriction(namespace, name string, obj GitRepoRestriction) *GitR
 	obj.Namespace = namespace
 	return &obj
 }
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// HelmOpList is a list of HelmOp resources
+type HelmOpList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata"`
+
+	Items []HelmOp `json:"items"`
+}
+
+func NewHelmOp(namespace, name string, obj HelmOp) *HelmOp {
+	obj.APIVersion, obj.Kind = SchemeGroupVersion.WithKind("HelmOp").ToAPIVersionAndKind()
+	obj.Name = name
+	obj.Namespace = namespace
+	return &obj
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ImageScanList is a list of ImageScan resources
+type ImageScanList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata"`
+
+	Items []ImageScan `json:"items"`
+}
+
+func NewImageScan(namespace, name string, obj ImageScan) *ImageScan {
+	obj.APIVersion, obj.Kind = SchemeGroupVersion.WithKind("ImageScan").ToAPIVersionAndKind()
+	obj.Name = name
+	obj.Namespace = namespace
+	return &obj
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// PolicyList is a list of Policy resources
+type PolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata"`
+
+	Items []Policy `json:"items"`
+}
+
+func NewPolicy(namespace, name string, obj Policy) *Policy {
+	obj.APIVersion, obj.Kind = SchemeGroupVersion.WithKind("Policy").ToAPIVersionAndKind()
+	obj.Name = name
+	obj.Namespace = namespace
+	return &obj
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ScheduleList is a list of Schedule resources
+type ScheduleList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata"`
+
+	Items []Schedule `json:"items"`
+}
+
+func NewSchedule(namespace, name string, obj Schedule) *Schedule {
+	obj.APIVersion, obj.Kind = SchemeGroupVersion.WithKind("Schedule").ToAPIVersionAndKind()
+	obj.Name = name
+	obj.Namespace = namespace
+	return &obj
+}

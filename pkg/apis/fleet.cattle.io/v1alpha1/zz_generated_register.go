@@ -26,6 +26,10 @@ var (
 	ContentResourceName                  = "contents"
 	GitRepoResourceName                  = "gitrepos"
 	GitRepoRestrictionResourceName       = "gitreporestrictions"
+	HelmOpResourceName                   = "helmops"
+	ImageScanResourceName                = "imagescans"
+	PolicyResourceName                   = "policies"
+	ScheduleResourceName                 = "schedules"
 )
 
 // SchemeGroupVersion is group version used to register these objects
@@ -69,6 +73,14 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&GitRepoList{},
 		&GitRepoRestriction{},
 		&GitRepoRestrictionList{},
+		&HelmOp{},
+		&HelmOpList{},
+		&ImageScan{},
+		&ImageScanList{},
+		&Policy{},
+		&PolicyList{},
+		&Schedule{},
+		&ScheduleList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

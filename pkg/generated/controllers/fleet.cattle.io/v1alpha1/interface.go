@@ -29,6 +29,10 @@ type Interface interface {
 	Content() ContentController
 	GitRepo() GitRepoController
 	GitRepoRestriction() GitRepoRestrictionController
+	HelmOp() HelmOpController
+	ImageScan() ImageScanController
+	Policy() PolicyController
+	Schedule() ScheduleController
 }
 
 func New(controllerFactory controller.SharedControllerFactory) Interface {
@@ -79,4 +83,20 @@ func (v *version) GitRepo() GitRepoController {
 
 func (v *version) GitRepoRestriction() GitRepoRestrictionController {
 	return generic.NewController[*v1alpha1.GitRepoRestriction, *v1alpha1.GitRepoRestrictionList](schema.GroupVersionKind{Group: "fleet.cattle.io", Version: "v1alpha1", Kind: "GitRepoRestriction"}, "gitreporestrictions", true, v.controllerFactory)
+}
+
+func (v *version) HelmOp() HelmOpController {
+	return generic.NewController[*v1alpha1.HelmOp, *v1alpha1.HelmOpList](schema.GroupVersionKind{Group: "fleet.cattle.io", Version: "v1alpha1", Kind: "HelmOp"}, "helmops", true, v.controllerFactory)
+}
+
+func (v *version) ImageScan() ImageScanController {
+	return generic.NewController[*v1alpha1.ImageScan, *v1alpha1.ImageScanList](schema.GroupVersionKind{Group: "fleet.cattle.io", Version: "v1alpha1", Kind: "ImageScan"}, "imagescans", true, v.controllerFactory)
+}
+
+func (v *version) Policy() PolicyController {
+	return generic.NewController[*v1alpha1.Policy, *v1alpha1.PolicyList](schema.GroupVersionKind{Group: "fleet.cattle.io", Version: "v1alpha1", Kind: "Policy"}, "policies", true, v.controllerFactory)
+}
+
+func (v *version) Schedule() ScheduleController {
+	return generic.NewController[*v1alpha1.Schedule, *v1alpha1.ScheduleList](schema.GroupVersionKind{Group: "fleet.cattle.io", Version: "v1alpha1", Kind: "Schedule"}, "schedules", true, v.controllerFactory)
 }
