@@ -46,6 +46,26 @@ type ChartAuth struct {
 	SSHPrivateKey []byte
 }
 
+// TrustCA makes downloads trust the PEM bundle ca (nothing when empty): Helm reads CAs from a
+// file, so ca goes to a temporary one, which cleanup removes.
+func (a *ChartAuth) TrustCA(ca []byte) (cleanup func(), err error) {
+	cleanup = func() {}
+	if len(ca) == 0 {
+		return cleanup, nil
+	}
+	f, err := os.CreateTemp("", "chart-ca-")
+	if err != nil {
+		return cleanup, err
+	}
+	cleanup = func() { os.Remove(f.Name()) }
+	_, err = f.Write(ca)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	a.CAFile = f.Name()
+	return cleanup, err
+}
+
 // forURL is the auth to use for a chart at location: without the credentials when URLRegex is
 // set and does not match it.
 func (a ChartAuth) forURL(location string) ChartAuth {
@@ -93,6 +113,21 @@ func fetchChart(ctx context.Context, h *fleet.HelmOptions, auth ChartAuth) (*emb
 		return nil, fmt.Errorf("fetching chart %q from %s: %w", h.Chart, chartLocation(h), err)
 	}
 	return c, err
+}
+
+// FetchChart downloads the chart h names (a Helm repository's, an OCI registry's or at a URL),
+// resolving a version constraint. It returns the archive as a file named under EmbeddedChartDir
+// by its content, and the version it resolved to. HelmOps use it: the manager to resolve the
+// version, agents to fetch the chart.
+func FetchChart(ctx context.Context, h *fleet.HelmOptions, auth ChartAuth) (File, string, error) {
+	if !isRemoteChart(h) {
+		return File{}, "", fmt.Errorf("helm.chart %q: name a Helm repository (helm.repo), an oci:// reference or a chart URL", h.Chart)
+	}
+	c, err := fetchChart(ctx, h, auth)
+	if err != nil {
+		return File{}, "", err
+	}
+	return File{Name: c.Name, Content: c.Data}, c.Version, nil
 }
 
 // withContext runs fn, returning its error, or ctx's once ctx ends first: Helm's downloads take

@@ -39,6 +39,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/controller/downstream"
 	"github.com/fleetgo/fleet/pkg/controller/events"
 	"github.com/fleetgo/fleet/pkg/controller/gitrepo"
+	"github.com/fleetgo/fleet/pkg/controller/helmop"
 	"github.com/fleetgo/fleet/pkg/controller/index"
 	"github.com/fleetgo/fleet/pkg/controller/registration"
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
@@ -214,6 +215,12 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 	}
 	cluster.Register(ctx, cluster.Deps{Clusters: f.Cluster(), BundleDeployments: f.BundleDeployment(), Namespaces: c.Namespace(),
 		CheckinInterval: checkin, Revoke: registration.Revoke(children), StatusSteps: steps})
+	bundles, err := apply.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	helmop.Register(ctx, helmop.Deps{HelmOps: f.HelmOp(), Bundles: f.Bundle(), BundleDeployments: f.BundleDeployment(),
+		Secrets: c.Secret().Cache(), Apply: bundles.WithSetOwnerReference(false, false)})
 	observe(ctx, f, recorder, o.DisableGitOps)
 	content.Register(ctx, f.Content(), f.BundleDeployment(), o.ContentGracePeriod)
 	downstream.Register(ctx, kube, f.BundleDeployment(), c.Secret())

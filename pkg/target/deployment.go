@@ -50,6 +50,7 @@ func Deployment(b *fleet.Bundle, ci ClusterInfo, m *Match, contentName string) (
 			DeploymentID:       id,
 			DependsOn:          b.Spec.DependsOn,
 			CorrectDrift:       opts.CorrectDrift,
+			HelmChartOptions:   b.Spec.HelmOpOptions.DeepCopy(),
 			Paused:             b.Spec.Paused || ci.Cluster.Spec.Paused,
 		},
 	}

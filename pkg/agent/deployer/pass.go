@@ -168,13 +168,13 @@ func (h *handler) deploy(bd *fleet.BundleDeployment, rel *helmdeployer.Release, 
 		fleet.SetCondition(&status.Conditions, fleet.ConditionDeployed, corev1.ConditionUnknown, "WaitingForDependencies", msg, now)
 		return nil, DependsOnRetry, nil
 	}
-	files, err := h.contents.Files(manifestID(bd.Spec.DeploymentID))
+	files, opts, err := h.files(bd)
 	if err != nil {
 		return nil, 0, h.failed(bd, status, err, now)
 	}
 	h.log(bd.Name).WithField("deploymentID", bd.Spec.DeploymentID).Debug("deploying")
 	deployed, err := h.deployer.Deploy(h.ctx, helmdeployer.Input{BundleID: bd.Name, Commit: bd.Labels[fleet.CommitLabel],
-		DeploymentID: bd.Spec.DeploymentID, Files: files, Options: bd.Spec.Options, Values: in.values, ValuesHash: in.valuesHash,
+		DeploymentID: bd.Spec.DeploymentID, Files: files, Options: opts, Values: in.values, ValuesHash: in.valuesHash,
 		Downstream: in.downstream})
 	if err != nil {
 		err = h.failed(bd, status, err, now)

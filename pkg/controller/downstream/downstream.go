@@ -56,6 +56,9 @@ func Register(ctx context.Context, kube kubernetes.Interface, bds fleetcontrolle
 		for _, r := range bd.Spec.Options.DownstreamResources {
 			keys = append(keys, sourceKey(bd.Labels[fleet.BundleNamespaceLabel], r.Kind, r.Name))
 		}
+		if sec := helmOpSecret(bd); sec != "" {
+			keys = append(keys, sourceKey(bd.Labels[fleet.BundleNamespaceLabel], KindSecret, sec))
+		}
 		return keys, nil
 	})
 	bds.OnChange(ctx, "bundledeployment-downstream", h.onChange)
@@ -76,13 +79,31 @@ func Register(ctx context.Context, kube kubernetes.Interface, bds fleetcontrolle
 	})
 }
 
+// helmOpSecret is the chart source credential Secret of a HelmOp's BundleDeployment ("" for
+// none): its agent fetches the chart with the copy.
+func helmOpSecret(bd *fleet.BundleDeployment) string {
+	if o := bd.Spec.HelmChartOptions; o != nil {
+		return o.SecretName
+	}
+	return ""
+}
+
 func (h *handler) onChange(_ string, bd *fleet.BundleDeployment) (*fleet.BundleDeployment, error) {
-	if bd == nil || bd.DeletionTimestamp != nil || len(bd.Spec.Options.DownstreamResources) == 0 {
+	if bd == nil || bd.DeletionTimestamp != nil {
 		return bd, nil
 	}
 	src := bd.Labels[fleet.BundleNamespaceLabel]
 	owner := []metav1.OwnerReference{{APIVersion: fleet.SchemeGroupVersion.String(), Kind: "BundleDeployment", Name: bd.Name, UID: bd.UID}}
 	labels := map[string]string{CopyLabel: bd.Name}
+	if sec := helmOpSecret(bd); sec != "" {
+		meta := metav1.ObjectMeta{Name: names.DownstreamCopy(bd.Name, sec), Namespace: bd.Namespace, Labels: labels, OwnerReferences: owner}
+		if _, err := h.copySecret(src, sec, meta); err != nil && !apierrors.IsNotFound(err) {
+			return bd, fmt.Errorf("copying the chart credentials %s/%s for %s/%s: %w", src, sec, bd.Namespace, bd.Name, err)
+		}
+	}
+	if len(bd.Spec.Options.DownstreamResources) == 0 {
+		return bd, nil
+	}
 	poll, changed := false, false
 	for _, r := range bd.Spec.Options.DownstreamResources {
 		poll = poll || r.Kind == KindConfigMap

@@ -1,0 +1,149 @@
+package agent_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	wcondition "github.com/rancher/wrangler/v3/pkg/condition"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/localserver"
+)
+
+// chartVersion writes a chart "web" of the given version, whose ConfigMap says the version, and
+// adds it to the repository.
+func chartVersion(repo *localserver.ChartRepo, version string) {
+	dir := GinkgoT().TempDir()
+	for name, content := range map[string]string{
+		"Chart.yaml": "apiVersion: v2\nname: web\nversion: " + version + "\n",
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: helmop-web\ndata:\n  chart: \"" + version +
+			"\"\n  replicas: \"{{ .Values.replicas }}\"\n",
+		"values.yaml": "replicas: 1\n",
+	} {
+		Expect(os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)).To(Succeed())
+		Expect(os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644)).To(Succeed())
+	}
+	_, err := repo.AddChart(dir)
+	Expect(err).NotTo(HaveOccurred())
+}
+
+func helmOp(name string) *fleet.HelmOp {
+	op, err := api.HelmOp().Get(fleet.DefaultNamespace, name, metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	return op
+}
+
+func helmOpCondition(name, t string) (corev1.ConditionStatus, string) {
+	c := fleet.FindCondition(helmOp(name).Status.Conditions, wcondition.Cond(t))
+	if c == nil {
+		return "", ""
+	}
+	return c.Status, c.Message
+}
+
+var _ = Describe("HelmOps", Ordered, func() {
+	var repo *localserver.ChartRepo
+	BeforeAll(func(ctx context.Context) {
+		var err error
+		repo, err = localserver.StartChartRepo(filepath.Join(GinkgoT().TempDir(), "charts"), localserver.BasicAuth{Username: "charts", Password: "chart-pass"})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(repo.Close)
+		chartVersion(repo, "1.0.0")
+		kube, err := manager.Clientset()
+		Expect(err).NotTo(HaveOccurred())
+		_, err = kube.CoreV1().Secrets(fleet.DefaultNamespace).Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "chart-auth", Namespace: fleet.DefaultNamespace},
+			StringData: map[string]string{"username": "charts", "password": "chart-pass"}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	It("deploys the newest chart version in range from a Helm repository with basic auth, and rolls a new one out without a commit", func() {
+		_, err := api.HelmOp().Create(&fleet.HelmOp{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: fleet.DefaultNamespace},
+			Spec: fleet.HelmOpSpec{
+				BundleSpec: fleet.BundleSpec{
+					BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "helmop",
+						Helm: &fleet.HelmOptions{Repo: repo.URL, Chart: "web", Version: ">=1.0.0 <2.0.0",
+							Values: &fleet.GenericMap{Data: map[string]interface{}{"replicas": 2}}}},
+					Targets: []fleet.BundleTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "test"}}}},
+				},
+				PollingInterval: &metav1.Duration{Duration: 2 * time.Second},
+				HelmSecretName:  "chart-auth",
+			}})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(cmData("helmop", "helmop-web"), 90*time.Second).Should(Equal(map[string]string{"chart": "1.0.0", "replicas": "2"}))
+		Eventually(func(g Gomega) {
+			op := helmOp("web")
+			g.Expect(op.Status.Version).To(Equal("1.0.0"))
+			g.Expect(op.Status.Display.ReadyBundleDeployments).To(Equal("1/1"))
+			g.Expect(op.Status.ReadyClusters).To(Equal(1))
+			for _, t := range []string{"Accepted", "Polled", "Ready"} {
+				s, msg := helmOpCondition("web", t)
+				g.Expect(s).To(Equal(corev1.ConditionTrue), "%s: %s", t, msg)
+			}
+		}).Should(Succeed())
+		b, err := api.Bundle().Get(fleet.DefaultNamespace, "web", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(b.Labels).To(HaveKeyWithValue(fleet.HelmNameLabel, "web"))
+		Expect(b.Spec.Resources).To(BeEmpty(), "agents fetch the chart themselves")
+		Expect(b.Spec.HelmOpOptions.SecretName).To(Equal("chart-auth"))
+
+		chartVersion(repo, "1.1.0")
+		chartVersion(repo, "2.0.0")
+		Eventually(cmData("helmop", "helmop-web"), 90*time.Second).Should(Equal(map[string]string{"chart": "1.1.0", "replicas": "2"}))
+		Eventually(func() string { return helmOp("web").Status.Version }).Should(Equal("1.1.0"))
+	})
+
+	It("keeps what is deployed when no version matches or the repository is unreachable, and says so", func() {
+		op := helmOp("web")
+		op.Spec.Helm.Version = ">=5.0.0"
+		_, err := api.HelmOp().Update(op)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) {
+			s, msg := helmOpCondition("web", "Polled")
+			g.Expect(s).To(Equal(corev1.ConditionFalse))
+			g.Expect(msg).To(ContainSubstring(">=5.0.0"))
+		}).Should(Succeed())
+		Consistently(cmData("helmop", "helmop-web"), 3*time.Second).Should(Equal(map[string]string{"chart": "1.1.0", "replicas": "2"}))
+		Expect(helmOp("web").Status.Version).To(Equal("1.1.0"))
+
+		_, err = api.HelmOp().Create(&fleet.HelmOp{ObjectMeta: metav1.ObjectMeta{Name: "unreachable", Namespace: fleet.DefaultNamespace},
+			Spec: fleet.HelmOpSpec{BundleSpec: fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{
+				Helm: &fleet.HelmOptions{Repo: "http://127.0.0.1:1/charts", Chart: "web"}}}}})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) {
+			s, msg := helmOpCondition("unreachable", "Polled")
+			g.Expect(s).To(Equal(corev1.ConditionFalse))
+			g.Expect(msg).To(ContainSubstring("127.0.0.1:1"))
+			r, _ := helmOpCondition("unreachable", "Ready")
+			g.Expect(r).To(Equal(corev1.ConditionFalse))
+		}).Should(Succeed())
+		_, err = api.Bundle().Get(fleet.DefaultNamespace, "unreachable", metav1.GetOptions{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no version, no Bundle")
+
+		_, err = api.HelmOp().Create(&fleet.HelmOp{ObjectMeta: metav1.ObjectMeta{Name: "bad-range", Namespace: fleet.DefaultNamespace},
+			Spec: fleet.HelmOpSpec{BundleSpec: fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{
+				Helm: &fleet.HelmOptions{Repo: repo.URL, Chart: "web", Version: "one point oh"}}}}})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) {
+			s, msg := helmOpCondition("bad-range", "Accepted")
+			g.Expect(s).To(Equal(corev1.ConditionFalse))
+			g.Expect(msg).To(ContainSubstring("spec.helm.version"))
+		}).Should(Succeed())
+	})
+
+	It("removes the Bundle, and what it deployed, with the HelmOp", func() {
+		Expect(api.HelmOp().Delete(fleet.DefaultNamespace, "web", &metav1.DeleteOptions{})).To(Succeed())
+		Eventually(func() bool {
+			_, err := api.Bundle().Get(fleet.DefaultNamespace, "web", metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		}).Should(BeTrue())
+		Eventually(cmData("helmop", "helmop-web"), 60*time.Second).Should(BeNil())
+	})
+})
