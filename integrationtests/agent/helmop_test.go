@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	wcondition "github.com/rancher/wrangler/v3/pkg/condition"
+	"helm.sh/helm/v3/pkg/registry"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,8 +19,8 @@ import (
 )
 
 // chartVersion writes a chart "web" of the given version, whose ConfigMap says the version, and
-// adds it to the repository.
-func chartVersion(repo *localserver.ChartRepo, version string) {
+// adds it to the repository. It returns the package's file name.
+func chartVersion(repo *localserver.ChartRepo, version string) string {
 	dir := GinkgoT().TempDir()
 	for name, content := range map[string]string{
 		"Chart.yaml": "apiVersion: v2\nname: web\nversion: " + version + "\n",
@@ -30,8 +31,9 @@ func chartVersion(repo *localserver.ChartRepo, version string) {
 		Expect(os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)).To(Succeed())
 		Expect(os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644)).To(Succeed())
 	}
-	_, err := repo.AddChart(dir)
+	pkg, err := repo.AddChart(dir)
 	Expect(err).NotTo(HaveOccurred())
+	return pkg
 }
 
 func helmOp(name string) *fleet.HelmOp {
@@ -136,6 +138,45 @@ var _ = Describe("HelmOps", Ordered, func() {
 			g.Expect(s).To(Equal(corev1.ConditionFalse))
 			g.Expect(msg).To(ContainSubstring("spec.helm.version"))
 		}).Should(Succeed())
+	})
+
+	It("deploys from an OCI registry, following new tags, and from a chart URL", func(ctx context.Context) {
+		reg, err := localserver.StartOCIRegistry(ctx, GinkgoT().TempDir(), localserver.BasicAuth{Username: "charts", Password: "chart-pass"})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(reg.Close)
+		rc, err := registry.NewClient(registry.ClientOptPlainHTTP(), registry.ClientOptBasicAuth("charts", "chart-pass"))
+		Expect(err).NotTo(HaveOccurred())
+		push := func(version string) {
+			data, err := os.ReadFile(filepath.Join(repo.Dir, chartVersion(repo, version)))
+			Expect(err).NotTo(HaveOccurred())
+			_, err = rc.Push(data, reg.Host+"/charts/web:"+version)
+			Expect(err).NotTo(HaveOccurred())
+		}
+		push("3.0.0")
+		newOp := func(name, ns string, h *fleet.HelmOptions) {
+			_, err := api.HelmOp().Create(&fleet.HelmOp{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fleet.DefaultNamespace},
+				Spec: fleet.HelmOpSpec{
+					BundleSpec: fleet.BundleSpec{
+						BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns, Helm: h},
+						Targets:                 []fleet.BundleTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "test"}}}},
+					},
+					PollingInterval: &metav1.Duration{Duration: 2 * time.Second},
+					HelmSecretName:  "chart-auth",
+					// The local registry speaks plain HTTP, which an oci:// source is reached
+					// over only with TLS checks off.
+					InsecureSkipTLSVerify: true,
+				}})
+			Expect(err).NotTo(HaveOccurred())
+		}
+		newOp("oci", "helmop-oci", &fleet.HelmOptions{Chart: "oci://" + reg.Host + "/charts/web", Version: ">=3.0.0", ReleaseName: "web-oci"})
+		Eventually(cmData("helmop-oci", "helmop-web"), 90*time.Second).Should(HaveKeyWithValue("chart", "3.0.0"))
+		push("3.1.0")
+		Eventually(cmData("helmop-oci", "helmop-web"), 90*time.Second).Should(HaveKeyWithValue("chart", "3.1.0"))
+		Eventually(func() string { return helmOp("oci").Status.Version }).Should(Equal("3.1.0"))
+
+		newOp("url", "helmop-url", &fleet.HelmOptions{Chart: repo.URL + "/web-1.1.0.tgz", ReleaseName: "web-url"})
+		Eventually(cmData("helmop-url", "helmop-web"), 90*time.Second).Should(HaveKeyWithValue("chart", "1.1.0"))
+		Eventually(func() string { return helmOp("url").Status.Version }).Should(Equal("1.1.0"))
 	})
 
 	It("removes the Bundle, and what it deployed, with the HelmOp", func() {
