@@ -139,7 +139,7 @@ quickstart: build controlplane ## the whole system locally: three clusters, cont
 	$(GO) build -o dev/bin/quickstart ./dev/quickstart
 	dev/bin/quickstart -fleet bin/fleet -root .
 
-quickstart-check: build controlplane ## the quickstart, stopped once every GitRepo is Ready (fails otherwise)
+quickstart-check: build controlplane ## the quickstart, stopped once every GitRepo and HelmOp is Ready (fails otherwise)
 	$(GO) build -o dev/bin/quickstart ./dev/quickstart
 	dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && dev/bin/quickstart -fleet bin/fleet -root . -dir "$$dir" -timeout 5m -exit-when-ready
 

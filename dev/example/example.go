@@ -90,6 +90,28 @@ func Publish(ctx context.Context, root string, git *localserver.GitServer, chart
 // GitRepos is the manifest a user applies to the manager: the namespace bundle for the
 // management cluster's own agent (fleet-local) and the workloads for every downstream cluster
 // (fleet-default).
+// HelmOp is the example's HelmOp: the example-web chart straight from the chart repository (no
+// git), at the newest 0.x version, on every cluster of fleet-default.
+func HelmOp(chartRepoURL string) string {
+	return fmt.Sprintf(`apiVersion: fleet.cattle.io/v1alpha1
+kind: HelmOp
+metadata:
+  name: example-helmop
+  namespace: fleet-default
+spec:
+  helm:
+    repo: %s
+    chart: example-web
+    version: "0.x"
+    releaseName: example-helmop
+  namespace: example-helmop
+  pollingInterval: 30s
+  targets:
+  - name: all
+    clusterSelector: {}
+`, chartRepoURL)
+}
+
 func GitRepos(repoURL string) string {
 	return fmt.Sprintf(`apiVersion: fleet.cattle.io/v1alpha1
 kind: GitRepo

@@ -3,8 +3,8 @@
 // charts/fleet-crd with the Helm SDK, `fleet controller` and one `fleet agent` per cluster as
 // local processes, the downstream clusters registered with `fleet install agent-config` and
 // `fleet install agent-token`, a git server holding the example repository and a chart
-// repository, and the example's GitRepos. It waits until every GitRepo is Ready, prints the
-// status tables, and keeps running until interrupted or `quickstart --down`.
+// repository, and the example's GitRepos and HelmOp. It waits until every GitRepo and HelmOp is
+// Ready, prints the status tables, and keeps running until interrupted or `quickstart --down`.
 package main
 
 import (
@@ -42,10 +42,10 @@ func main() {
 	flag.StringVar(&o.dir, "dir", filepath.Join(os.TempDir(), "fleet-quickstart"), "folder for clusters, logs, kubeconfigs and the git and chart repositories")
 	flag.StringVar(&o.fleet, "fleet", "bin/fleet", "the fleet binary")
 	flag.StringVar(&o.root, "root", ".", "the checkout (charts/ and dev/example/)")
-	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "how long to wait for every GitRepo to be Ready")
+	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "how long to wait for every GitRepo and HelmOp to be Ready")
 	flag.DurationVar(&o.checkin, "checkin-interval", 15*time.Second, "agents' check-in interval (the LAST-SEEN column)")
 	down := flag.Bool("down", false, "stop a running quickstart and exit")
-	exitWhenReady := flag.Bool("exit-when-ready", false, "stop everything once every GitRepo is Ready (exit status 0) or the timeout passes (1)")
+	exitWhenReady := flag.Bool("exit-when-ready", false, "stop everything once every GitRepo and HelmOp is Ready (exit status 0) or the timeout passes (1)")
 	flag.Parse()
 	if *down {
 		if err := stopRunning(o.dir); err != nil {
@@ -157,9 +157,9 @@ func run(o options) error {
 	}
 	if !ready {
 		q.logTails()
-		err = fmt.Errorf("not every GitRepo was Ready within %s (see above)", o.timeout)
+		err = fmt.Errorf("not every GitRepo and HelmOp was Ready within %s (see above)", o.timeout)
 	} else {
-		fmt.Printf("\nall GitRepos Ready after %s\n", time.Since(q.start).Round(time.Second))
+		fmt.Printf("\nall GitRepos and HelmOps Ready after %s\n", time.Since(q.start).Round(time.Second))
 	}
 	if o.exitWhenReady {
 		return err
@@ -346,11 +346,11 @@ func (q *qs) up(ctx context.Context) error {
 	if _, err := example.Publish(ctx, q.root, git, charts.URL, "the example repository", nil); err != nil {
 		return err
 	}
-	gitrepos := example.GitRepos(git.RepoURL(example.RepoName))
+	gitrepos := example.GitRepos(git.RepoURL(example.RepoName)) + "---\n" + example.HelmOp(charts.URL)
 	if err := os.WriteFile(filepath.Join(q.dir, "gitrepos.yaml"), []byte(gitrepos), 0o644); err != nil {
 		return err
 	}
-	q.step("applying the GitRepos (%s):\n%s", filepath.Join(q.dir, "gitrepos.yaml"), indent(gitrepos))
+	q.step("applying the GitRepos and the HelmOp (%s):\n%s", filepath.Join(q.dir, "gitrepos.yaml"), indent(gitrepos))
 	return q.kubectlApply(mgmt.Kubeconfig, gitrepos)
 }
 
@@ -393,36 +393,18 @@ func (q *qs) waitImported(ctx context.Context) error {
 	return fmt.Errorf("the controller did not install the local agent within 2 minutes: %s", last)
 }
 
-// waitReady shows progress until every GitRepo is Ready, and reports whether they all are.
+// waitReady shows progress until every GitRepo and HelmOp is Ready, and reports whether they all
+// are.
 func (q *qs) waitReady(ctx context.Context) bool {
-	q.step("waiting for every GitRepo to be Ready")
+	q.step("waiting for every GitRepo and HelmOp to be Ready")
 	deadline := time.Now().Add(q.timeout)
 	seen := map[string]string{}
 	for {
-		list, err := q.api.GitRepo().List("", metav1.ListOptions{})
-		allReady := err == nil && len(list.Items) > 0
-		if err != nil {
-			q.step("  listing GitRepos: %v", err)
-		} else {
-			for _, gr := range list.Items {
-				key := gr.Namespace + "/" + gr.Name
-				state, msg := "NotReady", ""
-				if c := fleet.FindCondition(gr.Status.Conditions, fleet.ConditionReady); c != nil {
-					msg = c.Message
-					if c.Status == corev1.ConditionTrue {
-						state = "Ready"
-					}
-				}
-				if state != "Ready" {
-					allReady = false
-				}
-				line := fmt.Sprintf("%-28s commit %-8.8s bundle deployments ready %-5s clusters ready %d/%d  %s %s",
-					key, gr.Status.Commit, gr.Status.Display.ReadyBundleDeployments, gr.Status.ReadyClusters,
-					gr.Status.DesiredReadyClusters, state, firstLine(msg))
-				if seen[key] != line {
-					seen[key] = line
-					q.step("  %s", line)
-				}
+		lines, allReady := q.readiness()
+		for key, line := range lines {
+			if seen[key] != line {
+				seen[key] = line
+				q.step("  %s", line)
 			}
 		}
 		if allReady {
@@ -439,10 +421,52 @@ func (q *qs) waitReady(ctx context.Context) bool {
 	}
 }
 
-// table prints what kubectl shows for GitRepos, Clusters and Bundles: the CRDs' printer columns.
+// readiness is a progress line per GitRepo and HelmOp, and whether all of them are Ready.
+func (q *qs) readiness() (map[string]string, bool) {
+	lines := map[string]string{}
+	repos, err := q.api.GitRepo().List("", metav1.ListOptions{})
+	if err != nil {
+		lines["gitrepos"] = "listing GitRepos: " + err.Error()
+		return lines, false
+	}
+	ops, err := q.api.HelmOp().List("", metav1.ListOptions{})
+	if err != nil {
+		lines["helmops"] = "listing HelmOps: " + err.Error()
+		return lines, false
+	}
+	allReady := len(repos.Items) > 0
+	line := func(key, what string, st fleet.StatusBase) {
+		state, msg := "NotReady", ""
+		if c := fleet.FindCondition(st.Conditions, fleet.ConditionReady); c != nil {
+			msg = c.Message
+			if c.Status == corev1.ConditionTrue {
+				state = "Ready"
+			}
+		}
+		allReady = allReady && state == "Ready"
+		lines[key] = fmt.Sprintf("%-28s %-16s bundle deployments ready %-5s clusters ready %d/%d  %s %s",
+			key, what, st.Display.ReadyBundleDeployments, st.ReadyClusters, st.DesiredReadyClusters, state, firstLine(msg))
+	}
+	for _, gr := range repos.Items {
+		line(gr.Namespace+"/"+gr.Name, "commit "+shortCommit(gr.Status.Commit), gr.Status.StatusBase)
+	}
+	for _, op := range ops.Items {
+		line(op.Namespace+"/"+op.Name, "chart "+op.Status.Version, op.Status.StatusBase)
+	}
+	return lines, allReady
+}
+
+func shortCommit(c string) string {
+	if len(c) > 8 {
+		return c[:8]
+	}
+	return c
+}
+
+// table prints what kubectl shows for GitRepos, HelmOps, Clusters and Bundles: the CRDs' printer columns.
 func (q *qs) table() {
 	mgmt := q.clusters["management"]
-	for _, kind := range []string{"gitrepos.fleet.cattle.io", "clusters.fleet.cattle.io", "bundles.fleet.cattle.io"} {
+	for _, kind := range []string{"gitrepos.fleet.cattle.io", "helmops.fleet.cattle.io", "clusters.fleet.cattle.io", "bundles.fleet.cattle.io"} {
 		fmt.Printf("\n$ kubectl get %s -A\n", kind)
 		c := exec.Command(q.kubectl, "--kubeconfig", mgmt.Kubeconfig, "get", kind, "-A")
 		c.Stdout, c.Stderr = os.Stdout, os.Stderr

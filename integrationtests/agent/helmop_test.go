@@ -85,6 +85,8 @@ var _ = Describe("HelmOps", Ordered, func() {
 			g.Expect(op.Status.Version).To(Equal("1.0.0"))
 			g.Expect(op.Status.Display.ReadyBundleDeployments).To(Equal("1/1"))
 			g.Expect(op.Status.ReadyClusters).To(Equal(1))
+			g.Expect(op.Status.Resources).To(ContainElement(And(HaveField("Kind", "ConfigMap"), HaveField("Name", "helmop-web"),
+				HaveField("State", "Ready"))))
 			for _, t := range []string{"Accepted", "Polled", "Ready"} {
 				s, msg := helmOpCondition("web", t)
 				g.Expect(s).To(Equal(corev1.ConditionTrue), "%s: %s", t, msg)

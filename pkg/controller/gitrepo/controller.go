@@ -533,7 +533,7 @@ func (h *handler) rollup(gr *fleet.GitRepo, status *fleet.GitRepoStatus, now tim
 	if len(t.perClusterCounts) > 0 {
 		status.PerClusterResourceCounts = t.perClusterCounts
 	}
-	status.Resources = resources(t.perCluster)
+	status.Resources = summary.Resources(t.perCluster)
 	status.DesiredReadyClusters, status.ReadyClusters = len(t.clusters), 0
 	for _, ready := range t.clusters {
 		if ready {
@@ -563,7 +563,7 @@ func (h *handler) rollup(gr *fleet.GitRepo, status *fleet.GitRepoStatus, now tim
 type tally struct {
 	summary          fleet.BundleSummary
 	counts           fleet.ResourceCounts
-	perCluster       []clusterResource
+	perCluster       []summary.Deployment
 	perClusterCounts map[string]*fleet.ResourceCounts
 	// clusters maps each cluster namespace to whether all its deployments are ready.
 	clusters map[string]bool
@@ -589,7 +589,7 @@ func (h *handler) tally(bundles []*fleet.Bundle, bds []*fleet.BundleDeployment, 
 			state, offline = fleet.BundleState(""), true // unknown: counted in desiredReady only
 		}
 		cluster := bd.Labels[fleet.ClusterNamespaceLabel] + "/" + bd.Labels[fleet.ClusterLabel]
-		t.perCluster = append(t.perCluster, clusterResource{bd: bd, offline: offline, cluster: cluster, keys: keys[bd.Labels[fleet.BundleLabel]]})
+		t.perCluster = append(t.perCluster, summary.Deployment{BD: bd, Offline: offline, Cluster: cluster, Keys: keys[bd.Labels[fleet.BundleLabel]]})
 		if offline || state == fleet.Ready {
 			// (An unknown state counts as desired, not as any state.)
 			summary.Increment(&t.summary, state)

@@ -260,17 +260,25 @@ func (h *handler) rollup(op *fleet.HelmOp, status *fleet.HelmOpStatus, now time.
 	bds, _ := h.BundleDeployments.Cache().GetByIndex(index.ByBundle, op.Namespace+"/"+op.Name)
 	var counts fleet.ResourceCounts
 	perCluster := map[string]*fleet.ResourceCounts{}
+	var deployments []summary.Deployment
+	var keys []fleet.ResourceKey
+	if b != nil {
+		keys = b.Status.ResourceKey
+	}
 	status.ReadyClusters, status.DesiredReadyClusters = 0, len(bds)
 	for _, bd := range bds {
 		if summary.State(bd) == fleet.Ready {
 			status.ReadyClusters++
 		}
+		deployments = append(deployments, summary.Deployment{BD: bd, Keys: keys,
+			Cluster: bd.Labels[fleet.ClusterNamespaceLabel] + "/" + bd.Labels[fleet.ClusterLabel]})
 		if rc := bd.Status.ResourceCounts; rc != nil {
 			summary.AddCounts(&counts, *rc)
 			c := *rc
 			perCluster[bd.Labels[fleet.ClusterNamespaceLabel]+"/"+bd.Labels[fleet.ClusterLabel]] = &c
 		}
 	}
+	status.Resources = summary.Resources(deployments)
 	status.ResourceCounts, status.PerClusterResourceCounts = counts, nil
 	if len(perCluster) > 0 {
 		status.PerClusterResourceCounts = perCluster

@@ -1,4 +1,4 @@
-package gitrepo
+package summary
 
 import (
 	"sort"
@@ -13,18 +13,21 @@ const maxPerState = 10
 // Resource states, worst first.
 var stateOrder = []string{"Missing", "Modified", "NotReady", "WaitApplied", "Pending", "Orphaned", "Unknown", "Ready"}
 
-type clusterResource struct {
-	bd      *fleet.BundleDeployment
-	cluster string
-	offline bool
-	// keys are the objects the BundleDeployment's Bundle deploys elsewhere (its resourceKey):
+// Deployment is one BundleDeployment of a GitRepo or HelmOp, as its resources are listed.
+type Deployment struct {
+	BD *fleet.BundleDeployment
+	// Cluster is "namespace/name" of the deployment's Cluster.
+	Cluster string
+	// Offline: the cluster's agent has stopped checking in, so its states are unknown.
+	Offline bool
+	// Keys are the objects the BundleDeployment's Bundle deploys elsewhere (its resourceKey):
 	// where this deployment has reported none yet, they are listed in its state.
-	keys []fleet.ResourceKey
+	Keys []fleet.ResourceKey
 }
 
-// resources lists every resource the GitRepo's BundleDeployments deployed, with the state it
-// has in each cluster and the worst of those as its own.
-func resources(bds []clusterResource) []fleet.GitRepoResource {
+// Resources lists every resource the BundleDeployments of a GitRepo or HelmOp deployed, with
+// the state it has in each cluster and the worst of those as its own (status.resources).
+func Resources(bds []Deployment) []fleet.GitRepoResource {
 	t := resourceTable{}
 	for _, c := range bds {
 		t.addDeployment(c)
@@ -74,31 +77,31 @@ func (t resourceTable) add(r resourceState) {
 
 // addDeployment adds what one BundleDeployment reports: its resources at the state of the
 // deployment as a whole, then its non-ready and modified ones.
-func (t resourceTable) addDeployment(c clusterResource) {
-	st := c.bd.Status
+func (t resourceTable) addDeployment(c Deployment) {
+	st := c.BD.Status
 	at := func(apiVersion, kind, ns, name, state, message string) resourceState {
-		return resourceState{apiVersion: apiVersion, kind: kind, namespace: ns, name: name, cluster: c.cluster, state: state,
+		return resourceState{apiVersion: apiVersion, kind: kind, namespace: ns, name: name, cluster: c.Cluster, state: state,
 			message: message, incomplete: st.IncompleteState}
 	}
 	base := "Ready"
 	switch {
-	case c.offline:
+	case c.Offline:
 		base = "Unknown"
-	case c.bd.Spec.DeploymentID == "":
+	case c.BD.Spec.DeploymentID == "":
 		// Held back by its Bundle (paused, or the rollout): nothing to apply yet.
 		base = "Pending"
-	case st.AppliedDeploymentID != c.bd.Spec.DeploymentID:
+	case st.AppliedDeploymentID != c.BD.Spec.DeploymentID:
 		base = "WaitApplied"
 	}
 	for _, r := range st.Resources {
 		t.add(at(r.APIVersion, r.Kind, r.Namespace, r.Name, base, ""))
 	}
 	if len(st.Resources) == 0 && base != "Ready" {
-		for _, k := range c.keys {
+		for _, k := range c.Keys {
 			t.add(at(k.APIVersion, k.Kind, k.Namespace, k.Name, base, ""))
 		}
 	}
-	if c.offline {
+	if c.Offline {
 		return
 	}
 	for _, n := range st.NonReadyStatus {

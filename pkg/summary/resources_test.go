@@ -1,4 +1,4 @@
-package gitrepo
+package summary
 
 import (
 	"testing"
@@ -19,12 +19,12 @@ func TestResourcesPerCluster(t *testing.T) {
 		}
 		return b
 	}
-	got := resources([]clusterResource{
-		{cluster: "ns/a", bd: bd(true, fleet.BundleDeploymentStatus{Resources: []fleet.BundleDeploymentResource{cm, dep}})},
-		{cluster: "ns/b", bd: bd(true, fleet.BundleDeploymentStatus{Resources: []fleet.BundleDeploymentResource{cm, dep},
+	got := Resources([]Deployment{
+		{Cluster: "ns/a", BD: bd(true, fleet.BundleDeploymentStatus{Resources: []fleet.BundleDeploymentResource{cm, dep}})},
+		{Cluster: "ns/b", BD: bd(true, fleet.BundleDeploymentStatus{Resources: []fleet.BundleDeploymentResource{cm, dep},
 			NonReadyStatus: []fleet.NonReadyStatus{{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "app", Name: "web"}}})},
-		{cluster: "ns/c", bd: bd(false, fleet.BundleDeploymentStatus{Resources: []fleet.BundleDeploymentResource{cm}})},
-		{cluster: "ns/d", offline: true, bd: bd(true, fleet.BundleDeploymentStatus{Resources: []fleet.BundleDeploymentResource{cm, dep}})},
+		{Cluster: "ns/c", BD: bd(false, fleet.BundleDeploymentStatus{Resources: []fleet.BundleDeploymentResource{cm}})},
+		{Cluster: "ns/d", Offline: true, BD: bd(true, fleet.BundleDeploymentStatus{Resources: []fleet.BundleDeploymentResource{cm, dep}})},
 	})
 	if len(got) != 2 {
 		t.Fatalf("want 2 resources, got %+v", got)
