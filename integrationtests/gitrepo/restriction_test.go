@@ -12,6 +12,15 @@ import (
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
+// copyCredentials copies the git credentials Secret into namespace ns.
+func copyCredentials(ctx context.Context, ns string) {
+	secret, err := kube.CoreV1().Secrets(fleet.DefaultNamespace).Get(ctx, credentials, metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	_, err = kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: credentials, Namespace: ns},
+		Type: secret.Type, Data: secret.Data}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+}
+
 var _ = Describe("GitRepoRestriction", func() {
 	It("binds the repository: fleet.yaml cannot pick another serviceAccount or widen the namespace selector", func(ctx context.Context) {
 		const ns = "tenant-sa"
@@ -21,11 +30,7 @@ var _ = Describe("GitRepoRestriction", func() {
 			DefaultServiceAccount: "team", AllowedServiceAccounts: []string{"team"},
 			AllowedTargetNamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tenant": "team"}}})
 		Expect(err).NotTo(HaveOccurred())
-		secret, err := kube.CoreV1().Secrets(fleet.DefaultNamespace).Get(ctx, credentials, metav1.GetOptions{})
-		Expect(err).NotTo(HaveOccurred())
-		_, err = kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: credentials, Namespace: ns},
-			Type: secret.Type, Data: secret.Data}, metav1.CreateOptions{})
-		Expect(err).NotTo(HaveOccurred())
+		copyCredentials(ctx, ns)
 		// The repository asks to deploy as the agent's own identity, everywhere and per target.
 		commit := publish("escalate", "main", map[string]string{
 			"app/cm.yaml": configMap("app", "1"),
@@ -50,5 +55,39 @@ var _ = Describe("GitRepoRestriction", func() {
 				g.Expect(t.AllowedTargetNamespaceSelector).To(BeNil(), "target %s", t.Name)
 			}
 		}).Should(Succeed())
+	})
+
+	It("follows the namespace's Policies: their defaults fill the spec, and a repository no pattern allows is refused", func(ctx context.Context) {
+		const ns = "tenant-policy"
+		_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = api.Policy().Create(&fleet.Policy{ObjectMeta: metav1.ObjectMeta{Name: "team", Namespace: ns},
+			GitRepo: &fleet.GitRepoPolicy{DefaultServiceAccount: "team", AllowedRepoPatterns: []string{"/allowed-[a-z]+"}}})
+		Expect(err).NotTo(HaveOccurred())
+		copyCredentials(ctx, ns)
+		commit := publish("allowed-repo", "main", map[string]string{"app/cm.yaml": configMap("app", "1")})
+		publish("other-repo", "main", map[string]string{"app/cm.yaml": configMap("app", "1")})
+		for _, name := range []string{"allowed-repo", "other-repo"} {
+			_, err = api.GitRepo().Create(&fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+				Spec: fleet.GitRepoSpec{Repo: git.RepoURL(name), Branch: "main", ClientSecretName: credentials,
+					PollingInterval: &metav1.Duration{Duration: 2 * time.Second}}})
+			Expect(err).NotTo(HaveOccurred())
+		}
+		Eventually(func(g Gomega) {
+			b, err := api.Bundle().Get(ns, "allowed-repo-app", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(b.Labels).To(HaveKeyWithValue(fleet.CommitLabel, commit))
+			g.Expect(b.Spec.ServiceAccount).To(Equal("team"), "the Policy's default serviceAccount")
+		}, 60*time.Second).Should(Succeed())
+		Eventually(func(g Gomega) {
+			gr, err := api.GitRepo().Get(ns, "other-repo", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			c := fleet.FindCondition(gr.Status.Conditions, fleet.ConditionAccepted)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(corev1.ConditionFalse))
+			g.Expect(c.Message).To(ContainSubstring("gitRepo.allowedRepoPatterns"))
+		}).Should(Succeed())
+		_, err = api.Bundle().Get(ns, "other-repo-app", metav1.GetOptions{})
+		Expect(err).To(HaveOccurred(), "a refused GitRepo writes no Bundle")
 	})
 })

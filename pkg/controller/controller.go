@@ -151,6 +151,7 @@ var fewWorkers = map[schema.GroupVersionKind]int{
 	fleet.SchemeGroupVersion.WithKind("ClusterRegistration"):      2,
 	fleet.SchemeGroupVersion.WithKind("ClusterRegistrationToken"): 2,
 	fleet.SchemeGroupVersion.WithKind("GitRepoRestriction"):       1,
+	fleet.SchemeGroupVersion.WithKind("Policy"):                   1,
 	fleet.SchemeGroupVersion.WithKind("BundleNamespaceMapping"):   1,
 	corev1.SchemeGroupVersion.WithKind("ConfigMap"):               1,
 }
@@ -189,7 +190,7 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 	bundle.Register(ctx, bundle.Deps{
 		Bundles: f.Bundle(), BundleDeployments: f.BundleDeployment(), Clusters: f.Cluster(),
 		ClusterGroups: f.ClusterGroup(), Contents: f.Content(),
-		Mappings: f.BundleNamespaceMapping(), Namespaces: c.Namespace().Cache(), CheckinInterval: checkin,
+		Mappings: f.BundleNamespaceMapping(), Namespaces: c.Namespace().Cache(), CheckinInterval: checkin, Policies: f.Policy(),
 	})
 	if o.RegistrationNamespace == "" {
 		o.RegistrationNamespace = fleet.ClustersSystemNamespace
@@ -220,7 +221,7 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 		return err
 	}
 	helmop.Register(ctx, helmop.Deps{HelmOps: f.HelmOp(), Bundles: f.Bundle(), BundleDeployments: f.BundleDeployment(),
-		Secrets: c.Secret().Cache(), Apply: bundles.WithSetOwnerReference(false, false)})
+		Secrets: c.Secret().Cache(), Apply: bundles.WithSetOwnerReference(false, false), Policies: f.Policy()})
 	observe(ctx, f, recorder, o.DisableGitOps)
 	content.Register(ctx, f.Content(), f.BundleDeployment(), o.ContentGracePeriod)
 	downstream.Register(ctx, kube, f.BundleDeployment(), c.Secret())
@@ -348,7 +349,7 @@ func startGitOps(ctx context.Context, cfg *rest.Config, kube kubernetes.Interfac
 	}
 	gitrepo.Register(ctx, gitrepo.Deps{Kube: kube, GitRepos: f.GitRepo(), Bundles: f.Bundle(), BundleDeployments: f.BundleDeployment(),
 		Clusters: f.Cluster(), Runs: o.GitRuns, RunTimeout: o.GitRunTimeout, CheckinInterval: func() time.Duration { return o.Config.Get().AgentCheckinInterval.Duration }, Config: o.Config,
-		JobRunner: jobs, Restrictions: f.GitRepoRestriction(), Secrets: c.Secret()})
+		JobRunner: jobs, Restrictions: f.GitRepoRestriction(), Secrets: c.Secret(), Policies: f.Policy()})
 	serve.Run(ctx, o.WebhookAddr, &gitrepo.Webhook{Kube: kube, GitRepos: f.GitRepo(), SystemNamespace: o.SystemNamespace})
 	return nil
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/controller/index"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/logfields"
+	"github.com/fleetgo/fleet/pkg/policy"
 	"github.com/fleetgo/fleet/pkg/summary"
 	"github.com/fleetgo/fleet/pkg/target"
 )
@@ -63,6 +64,8 @@ type Deps struct {
 	Contents          fleetcontrollers.ContentController
 	Mappings          fleetcontrollers.BundleNamespaceMappingController
 	Namespaces        corecontrollers.NamespaceCache
+	// Policies are the namespaces' Policies (package policy); nil checks none.
+	Policies fleetcontrollers.PolicyController
 	// CheckinInterval is the agents' check-in interval, to tell offline clusters.
 	CheckinInterval func() time.Duration
 }
@@ -75,6 +78,7 @@ type handler struct {
 	groups   fleetcontrollers.ClusterGroupCache
 	contents fleetcontrollers.ContentController
 	mappings fleetcontrollers.BundleNamespaceMappingCache
+	policies fleetcontrollers.PolicyController
 	nsCache  corecontrollers.NamespaceCache
 	checkin  func() time.Duration
 	now      func() time.Time
@@ -94,7 +98,7 @@ func Register(ctx context.Context, d Deps) {
 	h := &handler{
 		bundles: d.Bundles, bds: d.BundleDeployments, bdCache: d.BundleDeployments.Cache(),
 		clusters: d.Clusters.Cache(), groups: d.ClusterGroups.Cache(), contents: d.Contents,
-		mappings: d.Mappings.Cache(), nsCache: d.Namespaces, checkin: d.CheckinInterval, now: time.Now,
+		mappings: d.Mappings.Cache(), policies: d.Policies, nsCache: d.Namespaces, checkin: d.CheckinInterval, now: time.Now,
 		memo: newRenderMemo(), created: &recentlyCreated{m: map[string]createdEntry{}},
 		writeSlots: make(chan struct{}, maxWritesInFlight),
 		cpu:        make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1)),
@@ -175,6 +179,18 @@ func (h *handler) watchTargeting(ctx context.Context, d Deps) {
 		}
 		return g, nil
 	})
+	if d.Policies != nil {
+		d.Policies.OnChange(ctx, "bundle-from-policy", func(key string, p *fleet.Policy) (*fleet.Policy, error) {
+			ns, _, _ := strings.Cut(key, "/")
+			bundles, _ := d.Bundles.Cache().List(ns, labels.Everything())
+			for _, b := range bundles {
+				// What a Bundle renders to depends on the Policies now: render it again.
+				h.memo.forget(b)
+				d.Bundles.Enqueue(b.Namespace, b.Name)
+			}
+			return p, nil
+		})
+	}
 	d.Mappings.OnChange(ctx, "bundle-from-mapping", func(_ string, m *fleet.BundleNamespaceMapping) (*fleet.BundleNamespaceMapping, error) {
 		if m != nil {
 			enqueueNamespace(m.Namespace)
@@ -214,6 +230,9 @@ func (h *handler) deploy(b *fleet.Bundle, status fleet.BundleStatus) (fleet.Bund
 	release := func() { once.Do(func() { <-h.cpu }) }
 	defer release()
 
+	if refused, err := h.applyPolicies(b, &status); refused || err != nil {
+		return status, err
+	}
 	contentName, err := h.ensureContent(b)
 	if err != nil {
 		return status, err
@@ -231,6 +250,30 @@ func (h *handler) deploy(b *fleet.Bundle, status fleet.BundleStatus) (fleet.Bund
 		h.bundles.EnqueueAfter(b.Namespace, b.Name, requeueNew)
 	}
 	return h.rollup(b, status, result, r, nil), nil
+}
+
+// applyPolicies applies the namespace's Policies to the Bundle (the handler's copy): a Bundle
+// they refuse is Accepted=False naming the rule, and keeps what is deployed. The condition is
+// kept only where the namespace has Policies (or had).
+func (h *handler) applyPolicies(b *fleet.Bundle, status *fleet.BundleStatus) (bool, error) {
+	if h.policies == nil {
+		return false, nil
+	}
+	ps, err := h.policies.Cache().List(b.Namespace, labels.Everything())
+	if err != nil {
+		return false, err
+	}
+	set := policy.Combine(ps)
+	if !set.Any && fleet.FindCondition(status.Conditions, fleet.ConditionAccepted) == nil {
+		return false, nil
+	}
+	if err := set.Bundle(&b.Spec); err != nil {
+		fleet.SetCondition(&status.Conditions, fleet.ConditionAccepted, corev1.ConditionFalse, "PolicyViolation", err.Error(), h.now())
+		*status = h.rollup(b, *status, nil, nil, err)
+		return true, nil
+	}
+	fleet.SetCondition(&status.Conditions, fleet.ConditionAccepted, corev1.ConditionTrue, "", "", h.now())
+	return false, nil
 }
 
 // planned is one targeted cluster: where its BundleDeployment goes (none yet when the cluster

@@ -36,6 +36,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/gitsource"
 	"github.com/fleetgo/fleet/pkg/logfields"
 	"github.com/fleetgo/fleet/pkg/metrics"
+	"github.com/fleetgo/fleet/pkg/policy"
 	"github.com/fleetgo/fleet/pkg/summary"
 )
 
@@ -84,6 +85,8 @@ type Deps struct {
 	Secrets corecontrollers.SecretController
 	// Config is the configuration in force (the git client's timeout).
 	Config *config.Store
+	// Policies are the namespaces' Policies (package policy); nil checks none.
+	Policies fleetcontrollers.PolicyController
 }
 
 // DefaultRunTimeout bounds an in-process clone-and-apply.
@@ -173,14 +176,10 @@ func watchChildren(ctx context.Context, d Deps) {
 		return b, nil
 	})
 	if d.Restrictions != nil {
-		d.Restrictions.OnChange(ctx, "gitrepo-restrictions", func(key string, r *fleet.GitRepoRestriction) (*fleet.GitRepoRestriction, error) {
-			ns, _, _ := strings.Cut(key, "/")
-			repos, _ := d.GitRepos.Cache().List(ns, labels.Everything())
-			for _, gr := range repos {
-				d.GitRepos.Enqueue(gr.Namespace, gr.Name)
-			}
-			return r, nil
-		})
+		d.Restrictions.OnChange(ctx, "gitrepo-restrictions", index.RequeueNamespace[*fleet.GitRepoRestriction](d.GitRepos.Cache().List, d.GitRepos.Enqueue))
+	}
+	if d.Policies != nil {
+		d.Policies.OnChange(ctx, "gitrepo-policies", index.RequeueNamespace[*fleet.Policy](d.GitRepos.Cache().List, d.GitRepos.Enqueue))
 	}
 	if d.JobRunner != nil {
 		d.JobRunner.Jobs.OnChange(ctx, "gitrepo-jobs", func(_ string, j *batchv1.Job) (*batchv1.Job, error) {
@@ -250,6 +249,24 @@ func (h *handler) reconcile(gr *fleet.GitRepo, st fleet.GitRepoStatus) (fleet.Gi
 		restricted := gr.DeepCopy()
 		restricted.Spec = spec
 		gr = restricted
+	}
+	if h.Policies != nil {
+		ps, err := h.Policies.Cache().List(gr.Namespace, labels.Everything())
+		if err != nil {
+			return st, err
+		}
+		set := policy.Combine(ps)
+		// The Policies' defaults, like the restrictions', go into what runs, not the object.
+		applied := gr
+		if set.Any {
+			applied = gr.DeepCopy()
+		}
+		if err := set.GitRepo(&applied.Spec); err != nil {
+			fleet.SetCondition(&status.Conditions, fleet.ConditionAccepted, corev1.ConditionFalse, "PolicyViolation", err.Error(), now)
+			h.rollup(gr, status, now)
+			return st, nil
+		}
+		gr = applied
 	}
 	fleet.SetCondition(&status.Conditions, fleet.ConditionAccepted, corev1.ConditionTrue, "", "", now)
 	src, err := h.source(gr)

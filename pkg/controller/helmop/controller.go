@@ -17,12 +17,14 @@ import (
 	corecontrollers "github.com/rancher/wrangler/v3/pkg/generated/controllers/core/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/bundlereader"
 	"github.com/fleetgo/fleet/pkg/controller/index"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/policy"
 	"github.com/fleetgo/fleet/pkg/summary"
 )
 
@@ -58,6 +60,8 @@ type Deps struct {
 	Secrets corecontrollers.SecretCache
 	// Apply writes the Bundle (a set of Bundles only: the controller adds their cache).
 	Apply apply.Apply
+	// Policies are the namespaces' Policies (package policy); nil checks none.
+	Policies fleetcontrollers.PolicyController
 }
 
 type handler struct {
@@ -80,6 +84,9 @@ func Register(ctx context.Context, d Deps) {
 			d.HelmOps.EnqueueAfter(ns, name, rollupDelay)
 		}
 	}
+	if d.Policies != nil {
+		d.Policies.OnChange(ctx, "helmop-policies", index.RequeueNamespace[*fleet.Policy](d.HelmOps.Cache().List, d.HelmOps.Enqueue))
+	}
 	d.Bundles.OnChange(ctx, "helmop-bundles", func(_ string, b *fleet.Bundle) (*fleet.Bundle, error) {
 		if b != nil {
 			enqueue(b.Namespace, b.Labels)
@@ -101,6 +108,18 @@ func Register(ctx context.Context, d Deps) {
 func (h *handler) generate(op *fleet.HelmOp, status fleet.HelmOpStatus) ([]runtime.Object, fleet.HelmOpStatus, error) {
 	if err := validate(op); err != nil {
 		return nil, status, err
+	}
+	if h.Policies != nil {
+		ps, err := h.Policies.Cache().List(op.Namespace, labels.Everything())
+		if err != nil {
+			return nil, status, err
+		}
+		if set := policy.Combine(ps); set.Any {
+			// The defaults go into the Bundle, not the HelmOp (op is the handler's copy).
+			if err := set.HelmOp(&op.Spec); err != nil {
+				return nil, status, err
+			}
+		}
 	}
 	now := h.now()
 	h.poll(op, &status, now)
