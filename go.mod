@@ -17,6 +17,7 @@ require (
 	github.com/prometheus/common v0.67.5
 	github.com/rancher/lasso v0.2.9
 	github.com/rancher/wrangler/v3 v3.7.2
+	github.com/robfig/cron/v3 v3.0.1
 	github.com/sirupsen/logrus v1.10.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10

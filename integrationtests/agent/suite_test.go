@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,7 +67,8 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	local, err = downstream.Clientset()
 	Expect(err).NotTo(HaveOccurred())
 
-	stop := testenv.RunController(manager.RESTConfig(), config.Config{AgentCheckinInterval: metav1.Duration{Duration: 2 * time.Second}}, controller.Options{})
+	stop := testenv.RunController(manager.RESTConfig(), config.Config{AgentCheckinInterval: metav1.Duration{Duration: 2 * time.Second}},
+		controller.Options{Clock: managerClock.Now})
 	DeferCleanup(func() { Expect(stop()).To(Succeed()) })
 
 	Eventually(func() error {
@@ -102,6 +104,16 @@ func startAgent() {
 		Expect(err).NotTo(HaveOccurred())
 	}()
 }
+
+// managerClock is the manager's clock for Schedules: real time moved by an offset specs set.
+var managerClock = &movableClock{}
+
+type movableClock struct{ offset atomic.Int64 }
+
+func (c *movableClock) Now() time.Time { return time.Now().Add(time.Duration(c.offset.Load())) }
+
+// setTo moves the clock so that it reads t now.
+func (c *movableClock) setTo(t time.Time) { c.offset.Store(int64(time.Until(t))) }
 
 var (
 	buildOnce sync.Once

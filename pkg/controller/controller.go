@@ -42,6 +42,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/controller/helmop"
 	"github.com/fleetgo/fleet/pkg/controller/index"
 	"github.com/fleetgo/fleet/pkg/controller/registration"
+	"github.com/fleetgo/fleet/pkg/controller/schedule"
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/leader"
@@ -102,6 +103,8 @@ type Options struct {
 	// ContentGracePeriod protects a new Content from collection until its BundleDeployments
 	// refer to it; zero means content.DefaultGracePeriod.
 	ContentGracePeriod time.Duration
+	// Clock is what Schedules' windows are measured by; nil means time.Now (tests drive it).
+	Clock func() time.Time
 }
 
 // Client rate defaults: generous enough that a pass over thousands of clusters is not held back
@@ -214,6 +217,8 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 		configChanged.Store(&recheck)
 		steps = append(steps, agentStatus)
 	}
+	steps = append(steps, schedule.Register(ctx, schedule.Deps{Schedules: f.Schedule(), Clusters: f.Cluster(),
+		ClusterGroups: f.ClusterGroup().Cache(), Now: o.Clock}))
 	cluster.Register(ctx, cluster.Deps{Clusters: f.Cluster(), BundleDeployments: f.BundleDeployment(), Namespaces: c.Namespace(),
 		CheckinInterval: checkin, Revoke: registration.Revoke(children), StatusSteps: steps})
 	bundles, err := apply.NewForConfig(cfg)

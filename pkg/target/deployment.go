@@ -52,6 +52,8 @@ func Deployment(b *fleet.Bundle, ci ClusterInfo, m *Match, contentName string) (
 			CorrectDrift:       opts.CorrectDrift,
 			HelmChartOptions:   b.Spec.HelmOpOptions.DeepCopy(),
 			Paused:             b.Spec.Paused || ci.Cluster.Spec.Paused,
+			// A scheduled cluster outside all of its windows gets nothing new.
+			OffSchedule: ci.Cluster.Status.Scheduled && !ci.Cluster.Status.ActiveSchedule,
 		},
 	}
 	return bd, nil

@@ -164,7 +164,8 @@ func (h *handler) watchTargeting(ctx context.Context, d Deps) {
 			return c, nil
 		}
 		offline := summary.Offline(c, h.checkin(), h.now())
-		if seen.changed("cluster/"+key, fmt.Sprint(c.Labels, c.Status.Namespace, offline, c.Spec.Paused, c.Spec.TemplateValues, c.Annotations)) {
+		if seen.changed("cluster/"+key, fmt.Sprint(c.Labels, c.Status.Namespace, offline, c.Spec.Paused, c.Spec.TemplateValues, c.Annotations,
+			c.Status.Scheduled, c.Status.ActiveSchedule)) {
 			enqueueNamespace(c.Namespace)
 		}
 		return c, nil

@@ -71,7 +71,7 @@ func clusterFingerprint(ci target.ClusterInfo, m *target.Match) [sha256.Size]byt
 		groups = append(groups, g.Name)
 	}
 	return sha256.Sum256(fmt.Append(nil, c.Name, c.Namespace, c.Labels, c.Annotations, c.Spec.TemplateValues,
-		c.Spec.Paused, c.Status.Namespace, groups, m.Targets))
+		c.Spec.Paused, c.Status.Namespace, c.Status.Scheduled, c.Status.ActiveSchedule, groups, m.Targets))
 }
 
 // bundle returns the memo of b for content, starting afresh when the Bundle's generation,
