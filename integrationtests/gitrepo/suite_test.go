@@ -75,7 +75,7 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	cfg := manager.RESTConfig()
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &secretGets{next: rt} })
 	stop := testenv.RunController(cfg, config.Config{AgentCheckinInterval: metav1.Duration{Duration: 5 * time.Second}},
-		controller.Options{WebhookAddr: addr, GitRunTimeout: runTimeout, MetricsAddr: metricsAddr})
+		controller.Options{WebhookAddr: addr, GitRunTimeout: runTimeout, MetricsAddr: metricsAddr, ImageScanEnabled: true})
 	DeferCleanup(func() { Expect(stop()).To(Succeed()) })
 
 	Eventually(func() error {

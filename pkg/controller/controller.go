@@ -40,6 +40,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/controller/events"
 	"github.com/fleetgo/fleet/pkg/controller/gitrepo"
 	"github.com/fleetgo/fleet/pkg/controller/helmop"
+	"github.com/fleetgo/fleet/pkg/controller/imagescan"
 	"github.com/fleetgo/fleet/pkg/controller/index"
 	"github.com/fleetgo/fleet/pkg/controller/registration"
 	"github.com/fleetgo/fleet/pkg/controller/schedule"
@@ -105,6 +106,9 @@ type Options struct {
 	ContentGracePeriod time.Duration
 	// Clock is what Schedules' windows are measured by; nil means time.Now (tests drive it).
 	Clock func() time.Time
+	// ImageScanEnabled runs ImageScans (Fleet's --imagescan-enabled): registry scans that
+	// commit newer tags to their GitRepo's repository.
+	ImageScanEnabled bool
 }
 
 // Client rate defaults: generous enough that a pass over thousands of clusters is not held back
@@ -356,5 +360,8 @@ func startGitOps(ctx context.Context, cfg *rest.Config, kube kubernetes.Interfac
 		Clusters: f.Cluster(), Runs: o.GitRuns, RunTimeout: o.GitRunTimeout, CheckinInterval: func() time.Duration { return o.Config.Get().AgentCheckinInterval.Duration }, Config: o.Config,
 		JobRunner: jobs, Restrictions: f.GitRepoRestriction(), Secrets: c.Secret(), Policies: f.Policy()})
 	serve.Run(ctx, o.WebhookAddr, &gitrepo.Webhook{Kube: kube, GitRepos: f.GitRepo(), SystemNamespace: o.SystemNamespace})
+	if o.ImageScanEnabled {
+		imagescan.Register(ctx, imagescan.Deps{ImageScans: f.ImageScan(), GitRepos: f.GitRepo().Cache(), Secrets: c.Secret().Cache()})
+	}
 	return nil
 }

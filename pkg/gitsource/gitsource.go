@@ -10,10 +10,12 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
@@ -226,4 +228,45 @@ func isDigits(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+// Commit is who writes a commit and why.
+type Commit struct {
+	AuthorName, AuthorEmail, Message string
+}
+
+// CommitAndPush commits every change of the checkout in dir (cloned by Checkout from the
+// source's branch) and pushes it to that branch. Nothing is forced: a push the server refuses
+// (the branch moved meanwhile) is an error, and the next attempt starts from a new checkout.
+func CommitAndPush(ctx context.Context, s Source, dir string, c Commit) (string, error) {
+	auth, err := s.method()
+	if err != nil {
+		return "", err
+	}
+	repo, err := git.PlainOpen(dir)
+	if err != nil {
+		return "", err
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		return "", err
+	}
+	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
+		return "", err
+	}
+	hash, err := wt.Commit(c.Message, &git.CommitOptions{Author: &object.Signature{Name: c.AuthorName, Email: c.AuthorEmail, When: time.Now()}})
+	if err != nil {
+		return "", fmt.Errorf("committing in %s: %w", s.URL, err)
+	}
+	branch := s.Branch
+	if branch == "" {
+		branch = DefaultBranch
+	}
+	ref := plumbing.NewBranchReferenceName(branch)
+	err = repo.PushContext(ctx, &git.PushOptions{RemoteName: git.DefaultRemoteName, Auth: auth, CABundle: s.CABundle,
+		InsecureSkipTLS: s.InsecureSkipTLSVerify, RefSpecs: []config.RefSpec{config.RefSpec(ref + ":" + ref)}})
+	if err != nil {
+		return "", fmt.Errorf("pushing to branch %s of %s: %w", branch, s.URL, err)
+	}
+	return hash.String(), nil
 }

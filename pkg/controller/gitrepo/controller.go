@@ -521,6 +521,12 @@ func (h *handler) secret(ns, name string) (*corev1.Secret, error) {
 
 // source is the GitRepo's repository with its credentials (clientSecretName).
 func (h *handler) source(gr *fleet.GitRepo) (gitsource.Source, error) {
+	return Source(gr, h.secret)
+}
+
+// Source is the GitRepo's repository with its credentials (clientSecretName, read with
+// secret): what the GitRepo controller clones and ImageScans push to.
+func Source(gr *fleet.GitRepo, secret func(ns, name string) (*corev1.Secret, error)) (gitsource.Source, error) {
 	src := gitsource.Source{URL: gr.Spec.Repo, Branch: gr.Spec.Branch, Revision: gr.Spec.Revision,
 		CABundle: gr.Spec.CABundle, InsecureSkipTLSVerify: gr.Spec.InsecureSkipTLSVerify}
 	if gr.Spec.Repo == "" {
@@ -529,7 +535,7 @@ func (h *handler) source(gr *fleet.GitRepo) (gitsource.Source, error) {
 	if gr.Spec.ClientSecretName == "" {
 		return src, nil
 	}
-	s, err := h.secret(gr.Namespace, gr.Spec.ClientSecretName)
+	s, err := secret(gr.Namespace, gr.Spec.ClientSecretName)
 	if err != nil {
 		return src, fmt.Errorf("clientSecretName %s: %w", gr.Spec.ClientSecretName, err)
 	}

@@ -73,11 +73,14 @@ type handler struct {
 	// resolved is the source each HelmOp's version was resolved from (source), by
 	// namespace/name; after a restart every version is resolved once again.
 	resolved map[string]string
+	// retryAt is when a failed poll is tried again (no look before then, for whatever event:
+	// the status written meanwhile is one).
+	retryAt map[string]time.Time
 }
 
 // Register starts turning HelmOps into Bundles.
 func Register(ctx context.Context, d Deps) {
-	h := &handler{Deps: d, now: time.Now, failures: map[string]int{}, resolved: map[string]string{}}
+	h := &handler{Deps: d, now: time.Now, failures: map[string]int{}, resolved: map[string]string{}, retryAt: map[string]time.Time{}}
 	fleetcontrollers.RegisterHelmOpGeneratingHandler(ctx, d.HelmOps, d.Apply.WithCacheTypes(d.Bundles), ConditionAccepted, bundleSet, h.generate, nil)
 	enqueue := func(ns string, labels map[string]string) {
 		if name := labels[fleet.HelmNameLabel]; name != "" {
@@ -163,24 +166,30 @@ func (h *handler) poll(op *fleet.HelmOp, status *fleet.HelmOpStatus, now time.Ti
 	if op.Spec.PollingInterval != nil {
 		interval = op.Spec.PollingInterval.Duration
 	}
-	polled := fleet.FindCondition(status.Conditions, ConditionPolled)
-	failed := polled != nil && polled.Status == corev1.ConditionFalse
 	floats := !strict(op.Spec.Helm.Version)
 	h.mu.Lock()
 	sourceChanged := h.resolved[key] != source(op)
+	retryAt, failed := h.retryAt[key]
 	h.mu.Unlock()
-	due := status.Version == "" || sourceChanged || failed ||
-		(floats && interval > 0 && !now.Before(status.LastPollingTime.Add(interval)))
+	due := sourceChanged || (floats && interval > 0 && !now.Before(status.LastPollingTime.Add(interval)))
+	if failed && !sourceChanged {
+		due = !now.Before(retryAt)
+		if !due {
+			h.HelmOps.EnqueueAfter(op.Namespace, op.Name, retryAt.Sub(now))
+			return
+		}
+	}
 	if due {
 		version, err := h.resolve(op)
 		status.LastPollingTime = metav1.NewTime(now)
 		if err != nil {
 			fleet.SetCondition(&status.Conditions, ConditionPolled, corev1.ConditionFalse, "Error", err.Error(), now)
-			h.HelmOps.EnqueueAfter(op.Namespace, op.Name, h.backoff(key, interval))
+			h.HelmOps.EnqueueAfter(op.Namespace, op.Name, h.backoff(key, interval, now))
 			return
 		}
 		h.mu.Lock()
 		delete(h.failures, key)
+		delete(h.retryAt, key)
 		h.resolved[key] = source(op)
 		h.mu.Unlock()
 		status.Version = version
@@ -251,16 +260,16 @@ func bundle(op *fleet.HelmOp, version string) *fleet.Bundle {
 }
 
 // backoff counts a failed poll and returns the wait before the next try.
-func (h *handler) backoff(key string, interval time.Duration) time.Duration {
+func (h *handler) backoff(key string, interval time.Duration, now time.Time) time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	n := h.failures[key]
 	h.failures[key] = n + 1
-	wait := retryFirst << min(n, 10)
-	wait = min(wait, retryMax)
+	wait := min(retryFirst<<min(n, 10), retryMax)
 	if interval > 0 {
 		wait = min(wait, interval)
 	}
+	h.retryAt[key] = now.Add(wait)
 	return wait
 }
 
