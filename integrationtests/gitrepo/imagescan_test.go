@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -111,6 +113,22 @@ var _ = Describe("ImageScans", func() {
 
 		push("1.1.0")
 		Eventually(func() string { return bundleContent("scanned-app") }, 60*time.Second).Should(ContainSubstring(image + ":1.1.0"))
+
+		// A push the server refuses: the scan says so, and the repository keeps its commit.
+		hook := filepath.Join(git.Root, "scanned.git", "hooks", "pre-receive")
+		Expect(os.MkdirAll(filepath.Dir(hook), 0o755)).To(Succeed())
+		Expect(os.WriteFile(hook, []byte("#!/bin/sh\necho 'branch main is protected' >&2\nexit 1\n"), 0o755)).To(Succeed())
+		before := bundlesOf("scanned")["scanned-app"]
+		push("1.2.0")
+		Eventually(func(g Gomega) {
+			c := fleet.FindCondition(imageScan("web").Conditions, "Ready")
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(corev1.ConditionFalse))
+			g.Expect(c.Message).To(ContainSubstring("pushing to branch main"))
+		}, 60*time.Second).Should(Succeed())
+		Expect(bundlesOf("scanned")["scanned-app"]).To(Equal(before))
+		Expect(bundleContent("scanned-app")).To(ContainSubstring(image + ":1.1.0"))
+		Expect(imageScan("web").LatestTag).To(Equal("1.2.0"), "the scan itself worked")
 
 		newScan("web-wrong-auth", "registry-wrong")
 		Eventually(func(g Gomega) {
