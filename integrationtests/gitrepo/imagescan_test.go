@@ -130,6 +130,21 @@ var _ = Describe("ImageScans", func() {
 		Expect(bundleContent("scanned-app")).To(ContainSubstring(image + ":1.1.0"))
 		Expect(imageScan("web").LatestTag).To(Equal("1.2.0"), "the scan itself worked")
 
+		// fleet.yaml declares a scan: the run creates it for the GitRepo, and it commits too.
+		declared := publish("declared", "main", map[string]string{
+			"app/fleet.yaml": "defaultNamespace: app\nimageScans:\n- name: web\n  image: " + image + "\n  tagName: web\n  interval: 2s\n" +
+				"  secretRef:\n    name: registry\n  policy:\n    semver:\n      range: \"<1.1.0\"\n",
+			"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: declared\ndata:\n  image: " + image + ":0.9.0 # {\"$imagescan\": \"web\"}\n"})
+		newGitRepo("declared", "declared", nil)
+		Eventually(func(g Gomega) {
+			s, err := api.ImageScan().Get(fleet.DefaultNamespace, "declared-app-web", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(s.Spec.GitRepoName).To(Equal("declared"))
+			g.Expect(s.Labels).To(HaveKeyWithValue(fleet.RepoLabel, "declared"))
+		}, 60*time.Second).Should(Succeed())
+		Eventually(func() string { return bundleContent("declared-app") }, 60*time.Second).Should(ContainSubstring(image + ":1.0.0"))
+		Expect(bundlesOf("declared")["declared-app"]).NotTo(Equal(declared))
+
 		newScan("web-wrong-auth", "registry-wrong")
 		Eventually(func(g Gomega) {
 			c := fleet.FindCondition(imageScan("web-wrong-auth").Conditions, "Ready")

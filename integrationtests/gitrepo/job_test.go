@@ -77,7 +77,7 @@ var _ = Describe("GitRepo as Jobs", Ordered, func() {
 		}
 		role, err := k.RbacV1().Roles(fleet.DefaultNamespace).Get(ctx, job.Spec.Template.Spec.ServiceAccountName, metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
-		Expect(role.Rules).To(Equal([]rbacv1.PolicyRule{{APIGroups: []string{"fleet.cattle.io"}, Resources: []string{"bundles"},
+		Expect(role.Rules).To(Equal([]rbacv1.PolicyRule{{APIGroups: []string{"fleet.cattle.io"}, Resources: []string{"bundles", "imagescans"},
 			Verbs: []string{"get", "list", "create", "update", "delete"}}}))
 
 		publish("jobs", "main", map[string]string{"app/cm.yaml": configMap("app", "2"), "app/fleet.yaml": "helm:\n  values: [broken\n"})

@@ -75,12 +75,26 @@ func Read(root string, paths []string, o Options) ([]*fleet.Bundle, error) {
 // ReadContext is Read bounded by ctx: downloads of charts (repositories, OCI, git) stop when it
 // ends, and the error says which chart was being fetched.
 func ReadContext(ctx context.Context, root string, paths []string, o Options) ([]*fleet.Bundle, error) {
+	r, err := ReadAll(ctx, root, paths, o)
+	return r.Bundles, err
+}
+
+// Result is what a checkout's bundle folders declare: Bundles, and the ImageScans of their
+// fleet.yaml files (imageScans[]).
+type Result struct {
+	Bundles    []*fleet.Bundle
+	ImageScans []*fleet.ImageScan
+}
+
+// ReadAll is ReadContext with the ImageScans the folders declare.
+func ReadAll(ctx context.Context, root string, paths []string, o Options) (Result, error) {
 	dirs, err := DiscoverWith(root, paths, o.Scan)
 	if err != nil {
-		return nil, err
+		return Result{}, err
 	}
 	type result struct {
 		b     *fleet.Bundle
+		scans []*fleet.ImageScan
 		loose []string
 		err   error
 	}
@@ -98,10 +112,13 @@ func ReadContext(ctx context.Context, root string, paths []string, o Options) ([
 			defer func() { <-sem; wg.Done() }()
 			r := &results[i]
 			r.b, r.loose, r.err = readBundle(ctx, root, d, dirs, o)
+			if r.err == nil {
+				r.scans, r.err = imageScans(root, d, r.b.Name, o)
+			}
 		}()
 	}
 	wg.Wait()
-	var bundles []*fleet.Bundle
+	var res Result
 	var errs []error
 	seen := map[string]string{}
 	for i, d := range dirs {
@@ -120,12 +137,13 @@ func ReadContext(ctx context.Context, root string, paths []string, o Options) ([
 			continue
 		}
 		seen[b.Name] = displayPath(d)
-		bundles = append(bundles, b)
+		res.Bundles = append(res.Bundles, b)
+		res.ImageScans = append(res.ImageScans, results[i].scans...)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return Result{}, err
 	}
-	return bundles, nil
+	return res, nil
 }
 
 func displayPath(d BundleDir) string {

@@ -131,6 +131,7 @@ func runApply(cmd *cobra.Command, o *apply.Options, f *applyFlags, args []string
 	if err != nil {
 		return err
 	}
+	o.ImageScans = fac.Fleet().V1alpha1().ImageScan()
 	return apply.Run(cmd.Context(), *o, fac.Fleet().V1alpha1().Bundle(), cmd.OutOrStdout())
 }
 

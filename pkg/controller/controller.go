@@ -358,7 +358,7 @@ func startGitOps(ctx context.Context, cfg *rest.Config, kube kubernetes.Interfac
 	}
 	gitrepo.Register(ctx, gitrepo.Deps{Kube: kube, GitRepos: f.GitRepo(), Bundles: f.Bundle(), BundleDeployments: f.BundleDeployment(),
 		Clusters: f.Cluster(), Runs: o.GitRuns, RunTimeout: o.GitRunTimeout, CheckinInterval: func() time.Duration { return o.Config.Get().AgentCheckinInterval.Duration }, Config: o.Config,
-		JobRunner: jobs, Restrictions: f.GitRepoRestriction(), Secrets: c.Secret(), Policies: f.Policy()})
+		JobRunner: jobs, Restrictions: f.GitRepoRestriction(), Secrets: c.Secret(), Policies: f.Policy(), ImageScans: f.ImageScan()})
 	serve.Run(ctx, o.WebhookAddr, &gitrepo.Webhook{Kube: kube, GitRepos: f.GitRepo(), SystemNamespace: o.SystemNamespace})
 	if o.ImageScanEnabled {
 		imagescan.Register(ctx, imagescan.Deps{ImageScans: f.ImageScan(), GitRepos: f.GitRepo().Cache(), Secrets: c.Secret().Cache()})

@@ -41,6 +41,9 @@ type Options struct {
 	// BundleReader, when set (fleet apply -f), holds one whole Bundle (YAML or JSON), written
 	// under Name instead of reading folders; nothing is pruned.
 	BundleReader io.Reader
+	// ImageScans, when set, gets the ImageScans the fleet.yaml files declare (imageScans[]), and
+	// those of the GitRepo no longer declared are deleted; unset, they are not written.
+	ImageScans fleetcontrollers.ImageScanClient
 }
 
 // TargetsFile is the content of a targets file, in Fleet's format: targets added to every
@@ -85,10 +88,11 @@ func Run(ctx context.Context, o Options, bundles fleetcontrollers.BundleClient, 
 	if o.BundleReader != nil {
 		return applyOne(o, bundles, out)
 	}
-	read, err := bundlereader.ReadContext(ctx, o.Root, o.Paths, o.Options)
+	res, err := bundlereader.ReadAll(ctx, o.Root, o.Paths, o.Options)
 	if err != nil {
 		return err
 	}
+	read := res.Bundles
 	sort.Slice(read, func(i, j int) bool { return read[i].Name < read[j].Name })
 	if o.Output != "" {
 		return writeYAML(o.Output, read, out)
@@ -99,7 +103,44 @@ func Run(ctx context.Context, o Options, bundles fleetcontrollers.BundleClient, 
 		}
 		fmt.Fprintf(out, "bundle %s/%s applied\n", b.Namespace, b.Name)
 	}
-	return prune(bundles, o.Namespace, o.Name, read, out)
+	if err := prune(bundles, o.Namespace, o.Name, read, out); err != nil {
+		return err
+	}
+	if o.ImageScans != nil {
+		return applyImageScans(o.ImageScans, o.Namespace, o.Name, res.ImageScans, out)
+	}
+	return nil
+}
+
+// applyImageScans writes the run's ImageScans and deletes the GitRepo's others.
+func applyImageScans(client fleetcontrollers.ImageScanClient, namespace, repo string, scans []*fleet.ImageScan, out io.Writer) error {
+	keep := map[string]bool{}
+	for _, want := range scans {
+		keep[want.Name] = true
+		err := upsert(client.Get, client.Create, client.Update, want, func(existing *fleet.ImageScan) *fleet.ImageScan {
+			updated := existing.DeepCopy()
+			updated.Labels = mergeLabels(existing.Labels, want.Labels)
+			updated.Spec = want.Spec
+			return updated
+		})
+		if err != nil {
+			return fmt.Errorf("writing imagescan %s/%s: %w", want.Namespace, want.Name, err)
+		}
+	}
+	list, err := client.List(namespace, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{fleet.RepoLabel: repo}).String()})
+	if err != nil {
+		return fmt.Errorf("listing imagescans of %s: %w", repo, err)
+	}
+	for _, s := range list.Items {
+		if keep[s.Name] {
+			continue
+		}
+		if err := client.Delete(namespace, s.Name, &metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting imagescan %s/%s: %w", namespace, s.Name, err)
+		}
+		fmt.Fprintf(out, "imagescan %s/%s deleted: no longer in the repository\n", namespace, s.Name)
+	}
+	return nil
 }
 
 // applyOne writes the Bundle read from o.BundleReader under o.Name in o.Namespace, with the
@@ -155,19 +196,27 @@ func writeYAML(dest string, bundles []*fleet.Bundle, out io.Writer) error {
 
 // createOrUpdate writes one Bundle, retrying when another writer changed it in between.
 func createOrUpdate(client fleetcontrollers.BundleClient, want *fleet.Bundle) error {
+	return upsert(client.Get, client.Create, client.Update, want, func(existing *fleet.Bundle) *fleet.Bundle {
+		updated := existing.DeepCopy()
+		updated.Labels = mergeLabels(existing.Labels, want.Labels)
+		updated.Spec = want.Spec
+		return updated
+	})
+}
+
+// upsert creates want, or updates the object there to merged(existing), retrying conflicts.
+func upsert[T metav1.Object](get func(ns, name string, o metav1.GetOptions) (T, error), create, update func(T) (T, error),
+	want T, merged func(existing T) T) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		existing, err := client.Get(want.Namespace, want.Name, metav1.GetOptions{})
+		existing, err := get(want.GetNamespace(), want.GetName(), metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			_, err = client.Create(want)
+			_, err = create(want)
 			return err
 		}
 		if err != nil {
 			return err
 		}
-		updated := existing.DeepCopy()
-		updated.Labels = mergeLabels(existing.Labels, want.Labels)
-		updated.Spec = want.Spec
-		_, err = client.Update(updated)
+		_, err = update(merged(existing))
 		return err
 	})
 }

@@ -87,6 +87,9 @@ type Deps struct {
 	Config *config.Store
 	// Policies are the namespaces' Policies (package policy); nil checks none.
 	Policies fleetcontrollers.PolicyController
+	// ImageScans, when set, get the ImageScans the repository's fleet.yaml files declare (runs
+	// in this process).
+	ImageScans fleetcontrollers.ImageScanClient
 }
 
 // DefaultRunTimeout bounds an in-process clone-and-apply.
@@ -485,6 +488,7 @@ func (h *handler) cloneAndApplyIn(ctx context.Context, gr *fleet.GitRepo, src gi
 		}
 	}
 	o.Root = dir
+	o.ImageScans = h.ImageScans
 	return apply.Run(ctx, o, h.Bundles, io.Discard)
 }
 

@@ -62,12 +62,14 @@ const (
 	jobMemRequest = "64Mi"
 )
 
-// JobRules are all a GitRepo Job's ServiceAccount may do: `fleet apply` writes the Bundles of the
-// GitRepo's namespace and deletes those the commit no longer has. Credentials reach the pod as
-// mounted Secrets (the kubelet reads them), so the Role grants no Secret, event or other right.
+// JobRules are all a GitRepo Job's ServiceAccount may do: `fleet apply` writes the Bundles (and
+// the ImageScans fleet.yaml declares) of the GitRepo's namespace and deletes those the commit no
+// longer has. Credentials reach the pod as mounted Secrets (the kubelet reads them), so the Role
+// grants no Secret, event or other right.
 func JobRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
-		{APIGroups: []string{fleet.SchemeGroupVersion.Group}, Resources: []string{"bundles"}, Verbs: []string{"get", "list", "create", "update", "delete"}},
+		{APIGroups: []string{fleet.SchemeGroupVersion.Group}, Resources: []string{"bundles", "imagescans"},
+			Verbs: []string{"get", "list", "create", "update", "delete"}},
 	}
 }
 

@@ -1,0 +1,57 @@
+package bundlereader
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/names"
+)
+
+// imageScans are the ImageScans the bundle folder's fleet.yaml declares (imageScans[]): named
+// after the bundle and the scan (or its position), writing to the GitRepo the run is for, and
+// labelled with it so a later run prunes those no longer declared.
+func imageScans(root string, d BundleDir, bundle string, o Options) ([]*fleet.ImageScan, error) {
+	if d.FleetYAML == "" {
+		return nil, nil
+	}
+	fy, err := readFleetYAML(root, d)
+	if err != nil || len(fy.ImageScans) == 0 {
+		return nil, err
+	}
+	var out []*fleet.ImageScan
+	for i, s := range fy.ImageScans {
+		key := fmt.Sprintf("imageScans[%d]", i)
+		bad := func(field, format string, args ...interface{}) error {
+			return &InputError{File: d.FleetYAML, Key: key + field, Msg: fmt.Sprintf(format, args...)}
+		}
+		if s.Image == "" {
+			return nil, bad(".image", "is empty: name the image repository to scan")
+		}
+		var interval time.Duration
+		if s.Interval != "" {
+			if interval, err = time.ParseDuration(s.Interval); err != nil || interval <= 0 {
+				return nil, bad(".interval", "%q is not a positive duration", s.Interval)
+			}
+		}
+		name := s.Name
+		if name == "" {
+			name = strconv.Itoa(i)
+		}
+		tagName := s.TagName
+		if tagName == "" {
+			tagName = name
+		}
+		out = append(out, &fleet.ImageScan{
+			TypeMeta: metav1.TypeMeta{APIVersion: fleet.SchemeGroupVersion.String(), Kind: "ImageScan"},
+			ObjectMeta: metav1.ObjectMeta{Name: names.SafeConcatName(bundle, name), Namespace: o.Namespace,
+				Labels: map[string]string{fleet.RepoLabel: o.Name}},
+			Spec: fleet.ImageScanSpec{TagName: tagName, GitRepoName: o.Name, Image: s.Image, Interval: metav1.Duration{Duration: interval},
+				SecretRef: s.SecretRef, Suspend: s.Suspend, Policy: s.Policy},
+		})
+	}
+	return out, nil
+}
