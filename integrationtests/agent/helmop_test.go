@@ -181,6 +181,42 @@ var _ = Describe("HelmOps", Ordered, func() {
 		Eventually(func() string { return helmOp("url").Status.Version }).Should(Equal("1.1.0"))
 	})
 
+	It("trusts an HTTPS chart repository through the CA bundle of helmSecretName, and only then", func(ctx context.Context) {
+		tlsRepo, ca, err := localserver.StartTLSChartRepo(filepath.Join(GinkgoT().TempDir(), "tls"), localserver.BasicAuth{Username: "charts", Password: "chart-pass"})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(tlsRepo.Close)
+		chartVersion(tlsRepo, "4.0.0")
+		kube, err := manager.Clientset()
+		Expect(err).NotTo(HaveOccurred())
+		for name, data := range map[string]map[string][]byte{
+			"chart-tls":      {"username": []byte("charts"), "password": []byte("chart-pass"), "cacerts": ca},
+			"chart-tls-noca": {"username": []byte("charts"), "password": []byte("chart-pass")},
+		} {
+			_, err = kube.CoreV1().Secrets(fleet.DefaultNamespace).Create(ctx, &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fleet.DefaultNamespace}, Data: data}, metav1.CreateOptions{})
+			Expect(err).NotTo(HaveOccurred())
+		}
+		for name, secret := range map[string]string{"tls": "chart-tls", "tls-noca": "chart-tls-noca"} {
+			_, err = api.HelmOp().Create(&fleet.HelmOp{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fleet.DefaultNamespace},
+				Spec: fleet.HelmOpSpec{
+					BundleSpec: fleet.BundleSpec{
+						BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "helmop-" + name,
+							Helm: &fleet.HelmOptions{Repo: tlsRepo.URL, Chart: "web", ReleaseName: "web-" + name}},
+						Targets: []fleet.BundleTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "test"}}}},
+					},
+					HelmSecretName: secret,
+				}})
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(func() { Expect(api.HelmOp().Delete(fleet.DefaultNamespace, name, nil)).To(Succeed()) })
+		}
+		Eventually(cmData("helmop-tls", "helmop-web"), 90*time.Second).Should(HaveKeyWithValue("chart", "4.0.0"))
+		Eventually(func(g Gomega) {
+			s, msg := helmOpCondition("tls-noca", "Polled")
+			g.Expect(s).To(Equal(corev1.ConditionFalse))
+			g.Expect(msg).To(ContainSubstring("certificate"))
+		}).Should(Succeed())
+	})
+
 	It("removes the Bundle, and what it deployed, with the HelmOp", func() {
 		Expect(api.HelmOp().Delete(fleet.DefaultNamespace, "web", &metav1.DeleteOptions{})).To(Succeed())
 		Eventually(func() bool {

@@ -1,6 +1,7 @@
 package localserver
 
 import (
+	"encoding/pem"
 	"fmt"
 	"net"
 	"net/http"
@@ -45,6 +46,22 @@ func StartChartRepoOn(dir string, auth BasicAuth, ip net.IP) (*ChartRepo, error)
 		return nil, err
 	}
 	return r, nil
+}
+
+// StartTLSChartRepo is StartChartRepo over HTTPS with a certificate of its own CA: CA is that
+// CA, in PEM, for clients to trust.
+func StartTLSChartRepo(dir string, auth BasicAuth) (repo *ChartRepo, ca []byte, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	srv := httptest.NewTLSServer(auth.wrap(http.FileServer(http.Dir(dir))))
+	r := &ChartRepo{Dir: dir, URL: srv.URL, srv: srv}
+	if err := r.reindex(); err != nil {
+		srv.Close()
+		return nil, nil, err
+	}
+	ca = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	return r, ca, nil
 }
 
 // Close stops the server.
