@@ -212,6 +212,24 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 			return err
 		}
 	}
+	startClusters(ctx, kube, f, c, children, checkin, &configChanged, o)
+	bundles, err := apply.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	helmop.Register(ctx, helmop.Deps{HelmOps: f.HelmOp(), Bundles: f.Bundle(), BundleDeployments: f.BundleDeployment(),
+		Secrets: c.Secret().Cache(), Apply: bundles.WithSetOwnerReference(false, false), Policies: f.Policy()})
+	observe(ctx, f, recorder, o.DisableGitOps)
+	content.Register(ctx, f.Content(), f.BundleDeployment(), o.ContentGracePeriod)
+	downstream.Register(ctx, kube, f.BundleDeployment(), c.Secret())
+	clustergroup.Register(ctx, f.ClusterGroup(), f.Cluster())
+	return scf.Start(ctx, o.Workers)
+}
+
+// startClusters registers the Cluster controller and the parts of a Cluster's status other
+// controllers give it as steps (import, agent management, schedules), so it is written once.
+func startClusters(ctx context.Context, kube kubernetes.Interface, f fleetcontrollers.Interface, c corecontrollers.Interface,
+	children apply.Apply, checkin func() time.Duration, configChanged *atomic.Pointer[func()], o Options) {
 	settings := agentmanagement.Settings(o.AgentImage, o.AgentDebug, o.Config)
 	steps := []cluster.StatusStep{clusterimport.Register(ctx, clusterimport.Deps{Kube: kube, Clusters: f.Cluster(),
 		Tokens: f.ClusterRegistrationToken(), Settings: settings, Config: o.Config})}
@@ -225,17 +243,6 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 		ClusterGroups: f.ClusterGroup().Cache(), Now: o.Clock}))
 	cluster.Register(ctx, cluster.Deps{Clusters: f.Cluster(), BundleDeployments: f.BundleDeployment(), Namespaces: c.Namespace(),
 		CheckinInterval: checkin, Revoke: registration.Revoke(children), StatusSteps: steps})
-	bundles, err := apply.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	helmop.Register(ctx, helmop.Deps{HelmOps: f.HelmOp(), Bundles: f.Bundle(), BundleDeployments: f.BundleDeployment(),
-		Secrets: c.Secret().Cache(), Apply: bundles.WithSetOwnerReference(false, false), Policies: f.Policy()})
-	observe(ctx, f, recorder, o.DisableGitOps)
-	content.Register(ctx, f.Content(), f.BundleDeployment(), o.ContentGracePeriod)
-	downstream.Register(ctx, kube, f.BundleDeployment(), c.Secret())
-	clustergroup.Register(ctx, f.ClusterGroup(), f.Cluster())
-	return scf.Start(ctx, o.Workers)
 }
 
 // controllerFactory makes the shared controllers and caches, with the few kinds that change
