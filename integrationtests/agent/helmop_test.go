@@ -130,6 +130,13 @@ var _ = Describe("HelmOps", Ordered, func() {
 		}).Should(Succeed())
 		_, err = api.Bundle().Get(fleet.DefaultNamespace, "unreachable", metav1.GetOptions{})
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no version, no Bundle")
+		// Retried with backoff (5 s, then 10 s...), not in a loop: over 4 s the poll time moves
+		// at most once (it has a resolution of a second).
+		seen := map[string]bool{}
+		Consistently(func() int {
+			seen[helmOp("unreachable").Status.LastPollingTime.String()] = true
+			return len(seen)
+		}, 4*time.Second, 200*time.Millisecond).Should(BeNumerically("<=", 2))
 
 		_, err = api.HelmOp().Create(&fleet.HelmOp{ObjectMeta: metav1.ObjectMeta{Name: "bad-range", Namespace: fleet.DefaultNamespace},
 			Spec: fleet.HelmOpSpec{BundleSpec: fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/helmdeployer"
 )
 
@@ -142,5 +143,51 @@ func TestDeployHoldsOrRecords(t *testing.T) {
 	}
 	if c := fleet.FindCondition(recorded.Conditions, fleet.ConditionDeployed); c == nil || c.Status != corev1.ConditionTrue {
 		t.Fatalf("record: Deployed condition %+v", c)
+	}
+}
+
+// enqueues records the deployer's requests to look at a BundleDeployment again.
+type enqueues struct {
+	fleetcontrollers.BundleDeploymentController
+	after []time.Duration
+}
+
+func (e *enqueues) EnqueueAfter(_, _ string, d time.Duration) { e.after = append(e.after, d) }
+
+// next: the version the status write replaced is remembered, the next look is scheduled, and a
+// deploy error that may pass goes back for backoff (a permanent one waits its own interval).
+func TestNext(t *testing.T) {
+	q := &enqueues{}
+	h := &handler{bds: q, interval: time.Minute}
+	bd := bdWith("c:1", nil)
+	bd.Namespace, bd.Name, bd.ResourceVersion = "cluster-ns", "app", "11"
+	key := "cluster-ns/app"
+
+	h.outcomes.Store(key, outcome{replaces: "10"})
+	if _, err := h.next(key, bd); err != nil {
+		t.Fatal(err)
+	}
+	if rv, _ := h.replaced.Load(key); rv != "10" || len(q.after) != 1 || q.after[0] != time.Minute {
+		t.Fatalf("replaced %v, enqueued %v", rv, q.after)
+	}
+
+	h.outcomes.Store(key, outcome{replaces: "11", requeue: DependsOnRetry})
+	if _, err := h.next(key, bd); err != nil || q.after[1] != DependsOnRetry {
+		t.Fatalf("err %v, enqueued %v", err, q.after)
+	}
+
+	transient := errors.New("connection refused")
+	h.outcomes.Store(key, outcome{replaces: "11", err: transient})
+	if _, err := h.next(key, bd); !errors.Is(err, transient) || len(q.after) != 2 {
+		t.Fatalf("err %v, enqueued %v", err, q.after)
+	}
+
+	h.outcomes.Store(key, outcome{replaces: "11", err: helmdeployer.Permanent(errors.New("bad chart")), requeue: PermanentRetry})
+	if _, err := h.next(key, bd); err != nil || q.after[2] != PermanentRetry {
+		t.Fatalf("err %v, enqueued %v", err, q.after)
+	}
+
+	if _, err := h.next(key, bd); err != nil || len(q.after) != 3 {
+		t.Fatalf("no outcome, no look: err %v, enqueued %v", err, q.after)
 	}
 }
