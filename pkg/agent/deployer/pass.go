@@ -148,7 +148,7 @@ func (h *handler) cleanupDeleted(key string, bd *fleet.BundleDeployment) (*fleet
 // status.
 func (h *handler) deploy(bd *fleet.BundleDeployment, rel *helmdeployer.Release, status *fleet.BundleDeploymentStatus, now time.Time) (*helmdeployer.Release, time.Duration, error) {
 	if held(bd) {
-		return nil, 0, nil
+		return nil, 0, nil // (before reading any input)
 	}
 	in, err := h.inputs(bd)
 	if err != nil {

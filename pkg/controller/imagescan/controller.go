@@ -96,11 +96,16 @@ func (h *handler) status(scan *fleet.ImageScan, st fleet.ImageScanStatus) (fleet
 		h.ImageScans.EnqueueAfter(scan.Namespace, scan.Name, next.Sub(now))
 		return st, nil
 	}
+	// The repository is cloned only when there is something to write: a tag not written yet, a
+	// spec that changed, or a last attempt that failed.
+	c := fleet.FindCondition(st.Conditions, ConditionReady)
+	written := c != nil && c.Status == corev1.ConditionTrue && st.ObservedGeneration == scan.Generation
+	previous := st.LatestTag
 	st.LastScanTime, st.ObservedGeneration = metav1.NewTime(now), scan.Generation
 	ctx, cancel := context.WithTimeout(context.Background(), scanTimeout)
 	defer cancel()
 	err := h.scan(ctx, scan, &st)
-	if err == nil {
+	if err == nil && !(written && st.LatestTag == previous) {
 		err = h.writeBack(ctx, scan, st.LatestTag)
 	}
 	if err != nil {
