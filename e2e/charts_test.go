@@ -21,13 +21,21 @@ var _ = Describe("charts", func() {
 		rel, err := chartinstall.InstallOrUpgrade(ctx, chartinstall.Options{Kubeconfig: manager.Kubeconfig, Namespace: "fleet-chart",
 			ReleaseName: "fleet", ChartDir: filepath.Join(root, "charts", "fleet"),
 			Values: map[string]interface{}{"apiServerURL": "https://manager.example:6443",
-				"image": map[string]interface{}{"repository": "registry.example/fleet", "tag": "e2e"}}})
+				"image":  map[string]interface{}{"repository": "registry.example/fleet", "tag": "e2e"},
+				"shards": []interface{}{map[string]interface{}{"id": "east", "nodeSelector": map[string]interface{}{"zone": "east"}}}}})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(rel.Info.Status.String()).To(Equal("deployed"))
 		d, err := managerKube.AppsV1().Deployments("fleet-chart").Get(ctx, "fleet-controller", metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("registry.example/fleet:e2e"))
 		Expect(d.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--git-job-image=registry.example/fleet:e2e"))
+		// One Deployment per shard besides the unsharded controller.
+		shard, err := managerKube.AppsV1().Deployments("fleet-chart").Get(ctx, "fleet-controller-shard-east", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(shard.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--shard-id=east"))
+		Expect(shard.Spec.Template.Spec.NodeSelector).To(Equal(map[string]string{"zone": "east"}))
+		Expect(shard.Spec.Template.Labels).To(HaveKeyWithValue("fleet.cattle.io/shard-id", "east"))
+		Expect(d.Spec.Template.Spec.Containers[0].Args).NotTo(ContainElement(HavePrefix("--shard-id")))
 		cm, err := managerKube.CoreV1().ConfigMaps("fleet-chart").Get(ctx, "fleet-controller", metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(cm.Data["config"]).To(ContainSubstring(`"apiServerURL":"https://manager.example:6443"`))

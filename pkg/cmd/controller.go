@@ -58,6 +58,7 @@ func newController() *cobra.Command {
 	fl.IntVar(&o.Burst, "kube-api-burst", controller.DefaultBurst, "burst of requests to the apiserver")
 	fl.BoolVar(&gitops, "gitops", true, "run the GitRepo controller and the webhook receiver (false: Bundles come from elsewhere)")
 	fl.StringVar(&o.WebhookAddr, "webhook-addr", ":8084", "address of the git providers' push webhook receiver (empty disables)")
+	fl.StringVar(&o.ShardID, "shard-id", "", "handle only GitRepos, Bundles, BundleDeployments, HelmOps and ImageScans labelled "+fleet.ShardLabel+"=ID (empty: the unlabelled ones, and everything that is one per management cluster)")
 	fl.BoolVar(&o.ImageScanEnabled, "imagescan-enabled", false, "run ImageScans: scan registries and commit newer image tags to their GitRepos' repositories")
 	fl.StringVar(&o.GitJobImage, "git-job-image", "", "image (with the fleet binary) of the Jobs that clone GitRepos and apply them; empty runs them in this process")
 	fl.IntVar(&o.GitRuns, "git-runs", 4, "GitRepo clone-and-apply runs at once when they run in this process")

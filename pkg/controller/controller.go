@@ -109,6 +109,10 @@ type Options struct {
 	// ImageScanEnabled runs ImageScans (Fleet's --imagescan-enabled): registry scans that
 	// commit newer tags to their GitRepo's repository.
 	ImageScanEnabled bool
+	// ShardID, when set, makes this controller the shard of that ID: it handles only the
+	// GitOps objects labelled fleet.cattle.io/shard-ref=ID (shard.go) and leaves everything
+	// that is one per management cluster to the unsharded controller.
+	ShardID string
 }
 
 // Client rate defaults: generous enough that a pass over thousands of clusters is not held back
@@ -134,13 +138,21 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if cfg.Burst <= 0 {
 		cfg.Burst = DefaultBurst
 	}
+	lock := "fleet-controller-lock"
+	if o.ShardID != "" {
+		// The shard's writes carry its name (the field manager of what it writes).
+		cfg.UserAgent = "fleet-shard-" + o.ShardID + "/" + rest.DefaultKubernetesUserAgent()
+		lock += "-shard-" + o.ShardID
+		// Webhooks reach the unsharded controller, which sees every GitRepo.
+		o.WebhookAddr = ""
+	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
 	health := &serve.Status{}
 	serve.Endpoints(ctx, o.HealthAddr, o.MetricsAddr, o.ProfileAddr, health)
-	return leader.Run(ctx, leader.Options{Elect: o.LeaderElect, Namespace: o.SystemNamespace, Name: "fleet-controller-lock",
+	return leader.Run(ctx, leader.Options{Elect: o.LeaderElect, Namespace: o.SystemNamespace, Name: lock,
 		Kube: kube, Health: health, StartTimeout: o.StartTimeout, Timing: o.LeaderTiming,
 		Start: func(ctx context.Context) error {
 			if err := start(ctx, cfg, kube, o); err != nil {
@@ -161,6 +173,18 @@ var fewWorkers = map[schema.GroupVersionKind]int{
 	fleet.SchemeGroupVersion.WithKind("Policy"):                   1,
 	fleet.SchemeGroupVersion.WithKind("BundleNamespaceMapping"):   1,
 	corev1.SchemeGroupVersion.WithKind("ConfigMap"):               1,
+}
+
+// wiring is what the controllers are registered with.
+type wiring struct {
+	kube     kubernetes.Interface
+	f        fleetcontrollers.Interface
+	c        corecontrollers.Interface
+	children apply.Apply
+	recorder record.EventRecorder
+	checkin  func() time.Duration
+	// configChanged, once agent management runs, brings every Cluster's agent up to date.
+	configChanged atomic.Pointer[func()]
 }
 
 // start registers every controller and starts the caches and workers.
@@ -185,58 +209,71 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 	if err != nil {
 		return err
 	}
-	if err := bootstrap.Run(ctx, o.SystemNamespace, cfg, kube, f); err != nil {
-		return err
-	}
-	index.Register(f.BundleDeployment())
-	recorder := events.NewRecorder(ctx, kube, "fleet-controller")
-	// configChanged, once agent management runs, brings every Cluster's agent up to date.
-	var configChanged atomic.Pointer[func()]
-	watchConfig(ctx, c, o.SystemNamespace, o.Config, &configChanged)
-	checkin := func() time.Duration { return o.Config.Get().AgentCheckinInterval.Duration }
-	bundle.Register(ctx, bundle.Deps{
-		Bundles: f.Bundle(), BundleDeployments: f.BundleDeployment(), Clusters: f.Cluster(),
-		ClusterGroups: f.ClusterGroup(), Contents: f.Content(),
-		Mappings: f.BundleNamespaceMapping(), Namespaces: c.Namespace().Cache(), CheckinInterval: checkin, Policies: f.Policy(),
-	})
-	if o.RegistrationNamespace == "" {
-		o.RegistrationNamespace = fleet.ClustersSystemNamespace
-	}
-	if err := registration.Register(ctx, registration.Deps{Kube: kube, Apply: children, Tokens: f.ClusterRegistrationToken(),
-		ClusterRegistrations: f.ClusterRegistration(), Clusters: f.Cluster(),
-		RegistrationNamespace: o.RegistrationNamespace, CredentialLifetime: o.CredentialLifetime, Recorder: recorder, Config: o.Config}); err != nil {
-		return err
-	}
-	if !o.DisableGitOps {
-		if err := startGitOps(ctx, cfg, kube, scf, children, f, c, o); err != nil {
+	sharded := o.ShardID != ""
+	if !sharded {
+		if err := bootstrap.Run(ctx, o.SystemNamespace, cfg, kube, f); err != nil {
 			return err
 		}
 	}
-	startClusters(ctx, kube, f, c, children, checkin, &configChanged, o)
+	w := &wiring{kube: kube, f: f, c: c, children: children, recorder: events.NewRecorder(ctx, kube, "fleet-controller"),
+		checkin: func() time.Duration { return o.Config.Get().AgentCheckinInterval.Duration }}
+	index.Register(f.BundleDeployment())
+	watchConfig(ctx, c, o.SystemNamespace, o.Config, &w.configChanged)
+	bundle.Register(ctx, bundle.Deps{
+		Bundles: f.Bundle(), BundleDeployments: f.BundleDeployment(), Clusters: f.Cluster(),
+		ClusterGroups: f.ClusterGroup(), Contents: f.Content(),
+		Mappings: f.BundleNamespaceMapping(), Namespaces: c.Namespace().Cache(), CheckinInterval: w.checkin, Policies: f.Policy(),
+	})
+	if !o.DisableGitOps {
+		if err := startGitOps(ctx, cfg, scf, w, o); err != nil {
+			return err
+		}
+	}
 	bundles, err := apply.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
 	helmop.Register(ctx, helmop.Deps{HelmOps: f.HelmOp(), Bundles: f.Bundle(), BundleDeployments: f.BundleDeployment(),
 		Secrets: c.Secret().Cache(), Apply: bundles.WithSetOwnerReference(false, false), Policies: f.Policy()})
-	observe(ctx, f, recorder, o.DisableGitOps)
-	content.Register(ctx, f.Content(), f.BundleDeployment(), o.ContentGracePeriod)
+	observe(ctx, w, o)
 	downstream.Register(ctx, kube, f.BundleDeployment(), c.Secret())
-	clustergroup.Register(ctx, f.ClusterGroup(), f.Cluster())
+	if !sharded {
+		if err := startManagement(ctx, w, o); err != nil {
+			return err
+		}
+	}
 	return scf.Start(ctx, o.Workers)
+}
+
+// startManagement registers what is one per management cluster, the unsharded controller's
+// alone: registration, Clusters and their groups, and the collection of Contents.
+func startManagement(ctx context.Context, w *wiring, o Options) error {
+	f := w.f
+	if o.RegistrationNamespace == "" {
+		o.RegistrationNamespace = fleet.ClustersSystemNamespace
+	}
+	if err := registration.Register(ctx, registration.Deps{Kube: w.kube, Apply: w.children, Tokens: f.ClusterRegistrationToken(),
+		ClusterRegistrations: f.ClusterRegistration(), Clusters: f.Cluster(),
+		RegistrationNamespace: o.RegistrationNamespace, CredentialLifetime: o.CredentialLifetime, Recorder: w.recorder, Config: o.Config}); err != nil {
+		return err
+	}
+	startClusters(ctx, w, o)
+	content.Register(ctx, f.Content(), f.BundleDeployment(), o.ContentGracePeriod)
+	clustergroup.Register(ctx, f.ClusterGroup(), f.Cluster())
+	return nil
 }
 
 // startClusters registers the Cluster controller and the parts of a Cluster's status other
 // controllers give it as steps (import, agent management, schedules), so it is written once.
-func startClusters(ctx context.Context, kube kubernetes.Interface, f fleetcontrollers.Interface, c corecontrollers.Interface,
-	children apply.Apply, checkin func() time.Duration, configChanged *atomic.Pointer[func()], o Options) {
+func startClusters(ctx context.Context, w *wiring, o Options) {
+	kube, f, c, children, checkin := w.kube, w.f, w.c, w.children, w.checkin
 	settings := agentmanagement.Settings(o.AgentImage, o.AgentDebug, o.Config)
 	steps := []cluster.StatusStep{clusterimport.Register(ctx, clusterimport.Deps{Kube: kube, Clusters: f.Cluster(),
 		Tokens: f.ClusterRegistrationToken(), Settings: settings, Config: o.Config})}
 	if o.ManageAgents && o.AgentImage != "" {
 		recheck, agentStatus := agentmanagement.Register(ctx, agentmanagement.Deps{Clusters: f.Cluster(), Bundles: f.Bundle(),
 			BundleDeployments: f.BundleDeployment(), Settings: settings, AgentConfig: clusterimport.AgentConfig(c.Secret().Cache())})
-		configChanged.Store(&recheck)
+		w.configChanged.Store(&recheck)
 		steps = append(steps, agentStatus)
 	}
 	steps = append(steps, schedule.Register(ctx, schedule.Deps{Schedules: f.Schedule(), Clusters: f.Cluster(),
@@ -248,12 +285,18 @@ func startClusters(ctx context.Context, kube kubernetes.Interface, f fleetcontro
 // controllerFactory makes the shared controllers and caches, with the few kinds that change
 // rarely on fewer workers and the Secret and ConfigMap caches narrowed to what the manager reads.
 func controllerFactory(cfg *rest.Config, o Options) (lassocontroller.SharedControllerFactory, error) {
-	return lassocontroller.NewSharedControllerFactoryFromConfigWithOptions(cfg, schemes.All,
+	t := tweaks()
+	shardTweaks(o.ShardID, t)
+	scf, err := lassocontroller.NewSharedControllerFactoryFromConfigWithOptions(cfg, schemes.All,
 		&lassocontroller.SharedControllerFactoryOptions{DefaultWorkers: o.Workers, KindWorkers: fewWorkers, CacheOptions: &lassocache.SharedCacheFactoryOptions{
 			// The only ConfigMap the manager reads is its configuration.
 			KindNamespace: map[schema.GroupVersionKind]string{corev1.SchemeGroupVersion.WithKind("ConfigMap"): o.SystemNamespace},
-			KindTweakList: tweaks(),
+			KindTweakList: t,
 		}})
+	if err != nil {
+		return nil, err
+	}
+	return shardFactory{SharedControllerFactory: scf, id: o.ShardID}, nil
 }
 
 // tweaks narrow the caches of kinds the manager writes as apply sets (identities, roles, Jobs) to
@@ -337,11 +380,16 @@ func watchConfig(ctx context.Context, c corecontrollers.Interface, systemNamespa
 
 // observe exports the status metrics from the caches and records the status transitions as
 // Events.
-func observe(ctx context.Context, f fleetcontrollers.Interface, recorder record.EventRecorder, noGitOps bool) {
-	caches := &metrics.Caches{Bundles: f.Bundle().Cache(), BundleDeployments: f.BundleDeployment().Cache(), Clusters: f.Cluster().Cache(),
-		ClusterGroups: f.ClusterGroup().Cache()}
-	ed := events.Deps{Recorder: recorder, Bundles: f.Bundle(), Clusters: f.Cluster(), BundleDeployments: f.BundleDeployment()}
-	if !noGitOps {
+func observe(ctx context.Context, w *wiring, o Options) {
+	f := w.f
+	mine := ShardSelector(o.ShardID)
+	caches := &metrics.Caches{Bundles: f.Bundle().Cache(), BundleDeployments: f.BundleDeployment().Cache(), Shard: mine}
+	ed := events.Deps{Recorder: w.recorder, Bundles: f.Bundle(), BundleDeployments: f.BundleDeployment(), Shard: mine}
+	if o.ShardID == "" {
+		// Clusters and their groups are the unsharded controller's.
+		caches.Clusters, caches.ClusterGroups, ed.Clusters = f.Cluster().Cache(), f.ClusterGroup().Cache(), f.Cluster()
+	}
+	if !o.DisableGitOps {
 		caches.GitRepos, ed.GitRepos = f.GitRepo().Cache(), f.GitRepo()
 	}
 	metrics.Export(ctx, caches)
@@ -349,8 +397,8 @@ func observe(ctx context.Context, f fleetcontrollers.Interface, recorder record.
 }
 
 // startGitOps registers the GitRepo controller and the git providers' webhook receiver.
-func startGitOps(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, scf lassocontroller.SharedControllerFactory,
-	children apply.Apply, f fleetcontrollers.Interface, c corecontrollers.Interface, o Options) error {
+func startGitOps(ctx context.Context, cfg *rest.Config, scf lassocontroller.SharedControllerFactory, w *wiring, o Options) error {
+	kube, f, c, children := w.kube, w.f, w.c, w.children
 	var jobs *gitrepo.JobRunner
 	if o.GitJobImage != "" {
 		bf, err := batch.NewFactoryFromConfigWithOptions(cfg, &batch.FactoryOptions{SharedControllerFactory: scf})
@@ -364,7 +412,7 @@ func startGitOps(ctx context.Context, cfg *rest.Config, kube kubernetes.Interfac
 			Apply: children.WithCacheTypes(job).WithGVK(corev1.SchemeGroupVersion.WithKind("ConfigMap")).WithDynamicLookup()}
 	}
 	gitrepo.Register(ctx, gitrepo.Deps{Kube: kube, GitRepos: f.GitRepo(), Bundles: f.Bundle(), BundleDeployments: f.BundleDeployment(),
-		Clusters: f.Cluster(), Runs: o.GitRuns, RunTimeout: o.GitRunTimeout, CheckinInterval: func() time.Duration { return o.Config.Get().AgentCheckinInterval.Duration }, Config: o.Config,
+		Clusters: f.Cluster(), Runs: o.GitRuns, RunTimeout: o.GitRunTimeout, CheckinInterval: w.checkin, Config: o.Config,
 		JobRunner: jobs, Restrictions: f.GitRepoRestriction(), Secrets: c.Secret(), Policies: f.Policy(), ImageScans: f.ImageScan()})
 	serve.Run(ctx, o.WebhookAddr, &gitrepo.Webhook{Kube: kube, GitRepos: f.GitRepo(), SystemNamespace: o.SystemNamespace})
 	if o.ImageScanEnabled {

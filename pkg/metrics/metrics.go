@@ -34,8 +34,12 @@ type Caches struct {
 	BundleDeployments fleetcontrollers.BundleDeploymentCache
 	Clusters          fleetcontrollers.ClusterCache
 	ClusterGroups     fleetcontrollers.ClusterGroupCache
-	// GitRepos is nil when the manager runs without GitOps.
+	// GitRepos is nil when the manager runs without GitOps; Clusters and ClusterGroups are nil
+	// in a shard (they are the unsharded controller's).
 	GitRepos fleetcontrollers.GitRepoCache
+	// Shard selects the Bundles, BundleDeployments and GitRepos this controller handles (nil:
+	// all of them).
+	Shard labels.Selector
 }
 
 var (
@@ -327,21 +331,28 @@ func names(states []fleet.BundleState) []string {
 // writeStatus streams the status families of c. Nothing is gathered in memory first: at 50,000
 // BundleDeployments the state family alone is 350,000 series.
 func writeStatus(w *bufio.Writer, c *Caches) {
-	all := labels.Everything()
-	if l, err := c.Bundles.List("", all); err == nil {
+	all, mine := labels.Everything(), c.Shard
+	if mine == nil {
+		mine = all
+	}
+	if l, err := c.Bundles.List("", mine); err == nil {
 		bundles.write(w, l)
 	}
-	if l, err := c.BundleDeployments.List("", all); err == nil {
+	if l, err := c.BundleDeployments.List("", mine); err == nil {
 		deployments.write(w, l)
 	}
-	if l, err := c.Clusters.List("", all); err == nil {
-		clusters.write(w, l)
+	if c.Clusters != nil {
+		if l, err := c.Clusters.List("", all); err == nil {
+			clusters.write(w, l)
+		}
 	}
-	if l, err := c.ClusterGroups.List("", all); err == nil {
-		groups.write(w, l)
+	if c.ClusterGroups != nil {
+		if l, err := c.ClusterGroups.List("", all); err == nil {
+			groups.write(w, l)
+		}
 	}
 	if c.GitRepos != nil {
-		if l, err := c.GitRepos.List("", all); err == nil {
+		if l, err := c.GitRepos.List("", mine); err == nil {
 			gitRepos.write(w, l)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/rancher/wrangler/v3/pkg/condition"
 	"github.com/rancher/wrangler/v3/pkg/genericcondition"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -63,27 +64,39 @@ type Deps struct {
 	Recorder          record.EventRecorder
 	GitRepos          fleetcontrollers.GitRepoController // nil without GitOps
 	Bundles           fleetcontrollers.BundleController
-	Clusters          fleetcontrollers.ClusterController
+	Clusters          fleetcontrollers.ClusterController // nil in a shard
 	BundleDeployments fleetcontrollers.BundleDeploymentController
+	// Shard selects the GitRepos, Bundles and BundleDeployments whose transitions this
+	// controller records (nil: all); another shard records the others'.
+	Shard labels.Selector
 }
 
 // Register records the transitions of every kind of d.
 func Register(d Deps) {
-	r := d.Recorder
-	if d.GitRepos != nil {
-		watch(d.GitRepos.Informer(), func(old, cur *fleet.GitRepo) { gitRepo(r, old, cur) })
+	r, mine := d.Recorder, d.Shard
+	if mine == nil {
+		mine = labels.Everything()
 	}
-	watch(d.Bundles.Informer(), func(old, cur *fleet.Bundle) { bundle(r, old, cur) })
-	watch(d.Clusters.Informer(), func(old, cur *fleet.Cluster) { clusterChanged(r, old, cur) })
-	watch(d.BundleDeployments.Informer(), func(old, cur *fleet.BundleDeployment) { deployment(r, old, cur) })
+	if d.GitRepos != nil {
+		watch(d.GitRepos.Informer(), mine, func(old, cur *fleet.GitRepo) { gitRepo(r, old, cur) })
+	}
+	watch(d.Bundles.Informer(), mine, func(old, cur *fleet.Bundle) { bundle(r, old, cur) })
+	if d.Clusters != nil {
+		watch(d.Clusters.Informer(), labels.Everything(), func(old, cur *fleet.Cluster) { clusterChanged(r, old, cur) })
+	}
+	watch(d.BundleDeployments.Informer(), mine, func(old, cur *fleet.BundleDeployment) { deployment(r, old, cur) })
 }
 
-// watch calls changed for every update of an object of the informer (resyncs excluded).
-func watch[T interface{ GetResourceVersion() string }](inf cache.SharedIndexInformer, changed func(old, cur T)) {
+// watch calls changed for every update of an object of the informer that sel selects (resyncs
+// excluded).
+func watch[T interface {
+	GetResourceVersion() string
+	GetLabels() map[string]string
+}](inf cache.SharedIndexInformer, sel labels.Selector, changed func(old, cur T)) {
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(o, c interface{}) {
 		old, ok1 := o.(T)
 		cur, ok2 := c.(T)
-		if ok1 && ok2 && old.GetResourceVersion() != cur.GetResourceVersion() {
+		if ok1 && ok2 && old.GetResourceVersion() != cur.GetResourceVersion() && sel.Matches(labels.Set(cur.GetLabels())) {
 			changed(old, cur)
 		}
 	}})

@@ -248,6 +248,10 @@ func bundle(op *fleet.HelmOp, version string) *fleet.Bundle {
 		labels[k] = v
 	}
 	labels[fleet.HelmNameLabel] = op.Name
+	if shard := op.Labels[fleet.ShardLabel]; shard != "" {
+		// The Bundle (and its BundleDeployments) belong to the HelmOp's shard.
+		labels[fleet.ShardLabel] = shard
+	}
 	if len(spec.Targets) == 0 {
 		// Targeted nowhere at all: the namespace's default ClusterGroup, as for a GitRepo.
 		spec.Targets = []fleet.BundleTarget{{Name: "default", ClusterGroup: fleet.DefaultClusterGroup}}
