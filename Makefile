@@ -129,11 +129,17 @@ verify: verify-fast generate ## verify-fast, and generated code is up to date
 # Controller scale: BUNDLES x CLUSTERS BundleDeployments (the issue's full run is 50 x 1000).
 BENCH_BUNDLES ?= 5
 BENCH_CLUSTERS ?= 1000
+# Scale with simulated agents: full (100 to 10,000 clusters, about 45 minutes with the rest) or
+# small (100 and 1,000, about 10 minutes, for iteration).
+BENCH_SIZE ?= full
 
 bench: build controlplane ## benchmarks: JSON and plots in benchmarks/results (not part of test)
+	$(GO) run ./benchmarks/scale -fleet bin/fleet -out benchmarks/results -size $(BENCH_SIZE)
+ifeq ($(BENCH_SIZE),full)
 	$(GO) run ./benchmarks/apply -fleet bin/fleet -out benchmarks/results
 	$(GO) run ./benchmarks/controller -fleet bin/fleet -out benchmarks/results -bundles $(BENCH_BUNDLES) -clusters $(BENCH_CLUSTERS)
 	$(GO) run ./benchmarks/agent -fleet bin/fleet -out benchmarks/results
+endif
 
 quickstart: build controlplane ## the whole system locally: three clusters, controller, agents, git and chart repositories, example GitRepos
 	$(GO) build -o dev/bin/quickstart ./dev/quickstart

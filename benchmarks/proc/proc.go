@@ -66,6 +66,27 @@ func SaveProfile(addr, dir, query, file string) error {
 
 // WriteCounts reads the apiserver's count of mutating requests by verb and resource.
 func WriteCounts(ctx context.Context, kube kubernetes.Interface) (map[string]int, error) {
+	return counts(ctx, kube, false)
+}
+
+// RequestCounts reads the apiserver's count of all requests (reads and watches too) by verb and
+// resource.
+func RequestCounts(ctx context.Context, kube kubernetes.Interface) (map[string]int, error) {
+	return counts(ctx, kube, true)
+}
+
+// Delta is after minus before, leaving out what did not grow.
+func Delta(before, after map[string]int) map[string]int {
+	out := map[string]int{}
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+func counts(ctx context.Context, kube kubernetes.Interface, reads bool) (map[string]int, error) {
 	data, err := kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		return nil, err
@@ -85,7 +106,7 @@ func WriteCounts(ctx context.Context, kube kubernetes.Interface) (map[string]int
 			return ""
 		}
 		verb := get("verb")
-		if verb != "POST" && verb != "PUT" && verb != "PATCH" && verb != "DELETE" {
+		if !reads && verb != "POST" && verb != "PUT" && verb != "PATCH" && verb != "DELETE" {
 			continue
 		}
 		key := verb + " " + get("resource")
@@ -99,4 +120,19 @@ func WriteCounts(ctx context.Context, kube kubernetes.Interface) (map[string]int
 		out[key] += int(n)
 	}
 	return out, nil
+}
+
+// MemTotalGiB is the machine's memory from /proc/meminfo.
+func MemTotalGiB() float64 {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			return kb / (1 << 20)
+		}
+	}
+	return 0
 }

@@ -299,4 +299,18 @@ var _ = Describe("invalid input", func() {
 		_, err := clients.Bundle().Create(b)
 		rejected(err, "spec.dependsOn[0].acceptedStates[0]")
 	})
+
+	It("rejects a BundleDeployment status with an unknown state, naming the field, and takes a known one", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		bd, err := clients.BundleDeployment().Create(&fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Name: "garbage", Namespace: ns},
+			Spec: fleet.BundleDeploymentSpec{DeploymentID: "s-1:abc"}})
+		Expect(err).NotTo(HaveOccurred())
+		bd.Status.Display.State = "Exploded"
+		_, err = clients.BundleDeployment().UpdateStatus(bd)
+		rejected(err, "status.display.state", "Exploded")
+
+		bd.Status.Display.State = string(fleet.WaitApplied)
+		_, err = clients.BundleDeployment().UpdateStatus(bd)
+		Expect(err).NotTo(HaveOccurred())
+	})
 })

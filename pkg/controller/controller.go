@@ -167,7 +167,10 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 // configuration): every worker is a goroutine waiting on its queue, and fifty each would only
 // hold stacks.
 var fewWorkers = map[schema.GroupVersionKind]int{
-	fleet.SchemeGroupVersion.WithKind("ClusterRegistration"):      2,
+	// Registration storms (thousands of agents at once) are the exception: each registration
+	// writes eight objects one after another, so two workers would grant a thousand agents in
+	// over a minute.
+	fleet.SchemeGroupVersion.WithKind("ClusterRegistration"):      16,
 	fleet.SchemeGroupVersion.WithKind("ClusterRegistrationToken"): 2,
 	fleet.SchemeGroupVersion.WithKind("GitRepoRestriction"):       1,
 	fleet.SchemeGroupVersion.WithKind("Policy"):                   1,

@@ -568,6 +568,9 @@ func (h *handler) write(cur, next *fleet.BundleDeployment) (*fleet.BundleDeploym
 	return bd, nil
 }
 
+// finalizeParallel bounds the deletes in flight for one deleted Bundle.
+const finalizeParallel = 16
+
 // finalize deletes every BundleDeployment of a deleted Bundle, then lets it go.
 func (h *handler) finalize(b *fleet.Bundle) (*fleet.Bundle, error) {
 	h.sums.Delete(string(b.UID))
@@ -575,10 +578,20 @@ func (h *handler) finalize(b *fleet.Bundle) (*fleet.Bundle, error) {
 	if err != nil {
 		return b, err
 	}
+	// In parallel: a Bundle on ten thousand clusters has as many BundleDeployments, and one
+	// delete after another would take minutes.
+	var g errgroup.Group
+	g.SetLimit(finalizeParallel)
 	for _, bd := range existing {
-		if err := h.bds.Delete(bd.Namespace, bd.Name, &metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return b, err
-		}
+		g.Go(func() error {
+			if err := h.bds.Delete(bd.Namespace, bd.Name, &metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return b, err
 	}
 	if !slices.Contains(b.Finalizers, fleet.BundleFinalizer) {
 		return b, nil

@@ -128,7 +128,9 @@ type BundleDeploymentDisplay struct {
 	Deployed string `json:"deployed,omitempty"`
 	// Monitored is "Yes" or why monitoring failed.
 	Monitored string `json:"monitored,omitempty"`
-	// State is the BundleDeployment's state.
+	// State is the BundleDeployment's state; the apiserver refuses any other (an agent's
+	// garbage is rejected with the field's path).
+	// +kubebuilder:validation:Enum=Ready;NotReady;Pending;OutOfSync;Modified;WaitApplied;ErrApplied
 	State string `json:"state,omitempty"`
 }
 

@@ -1,0 +1,599 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/fleetgo/fleet/benchmarks/proc"
+	"github.com/fleetgo/fleet/benchmarks/sim"
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/localserver"
+	"github.com/fleetgo/fleet/pkg/registration"
+	"github.com/fleetgo/fleet/pkg/target"
+)
+
+// rawNamespace holds the plain client's objects.
+const rawNamespace = "raw"
+
+// simLabels are the simulated clusters' labels; every Bundle of the benchmark targets them.
+var simLabels = map[string]string{"env": "sim"}
+
+// timed runs f(0..n-1) with 64 workers and returns each write's completion time since start.
+func timed(n int, f func(int) error) ([]time.Duration, time.Duration, error) {
+	done := make([]time.Duration, n)
+	start := time.Now()
+	err := parallel(n, 64, func(i int) error {
+		if err := f(i); err != nil {
+			return err
+		}
+		done[i] = time.Since(start)
+		return nil
+	})
+	return done, time.Since(start), err
+}
+
+// rawRegistration creates, with a plain client, the objects the manager writes to register n
+// clusters (namespace, ServiceAccount, Role, RoleBinding, credential Secret, ClusterRegistration,
+// Cluster and its status), then deletes the Fleet kinds again (the controller is not running
+// yet, so nothing acts on them).
+func rawRegistration(ctx context.Context, e *env, n int) (time.Duration, int, error) {
+	const perCluster = 8
+	_, took, err := timed(n*perCluster, func(j int) error {
+		i, step := j/perCluster, j%perCluster
+		ns := fmt.Sprintf("raw-c-%05d", i)
+		meta := metav1.ObjectMeta{Name: "fleet-agent", Namespace: ns}
+		var err error
+		switch step {
+		case 0:
+			_, err = e.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		case 1:
+			err = retryMissingNamespace(func() error {
+				_, err := e.kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: meta}, metav1.CreateOptions{})
+				return err
+			})
+		case 2:
+			err = retryMissingNamespace(func() error {
+				_, err := e.kube.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: meta, Rules: registration.AgentRules()}, metav1.CreateOptions{})
+				return err
+			})
+		case 3:
+			err = retryMissingNamespace(func() error {
+				_, err := e.kube.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: meta,
+					RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "fleet-agent"},
+					Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "fleet-agent", Namespace: ns}}}, metav1.CreateOptions{})
+				return err
+			})
+		case 4:
+			_, err = e.kube.CoreV1().Secrets(rawNamespace).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("c-%05d", i), Namespace: rawNamespace},
+				Data: map[string][]byte{registration.KeyToken: bytes.Repeat([]byte("t"), 900), registration.KeyClusterNamespace: []byte(ns)}}, metav1.CreateOptions{})
+		case 5:
+			_, err = e.api.ClusterRegistration().Create(&fleet.ClusterRegistration{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("raw-%05d", i), Namespace: rawNamespace},
+				Spec: fleet.ClusterRegistrationSpec{ClientID: fmt.Sprintf("raw-%05d", i), ClientRandom: strings.Repeat("r", 64), ClusterLabels: simLabels}})
+		case 6, 7:
+			if step == 7 {
+				return nil // (counted with the status write below)
+			}
+			c, err := e.api.Cluster().Create(&fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("raw-%05d", i), Namespace: rawNamespace, Labels: simLabels}})
+			if err != nil {
+				return err
+			}
+			c.Status.Namespace, c.Status.Agent.LastSeen = ns, metav1.Now()
+			_, err = e.api.Cluster().UpdateStatus(c)
+			return err
+		}
+		return err
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, del := range []func() error{
+		func() error {
+			return e.api.Cluster().DeleteCollection(rawNamespace, metav1.DeleteOptions{}, metav1.ListOptions{})
+		},
+		func() error {
+			return e.api.ClusterRegistration().DeleteCollection(rawNamespace, metav1.DeleteOptions{}, metav1.ListOptions{})
+		},
+	} {
+		if err := del(); err != nil {
+			return 0, 0, err
+		}
+	}
+	return took, n * perCluster, nil
+}
+
+// retryMissingNamespace retries f while its namespace is still being created by another worker.
+func retryMissingNamespace(f func() error) error {
+	for i := 0; ; i++ {
+		err := f()
+		if err == nil || !apierrors.IsNotFound(err) || i > 100 {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// rawDeployment is the BundleDeployment the controller would write for bundle b on cluster i,
+// built the same way, in the plain client's namespace.
+func rawDeployment(b *fleet.Bundle, i int) *fleet.BundleDeployment {
+	c := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("c-%05d", i), Namespace: fleet.DefaultNamespace}}
+	c.Status.Namespace = rawNamespace
+	manifest, _ := target.Manifest(b.Spec.Resources)
+	ci := target.ClusterInfo{Cluster: c}
+	m, _ := target.MatchCluster(b, ci)
+	if m == nil {
+		m = &target.Match{Options: b.Spec.BundleDeploymentOptions}
+	}
+	bd, _ := target.Deployment(b, ci, m, target.ContentName(manifest))
+	bd.Name = fmt.Sprintf("%s-%05d", b.Name, i)
+	bd.Namespace = rawNamespace
+	return bd
+}
+
+// rawCreateDelete creates n BundleDeployments of b's shape with a plain client and writes each
+// one's status as applied and Ready (what the manager and the agents write for a new bundle),
+// then deletes them one by one: the machine's limit for both.
+func rawCreateDelete(b *fleet.Bundle, bundles, clusters int, api interface {
+	create(*fleet.BundleDeployment) error
+	remove(name string) error
+}) (created, deleted []time.Duration, createTook, deleteTook time.Duration, err error) {
+	n := bundles * clusters
+	name := func(j int) string { return fmt.Sprintf("%s-%d-%05d", b.Name, j/clusters, j%clusters) }
+	created, createTook, err = timed(n, func(j int) error {
+		bd := rawDeployment(b, j%clusters)
+		bd.Name = name(j)
+		return api.create(bd)
+	})
+	if err != nil {
+		return
+	}
+	deleted, deleteTook, err = timed(n, func(j int) error { return api.remove(name(j)) })
+	return
+}
+
+// rawBDs writes BundleDeployments with a plain client; withStatus also writes each one's status
+// as an agent reports a healthy deploy.
+type rawBDs struct {
+	e          *env
+	withStatus bool
+}
+
+func (r rawBDs) create(bd *fleet.BundleDeployment) error {
+	created, err := r.e.api.BundleDeployment().Create(bd)
+	if err != nil || !r.withStatus {
+		return err
+	}
+	created.Status.AppliedDeploymentID, created.Status.Ready, created.Status.NonModified = created.Spec.DeploymentID, true, true
+	created.Status.Display.State = string(fleet.Ready)
+	_, err = r.e.api.BundleDeployment().UpdateStatus(created)
+	return err
+}
+
+func (r rawBDs) remove(name string) error {
+	return r.e.api.BundleDeployment().Delete(rawNamespace, name, &metav1.DeleteOptions{})
+}
+
+// rawCommit is what a commit makes the manager and agents write for n clusters, by a plain
+// client: each BundleDeployment's new deployment ID, then its status applied and ready.
+func rawCommit(ctx context.Context, e *env, b *fleet.Bundle, n int) (specs, statuses []time.Duration, took time.Duration, err error) {
+	bds := make([]*fleet.BundleDeployment, n)
+	if err = parallel(n, 64, func(i int) error {
+		bd, err := e.api.BundleDeployment().Create(rawDeployment(b, i))
+		bds[i] = bd
+		return err
+	}); err != nil {
+		return
+	}
+	start := time.Now()
+	specs, _, err = timed(n, func(i int) error {
+		bd := bds[i].DeepCopy()
+		bd.Spec.DeploymentID, bd.Spec.StagedDeploymentID = "raw:2", "raw:2"
+		upd, err := e.api.BundleDeployment().Update(bd)
+		bds[i] = upd
+		return err
+	})
+	if err != nil {
+		return
+	}
+	offset := time.Since(start)
+	statuses, _, err = timed(n, func(i int) error {
+		bd := bds[i].DeepCopy()
+		bd.Status.AppliedDeploymentID, bd.Status.Ready, bd.Status.NonModified = bd.Spec.DeploymentID, true, true
+		bd.Status.Display.State = string(fleet.Ready)
+		_, err := e.api.BundleDeployment().UpdateStatus(bd)
+		return err
+	})
+	for i := range statuses {
+		statuses[i] += offset
+	}
+	took = time.Since(start)
+	if err == nil {
+		err = e.api.BundleDeployment().DeleteCollection(rawNamespace, metav1.DeleteOptions{}, metav1.ListOptions{})
+	}
+	return
+}
+
+// storm registers n simulated agents at once and waits until every Cluster is registered and
+// its agent has checked in.
+func storm(ctx context.Context, e *env, s *sim.Sim, n int, timeout time.Duration) (Phase, error) {
+	cw := clusterWatcher(ctx, e)
+	defer cw.cancel()
+	before := e.usage("")
+	writesBefore, err := proc.WriteCounts(ctx, e.kube)
+	if err != nil {
+		return Phase{}, err
+	}
+	start := time.Now()
+	preds := []func(*fleet.Cluster) bool{
+		func(c *fleet.Cluster) bool { return c.Status.Namespace != "" },
+		func(c *fleet.Cluster) bool { return !c.Status.Agent.LastSeen.IsZero() },
+	}
+	smp := sample(cw, start, []string{"fleet: Clusters registered", "fleet: agents checked in"}, preds)
+	regErr := make(chan error, 1)
+	go func() { regErr <- s.Register(ctx, n) }()
+	counts, err := until(cw, preds, timeout, func(c []int) bool { return c[1] >= n })
+	took := time.Since(start)
+	series := smp.stop()
+	if err != nil {
+		return Phase{}, fmt.Errorf("registration storm: %v registered/checked in of %d: %w", counts, n, err)
+	}
+	if err := <-regErr; err != nil {
+		return Phase{}, err
+	}
+	p := Phase{Name: "registration storm", Seconds: took.Seconds(), Objects: n, Series: series}
+	p.finish(e, before)
+	writesAfter, err := proc.WriteCounts(ctx, e.kube)
+	if err != nil {
+		return p, err
+	}
+	p.Writes = proc.Delta(writesBefore, writesAfter)
+	// None lost or duplicated: exactly n Clusters, each of one clientID.
+	list, err := e.api.Cluster().List(fleet.DefaultNamespace, metav1.ListOptions{})
+	if err != nil {
+		return p, err
+	}
+	ids := map[string]int{}
+	for _, c := range list.Items {
+		ids[c.Annotations[registration.ClientIDAnnotation]]++
+	}
+	p.Check = fmt.Sprintf("%d Clusters for %d distinct clientIDs (want %d of each)", len(list.Items), len(ids), n)
+	if len(list.Items) != n || len(ids) != n {
+		return p, fmt.Errorf("registration storm: %s", p.Check)
+	}
+	return p, nil
+}
+
+// gitRepoRollout publishes a commit and waits until every simulated cluster runs it and the
+// GitRepo is Ready. The first commit creates the GitRepo; later ones are announced by a GitHub
+// push webhook.
+type gitRepoRollout struct {
+	e      *env
+	git    *localserver.GitServer
+	dir    string
+	n      int
+	commit int
+}
+
+const repoName = "scale"
+
+func (g *gitRepoRollout) publish(ctx context.Context) (string, error) {
+	g.commit++
+	app := filepath.Join(g.dir, "app")
+	if err := os.MkdirAll(app, 0o755); err != nil {
+		return "", err
+	}
+	cm := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  commit: %q\n", fmt.Sprint(g.commit))
+	if err := os.WriteFile(filepath.Join(app, "cm.yaml"), []byte(cm), 0o644); err != nil {
+		return "", err
+	}
+	return g.git.Publish(ctx, repoName, "main", g.dir, fmt.Sprintf("commit %d", g.commit))
+}
+
+func (g *gitRepoRollout) run(ctx context.Context, name string, timeout time.Duration) (Phase, error) {
+	e := g.e
+	bw := bdWatcher(ctx, e)
+	defer bw.cancel()
+	before := e.usage("")
+	writesBefore, err := proc.WriteCounts(ctx, e.kube)
+	if err != nil {
+		return Phase{}, err
+	}
+	start := time.Now()
+	commit, err := g.publish(ctx)
+	if err != nil {
+		return Phase{}, err
+	}
+	updated := func(bd *fleet.BundleDeployment) bool {
+		return bd.Labels[fleet.RepoLabel] == repoName && bd.Labels[fleet.CommitLabel] == commit
+	}
+	applied := func(bd *fleet.BundleDeployment) bool {
+		return updated(bd) && bd.Status.AppliedDeploymentID == bd.Spec.DeploymentID
+	}
+	ready := func(bd *fleet.BundleDeployment) bool {
+		return applied(bd) && bd.Status.Ready && bd.Status.Display.State == string(fleet.Ready)
+	}
+	preds := []func(*fleet.BundleDeployment) bool{updated, applied, ready}
+	smp := sample(bw, start, []string{"fleet: BundleDeployments at the commit", "fleet: applied", "fleet: Ready"}, preds)
+	if g.commit == 1 {
+		err = g.createGitRepo()
+	} else {
+		err = g.webhook(commit)
+	}
+	if err != nil {
+		smp.stop()
+		return Phase{}, err
+	}
+	counts, err := until(bw, preds, timeout, func(c []int) bool { return c[2] >= g.n })
+	allReady := time.Since(start)
+	if err == nil {
+		err = waitFor(timeout, func() (bool, error) {
+			gr, err := e.api.GitRepo().Get(fleet.DefaultNamespace, repoName, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			c := fleet.FindCondition(gr.Status.Conditions, fleet.ConditionReady)
+			return gr.Status.Commit == commit && c != nil && c.Status == corev1.ConditionTrue && gr.Status.ReadyClusters == g.n, nil
+		})
+	}
+	took := time.Since(start)
+	series := smp.stop()
+	if err != nil {
+		return Phase{}, fmt.Errorf("%s: %v of %d at the commit/applied/ready: %w", name, counts, g.n, err)
+	}
+	p := Phase{Name: name, Seconds: took.Seconds(), Objects: g.n, Series: series,
+		Check: fmt.Sprintf("all %d BundleDeployments Ready after %.1f s, the GitRepo Ready at %s after %.1f s", g.n, allReady.Seconds(), commit[:8], took.Seconds())}
+	p.finish(e, before)
+	writesAfter, err := proc.WriteCounts(ctx, e.kube)
+	p.Writes = proc.Delta(writesBefore, writesAfter)
+	return p, err
+}
+
+func (g *gitRepoRollout) createGitRepo() error {
+	_, err := g.e.api.GitRepo().Create(&fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: repoName, Namespace: fleet.DefaultNamespace},
+		Spec: fleet.GitRepoSpec{Repo: g.git.RepoURL(repoName), Branch: "main", Paths: []string{"app"},
+			// The webhook, not polling, announces commits.
+			PollingInterval: &metav1.Duration{Duration: time.Hour},
+			Targets:         []fleet.GitTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: simLabels}}}}})
+	return err
+}
+
+// webhook posts GitHub's push event for the commit to the manager's webhook receiver.
+func (g *gitRepoRollout) webhook(commit string) error {
+	body, err := json.Marshal(map[string]interface{}{"ref": "refs/heads/main", "after": commit,
+		"repository": map[string]interface{}{"clone_url": g.git.RepoURL(repoName)}})
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequest(http.MethodPost, "http://"+g.e.webhook+"/", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("X-GitHub-Event", "push")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("webhook answered %s", resp.Status)
+	}
+	return nil
+}
+
+// scaleBundle is bundle i of a creation experiment: one ConfigMap for every simulated cluster.
+func scaleBundle(i int) *fleet.Bundle {
+	return &fleet.Bundle{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-%03d", i), Namespace: fleet.DefaultNamespace, Labels: map[string]string{"scale": "bench"}},
+		Spec: fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "scale", Helm: &fleet.HelmOptions{
+				Values: &fleet.GenericMap{Data: map[string]interface{}{"cluster": "${ .ClusterName }", "replicas": float64(2)}},
+			}},
+			Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: scale-%d\n", i)}},
+			Targets:   []fleet.BundleTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: simLabels}}},
+		},
+	}
+}
+
+// createBundles creates bundles Bundles targeting every simulated cluster and waits until all
+// their BundleDeployments exist (the creation rate) and are Ready.
+func createBundles(ctx context.Context, e *env, bundles, n int, timeout time.Duration) (Phase, error) {
+	bw := bdWatcher(ctx, e)
+	defer bw.cancel()
+	before := e.usage("")
+	writesBefore, err := proc.WriteCounts(ctx, e.kube)
+	if err != nil {
+		return Phase{}, err
+	}
+	ours := func(bd *fleet.BundleDeployment) bool {
+		return strings.HasPrefix(bd.Labels[fleet.BundleLabel], "bench-")
+	}
+	applied := func(bd *fleet.BundleDeployment) bool {
+		return ours(bd) && bd.Spec.DeploymentID != "" && bd.Status.AppliedDeploymentID == bd.Spec.DeploymentID
+	}
+	ready := func(bd *fleet.BundleDeployment) bool { return applied(bd) && bd.Status.Ready }
+	preds := []func(*fleet.BundleDeployment) bool{ours, applied, ready}
+	start := time.Now()
+	smp := sample(bw, start, []string{"fleet: BundleDeployments created", "fleet: applied", "fleet: Ready"}, preds)
+	for i := range bundles {
+		if _, err := e.api.Bundle().Create(scaleBundle(i)); err != nil {
+			smp.stop()
+			return Phase{}, err
+		}
+	}
+	total := bundles * n
+	var created time.Duration
+	counts, err := until(bw, preds, timeout, func(c []int) bool {
+		if created == 0 && c[0] >= total {
+			created = time.Since(start)
+		}
+		return c[2] >= total
+	})
+	took := time.Since(start)
+	series := smp.stop()
+	if err != nil {
+		return Phase{}, fmt.Errorf("creating %d x %d: %v created/applied/ready: %w", bundles, n, counts, err)
+	}
+	p := Phase{Name: fmt.Sprintf("create %d bundles x %d clusters", bundles, n), Seconds: created.Seconds(), Objects: total,
+		ReadySeconds: took.Seconds(), Series: series}
+	p.finish(e, before)
+	writesAfter, err := proc.WriteCounts(ctx, e.kube)
+	p.Writes = proc.Delta(writesBefore, writesAfter)
+	return p, err
+}
+
+// deleteBundles deletes the creation experiment's Bundles and waits until every one of their
+// BundleDeployments is gone.
+func deleteBundles(ctx context.Context, e *env, bundles, n int, timeout time.Duration) (Phase, error) {
+	bw := bdWatcher(ctx, e)
+	defer bw.cancel()
+	before := e.usage("")
+	ours := func(bd *fleet.BundleDeployment) bool {
+		return strings.HasPrefix(bd.Labels[fleet.BundleLabel], "bench-")
+	}
+	preds := []func(*fleet.BundleDeployment) bool{ours}
+	start := time.Now()
+	smp := sample(bw, start, []string{"fleet: BundleDeployments left"}, preds)
+	for i := range bundles {
+		if err := e.api.Bundle().Delete(fleet.DefaultNamespace, scaleBundle(i).Name, &metav1.DeleteOptions{}); err != nil {
+			smp.stop()
+			return Phase{}, err
+		}
+	}
+	counts, err := until(bw, preds, timeout, func(c []int) bool { return c[0] == 0 })
+	took := time.Since(start)
+	series := smp.stop()
+	if err != nil {
+		return Phase{}, fmt.Errorf("deleting %d x %d: %v left: %w", bundles, n, counts, err)
+	}
+	p := Phase{Name: fmt.Sprintf("delete %d bundles x %d clusters", bundles, n), Seconds: took.Seconds(), Objects: bundles * n, Series: series}
+	p.finish(e, before)
+	return p, nil
+}
+
+// idle measures what standing still costs: manager CPU and every apiserver request while the
+// simulated agents keep checking in.
+func idle(ctx context.Context, e *env, d time.Duration) (Phase, error) {
+	before := e.usage("")
+	reqBefore, err := proc.RequestCounts(ctx, e.kube)
+	if err != nil {
+		return Phase{}, err
+	}
+	if profileDir != "" && e.profiles != "" {
+		go func() {
+			secs := int(min(d, time.Minute).Seconds())
+			if err := proc.SaveProfile(e.profiles, profileDir, fmt.Sprintf("profile?seconds=%d", secs), "idle-cpu.pprof"); err != nil {
+				fmt.Fprintln(os.Stderr, "idle profile:", err)
+			}
+		}()
+	}
+	time.Sleep(d)
+	p := Phase{Name: fmt.Sprintf("idle %s", d), Seconds: d.Seconds()}
+	p.finish(e, before)
+	reqAfter, err := proc.RequestCounts(ctx, e.kube)
+	if err != nil {
+		return p, err
+	}
+	p.Requests = proc.Delta(reqBefore, reqAfter)
+	for _, v := range p.Requests {
+		p.Objects += v
+	}
+	p.Check = fmt.Sprintf("manager CPU %.1f%% of one core on average", 100*p.CPU/d.Seconds())
+	return p, nil
+}
+
+// badInput plays two misbehaving agents at scale: one reports garbage status (an unknown state,
+// then an oversized status) in a loop while the others roll out a commit; then a Cluster is
+// deleted and its agent must be refused at once.
+func badInput(ctx context.Context, e *env, s *sim.Sim, g *gitRepoRollout, timeout time.Duration) (Phase, []string, error) {
+	agents := s.Agents()
+	garbage, revoked := agents[0], agents[len(agents)-1]
+	list, err := garbage.Client().List(garbage.Credential.ClusterNamespace, metav1.ListOptions{})
+	if err != nil || len(list.Items) == 0 {
+		return Phase{}, nil, fmt.Errorf("the garbage agent sees no BundleDeployment: %v", err)
+	}
+	bdName := list.Items[0].Name
+	var notes []string
+	var mu sync.Mutex
+	var rejected, accepted int
+	note := func(kind string, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err == nil {
+			accepted++
+			return
+		}
+		rejected++
+		if rejected <= 2 {
+			notes = append(notes, fmt.Sprintf("%s: %v", kind, truncate(err.Error(), 300)))
+		}
+	}
+	gctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; gctx.Err() == nil; i++ {
+			bd, err := garbage.Client().Get(garbage.Credential.ClusterNamespace, bdName, metav1.GetOptions{})
+			if err != nil {
+				continue
+			}
+			kind := "unknown state"
+			if i%2 == 0 {
+				bd.Status.Display.State = "Exploded"
+			} else {
+				kind = "oversized status"
+				fleet.SetCondition(&bd.Status.Conditions, fleet.ConditionReady, corev1.ConditionFalse, "Garbage", strings.Repeat("x", 4<<20), time.Now())
+			}
+			_, err = garbage.Client().UpdateStatus(bd)
+			note(kind, err)
+		}
+	})
+	p, err := g.run(ctx, "commit to Ready while one agent writes garbage", timeout)
+	stop()
+	wg.Wait()
+	if err != nil {
+		return p, notes, err
+	}
+	p.Check += fmt.Sprintf("; the garbage agent's writes: %d rejected, %d accepted", rejected, accepted)
+	if accepted > 0 {
+		return p, notes, fmt.Errorf("garbage status accepted %d times", accepted)
+	}
+	// A deleted Cluster's agent is refused at once.
+	start := time.Now()
+	if err := e.api.Cluster().Delete(fleet.DefaultNamespace, revoked.Credential.ClusterName, &metav1.DeleteOptions{}); err != nil {
+		return p, notes, err
+	}
+	var refusal error
+	err = waitFor(time.Minute, func() (bool, error) {
+		_, err := revoked.Client().List(revoked.Credential.ClusterNamespace, metav1.ListOptions{Limit: 1})
+		if apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
+			refusal = err
+			return true, nil
+		}
+		return false, nil
+	})
+	if err != nil {
+		return p, notes, fmt.Errorf("the deleted Cluster's agent was still served after a minute")
+	}
+	revoked.Stop()
+	notes = append(notes, fmt.Sprintf("deleted Cluster's agent refused %.2f s after the deletion: %s", time.Since(start).Seconds(), truncate(refusal.Error(), 200)))
+	return p, notes, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

@@ -1,0 +1,329 @@
+// Command scale measures the manager at thousands of clusters, end to end: a cluster simulator
+// (benchmarks/sim) plays N agents that register through a ClusterRegistrationToken, watch their
+// BundleDeployments with their own credentials, report status and check in. For each N it
+// measures, against a plain parallel client doing the same writes on the same apiserver (the
+// machine's limit):
+//
+//   - the registration storm: N agents at once, until every Cluster is registered and checked in;
+//   - commit to Ready: a GitRepo on a real git server, a commit announced by a push webhook, until
+//     every BundleDeployment is applied and Ready and the GitRepo is Ready;
+//   - creation and deletion of B bundles x N clusters;
+//   - idle: nothing changes while the agents keep checking in;
+//   - bad input: an agent writing garbage status during a rollout, and a deleted Cluster's agent.
+//
+// A separate experiment runs two controller shards beside the unsharded controller. Results go to
+// benchmarks/results/scale-*.json and plots to scale-*.png.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/fleetgo/fleet/benchmarks/proc"
+	"github.com/fleetgo/fleet/benchmarks/sim"
+	"github.com/fleetgo/fleet/pkg/localserver"
+)
+
+// profileDir, when set, receives the manager's profiles.
+var profileDir string
+
+// Phase is one experiment at one N.
+type Phase struct {
+	Name string `json:"name"`
+	// Seconds the experiment took (for creation: until every BundleDeployment existed), and
+	// ReadySeconds until every one was Ready.
+	Seconds      float64 `json:"seconds"`
+	ReadySeconds float64 `json:"readySeconds,omitempty"`
+	// Objects is how many objects it was about (Clusters, BundleDeployments, or requests).
+	Objects int `json:"objects"`
+	// RawSeconds is how long the plain client took for the same writes, and Ratio RawSeconds
+	// over Seconds (1 is the machine's limit).
+	RawSeconds float64 `json:"rawSeconds,omitempty"`
+	Ratio      float64 `json:"ratioToRaw,omitempty"`
+	// CPU the manager used during the experiment, and its peak RSS so far.
+	CPU     float64 `json:"managerCPUSeconds"`
+	PeakMiB float64 `json:"managerPeakRSSMiB"`
+	// Writes the apiserver served during it (mutating requests by verb and resource); Requests
+	// all requests (idle only).
+	Writes   map[string]int `json:"writes,omitempty"`
+	Requests map[string]int `json:"requests,omitempty"`
+	Check    string         `json:"check,omitempty"`
+	Series   []Series       `json:"series,omitempty"`
+}
+
+func (p *Phase) finish(e *env, before usage) {
+	u := e.usage("")
+	p.CPU, p.PeakMiB = u.CPU-before.CPU, u.PeakMiB
+}
+
+func (p *Phase) raw(seconds float64, series ...Series) {
+	p.RawSeconds = seconds
+	if p.Seconds > 0 {
+		p.Ratio = seconds / p.Seconds
+	}
+	p.Series = append(p.Series, series...)
+}
+
+// Run is every experiment at one N.
+type Run struct {
+	Date     string   `json:"date"`
+	Cores    int      `json:"cores"`
+	MemGiB   float64  `json:"memoryGiB"`
+	Clusters int      `json:"clusters"`
+	Checkin  string   `json:"checkinInterval"`
+	Phases   []Phase  `json:"phases"`
+	Notes    []string `json:"notes,omitempty"`
+	// SimWrites, SimConflicts and SimErrors are the simulated agents' status writes.
+	SimWrites, SimConflicts, SimErrors int64
+}
+
+// plan is what runs at one N.
+type plan struct {
+	clusters int
+	creates  []int // bundle counts of the creation experiments
+	idle     time.Duration
+	badInput bool
+}
+
+func plans(size string) []plan {
+	if size == "small" {
+		return []plan{{clusters: 100}, {clusters: 1000, creates: []int{5}, idle: 2 * time.Minute, badInput: true}}
+	}
+	return []plan{
+		{clusters: 100},
+		{clusters: 1000, creates: []int{5, 50}, badInput: true},
+		{clusters: 5000, creates: []int{5}},
+		{clusters: 10000, creates: []int{5}, idle: 10 * time.Minute},
+	}
+}
+
+func main() {
+	fleetBin := flag.String("fleet", "bin/fleet", "fleet binary")
+	out := flag.String("out", "benchmarks/results", "results folder")
+	size := flag.String("size", "full", "full (100 to 10,000 clusters, about 45 minutes) or small (100 and 1,000, about 10)")
+	only := flag.Int("clusters", 0, "run only the plan of this many clusters")
+	checkin := flag.Duration("checkin", 15*time.Minute, "the simulated agents' check-in interval (the manager's agentCheckinInterval; Fleet's default is 15m)")
+	shards := flag.Bool("shards", true, "run the two-shard experiment")
+	flag.StringVar(&profileDir, "profile", "", "save the manager's CPU profile of the idle phase (its first minute) and its heap after each size's rollouts here")
+	flag.Parse()
+	// The simulated agents log as the agent does; thousands of them would drown the figures.
+	logrus.SetLevel(logrus.WarnLevel)
+	if err := run(*fleetBin, *out, *size, *only, *checkin, *shards); err != nil {
+		fmt.Fprintln(os.Stderr, "bench scale:", err)
+		os.Exit(1)
+	}
+}
+
+func run(fleetBin, out, size string, only int, checkin time.Duration, shards bool) error {
+	var runs []Run
+	for _, p := range plans(size) {
+		if only > 0 && p.clusters != only {
+			continue
+		}
+		r, err := runPlan(fleetBin, p, checkin)
+		if werr := write(out, fmt.Sprintf("scale-%d", p.clusters), r); werr != nil && err == nil {
+			err = werr
+		}
+		if err != nil {
+			return fmt.Errorf("%d clusters: %w", p.clusters, err)
+		}
+		runs = append(runs, r)
+	}
+	if err := plotGrowth(out, size, runs); err != nil {
+		return err
+	}
+	if shards && only == 0 {
+		n := 1000
+		r, err := runShards(fleetBin, n, 10)
+		if werr := write(out, "scale-shards", r); werr != nil && err == nil {
+			err = werr
+		}
+		if err != nil {
+			return fmt.Errorf("shards: %w", err)
+		}
+	}
+	return nil
+}
+
+func runPlan(fleetBin string, p plan, checkin time.Duration) (Run, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n := p.clusters
+	r := Run{Date: time.Now().UTC().Format(time.RFC3339), Cores: runtime.NumCPU(), MemGiB: proc.MemTotalGiB(), Clusters: n, Checkin: checkin.String()}
+	say := func(f string, args ...interface{}) {
+		fmt.Printf("[%d clusters] "+f+"\n", append([]interface{}{n}, args...)...)
+	}
+	e, err := newEnv(ctx, fmt.Sprintf("scale%d", n), checkin)
+	if err != nil {
+		return r, err
+	}
+	defer e.stop()
+
+	// The machine's limits first, before the controller runs (nothing acts on the objects).
+	say("raw: the writes of %d registrations", n)
+	rawReg, rawRegWrites, err := rawRegistration(ctx, e, n)
+	if err != nil {
+		return r, err
+	}
+	say("raw: %d writes in %.1f s", rawRegWrites, rawReg.Seconds())
+	say("raw: a commit's writes for %d clusters", n)
+	specs, statuses, rawCommitTook, err := rawCommit(ctx, e, scaleBundle(0), n)
+	if err != nil {
+		return r, err
+	}
+	type rawCD struct {
+		created, deleted       []time.Duration
+		createTook, deleteTook time.Duration
+	}
+	raws := map[int]rawCD{}
+	for _, b := range p.creates {
+		say("raw: create (with Ready status) and delete %d x %d BundleDeployments", b, n)
+		var c rawCD
+		c.created, c.deleted, c.createTook, c.deleteTook, err = rawCreateDelete(scaleBundle(0), b, n, rawBDs{e: e, withStatus: true})
+		if err != nil {
+			return r, err
+		}
+		raws[b] = c
+	}
+
+	if err := e.startController(fleetBin, ""); err != nil {
+		return r, err
+	}
+	v, err := e.token(ctx, "sim")
+	if err != nil {
+		return r, err
+	}
+	s := sim.New(sim.Options{Values: v, Prefix: "sim", Labels: simLabels, CheckinInterval: checkin})
+	s.Start(ctx)
+	defer func() {
+		r.SimWrites, r.SimConflicts, r.SimErrors = s.Writes.Load(), s.Conflicts.Load(), s.Errors.Load()
+	}()
+	timeout := 10*time.Minute + time.Duration(n)*100*time.Millisecond
+
+	say("registration storm")
+	ph, err := storm(ctx, e, s, n, timeout)
+	ph.raw(rawReg.Seconds())
+	r.Phases = append(r.Phases, ph)
+	if err != nil {
+		return r, err
+	}
+	say("%s", summary(ph))
+
+	git, err := localserver.StartGitServer(filepath.Join(e.mgr.Dir, "git"), localserver.BasicAuth{})
+	if err != nil {
+		return r, err
+	}
+	defer git.Close()
+	g := &gitRepoRollout{e: e, git: git, dir: filepath.Join(e.mgr.Dir, "repo"), n: n}
+	for _, name := range []string{"first deploy of a GitRepo", "commit to Ready (webhook)"} {
+		say("%s", name)
+		ph, err := g.run(ctx, name, timeout)
+		if name != "first deploy of a GitRepo" {
+			ph.raw(rawCommitTook.Seconds(), rawSeries("raw: new deployment IDs written", specs), rawSeries("raw: status applied and Ready written", statuses))
+		}
+		r.Phases = append(r.Phases, ph)
+		if err != nil {
+			return r, err
+		}
+		say("%s", summary(ph))
+	}
+
+	for i, b := range p.creates {
+		say("create %d bundles", b)
+		raw := raws[b]
+		ph, err := createBundles(ctx, e, b, n, timeout+time.Duration(b*n)*10*time.Millisecond)
+		// The plain client writes what the manager and the agents write: each BundleDeployment
+		// and its Ready status; its ratio is to the time until every one was Ready.
+		ph.raw(raw.createTook.Seconds(), rawSeries("raw: created with status Ready", raw.created))
+		if ph.ReadySeconds > 0 {
+			ph.Ratio = ph.RawSeconds / ph.ReadySeconds
+		}
+		r.Phases = append(r.Phases, ph)
+		if err != nil {
+			return r, err
+		}
+		say("%s", summary(ph))
+		if p.idle > 0 && i == len(p.creates)-1 {
+			say("idle for %s", p.idle)
+			ph, err := idle(ctx, e, p.idle)
+			r.Phases = append(r.Phases, ph)
+			if err != nil {
+				return r, err
+			}
+			say("%s", summary(ph))
+		}
+		say("delete %d bundles", b)
+		ph, err = deleteBundles(ctx, e, b, n, timeout+time.Duration(b*n)*10*time.Millisecond)
+		ph.raw(raw.deleteTook.Seconds(), rawSeries("raw: BundleDeployments deleted", raw.deleted))
+		r.Phases = append(r.Phases, ph)
+		if err != nil {
+			return r, err
+		}
+		say("%s", summary(ph))
+	}
+	if p.idle > 0 && len(p.creates) == 0 {
+		ph, err := idle(ctx, e, p.idle)
+		r.Phases = append(r.Phases, ph)
+		if err != nil {
+			return r, err
+		}
+	}
+
+	if profileDir != "" && e.profiles != "" {
+		if err := proc.SaveProfile(e.profiles, profileDir, "heap?gc=1", fmt.Sprintf("heap-%d.pprof", n)); err != nil {
+			say("heap profile: %v", err)
+		}
+	}
+	if p.badInput {
+		say("bad input")
+		ph, notes, err := badInput(ctx, e, s, g, timeout)
+		ph.raw(rawCommitTook.Seconds())
+		r.Phases = append(r.Phases, ph)
+		r.Notes = append(r.Notes, notes...)
+		if err != nil {
+			return r, err
+		}
+		say("%s; %v", summary(ph), notes)
+	}
+	return r, nil
+}
+
+func summary(p Phase) string {
+	s := fmt.Sprintf("%s: %.1f s", p.Name, p.Seconds)
+	if p.ReadySeconds > 0 {
+		s += fmt.Sprintf(" (all Ready at %.1f s)", p.ReadySeconds)
+	}
+	if p.RawSeconds > 0 {
+		s += fmt.Sprintf(", raw %.1f s, ratio %.2f", p.RawSeconds, p.Ratio)
+	}
+	s += fmt.Sprintf(", manager CPU %.1f s, peak RSS %.0f MiB", p.CPU, p.PeakMiB)
+	if p.Check != "" {
+		s += "; " + p.Check
+	}
+	return s
+}
+
+func write(out, base string, v interface{}) error {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, base+".json"), append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	if r, ok := v.(Run); ok {
+		return plotProgress(out, base, r)
+	}
+	return nil
+}

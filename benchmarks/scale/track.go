@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+)
+
+// Series is one line of a progress plot: how many objects were in some state, against seconds
+// since the experiment started.
+type Series struct {
+	Name    string    `json:"name"`
+	Seconds []float64 `json:"seconds"`
+	Count   []int     `json:"count"`
+}
+
+// watcher keeps an admin cache of one kind on the manager, to count objects by state.
+type watcher[T runtime.Object] struct {
+	inf    cache.SharedIndexInformer
+	cancel context.CancelFunc
+}
+
+func newWatcher[T runtime.Object, L runtime.Object](ctx context.Context, obj T, ns string,
+	list func(string, metav1.ListOptions) (L, error), w func(string, metav1.ListOptions) (watch.Interface, error)) *watcher[T] {
+	inf := cache.NewSharedIndexInformer(&cache.ListWatch{
+		ListFunc:  func(o metav1.ListOptions) (runtime.Object, error) { return list(ns, o) },
+		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) { return w(ns, o) },
+	}, obj, 0, cache.Indexers{})
+	ctx, cancel := context.WithCancel(ctx)
+	go inf.Run(ctx.Done())
+	cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
+	return &watcher[T]{inf: inf, cancel: cancel}
+}
+
+// count returns how many cached objects each predicate holds for.
+func (w *watcher[T]) count(preds []func(T) bool) []int {
+	out := make([]int, len(preds))
+	for _, o := range w.inf.GetStore().List() {
+		t, ok := o.(T)
+		if !ok {
+			continue
+		}
+		for i, p := range preds {
+			if p(t) {
+				out[i]++
+			}
+		}
+	}
+	return out
+}
+
+// sampler records the counts of named predicates every quarter second from start until stopped.
+type sampler[T runtime.Object] struct {
+	series []Series
+	done   chan struct{}
+	ended  chan struct{}
+	last   []int
+}
+
+func sample[T runtime.Object](w *watcher[T], start time.Time, names []string, preds []func(T) bool) *sampler[T] {
+	s := &sampler[T]{done: make(chan struct{}), ended: make(chan struct{})}
+	for _, n := range names {
+		s.series = append(s.series, Series{Name: n})
+	}
+	record := func() {
+		counts := w.count(preds)
+		at := time.Since(start).Seconds()
+		for i, c := range counts {
+			s.series[i].Seconds = append(s.series[i].Seconds, at)
+			s.series[i].Count = append(s.series[i].Count, c)
+		}
+		s.last = counts
+	}
+	record()
+	go func() {
+		defer close(s.ended)
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.done:
+				record()
+				return
+			case <-t.C:
+				record()
+			}
+		}
+	}()
+	return s
+}
+
+// stop ends the sampling (after one last sample) and returns the series.
+func (s *sampler[T]) stop() []Series {
+	close(s.done)
+	<-s.ended
+	return s.series
+}
+
+// until waits until cond holds for the counts of the watcher's predicates (checked every
+// 200ms), or timeout.
+func until[T runtime.Object](w *watcher[T], preds []func(T) bool, timeout time.Duration, cond func([]int) bool) ([]int, error) {
+	var counts []int
+	err := waitFor(timeout, func() (bool, error) {
+		counts = w.count(preds)
+		return cond(counts), nil
+	})
+	return counts, err
+}
+
+// rawSeries turns the completion times of a plain client's writes into a progress line.
+func rawSeries(name string, done []time.Duration) Series {
+	s := Series{Name: name, Seconds: []float64{0}, Count: []int{0}}
+	sorted := append([]time.Duration(nil), done...)
+	slices.Sort(sorted)
+	step := max(1, len(sorted)/200)
+	for i := step - 1; i < len(sorted); i += step {
+		s.Seconds = append(s.Seconds, sorted[i].Seconds())
+		s.Count = append(s.Count, i+1)
+	}
+	if n := len(sorted); n > 0 && s.Count[len(s.Count)-1] != n {
+		s.Seconds = append(s.Seconds, sorted[n-1].Seconds())
+		s.Count = append(s.Count, n)
+	}
+	return s
+}
+
+// bdWatcher caches every BundleDeployment; clusterWatcher every Cluster of fleet-default.
+func bdWatcher(ctx context.Context, e *env) *watcher[*fleet.BundleDeployment] {
+	return newWatcher(ctx, &fleet.BundleDeployment{}, "", e.api.BundleDeployment().List, e.api.BundleDeployment().Watch)
+}
+
+func clusterWatcher(ctx context.Context, e *env) *watcher[*fleet.Cluster] {
+	return newWatcher(ctx, &fleet.Cluster{}, fleet.DefaultNamespace, e.api.Cluster().List, e.api.Cluster().Watch)
+}

@@ -1,0 +1,296 @@
+// Package sim plays many Fleet agents against a manager in one process, as healthy agents do.
+// Each simulated agent registers through a ClusterRegistrationToken with the agent's own
+// registration code (pkg/agent/register) and gets its own credential; with that credential it
+// lists and watches only its cluster namespace's BundleDeployments and writes their status as the
+// agent's pass does (pkg/agent/deployer.Simulated: applied, ready, resource counts), and checks in
+// on its Cluster's status subresource with the agent's heartbeat (pkg/agent/clusterstatus). Only
+// the Helm install and the downstream cluster are simulated: a deploy succeeds at once, every
+// resource is ready, and the downstream cluster is an in-memory clientset with one ready node.
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/fleetgo/fleet/pkg/agent/clusterstatus"
+	"github.com/fleetgo/fleet/pkg/agent/deployer"
+	"github.com/fleetgo/fleet/pkg/agent/register"
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
+	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/registration"
+)
+
+// agentNamespace is where each simulated agent "runs" in its downstream cluster.
+const agentNamespace = "cattle-fleet-system"
+
+// Options say how many agents to play and how they behave.
+type Options struct {
+	// Values are the ClusterRegistrationToken's values (its Secret's "values" key), as the
+	// fleet-agent chart puts them into the bootstrap Secret.
+	Values registration.Values
+	// Prefix names the agents: their clientIDs are Prefix-00000, Prefix-00001, ...
+	Prefix string
+	// Labels are the agents' Cluster labels (the agent ConfigMap's, as the chart's labels value).
+	Labels map[string]string
+	// CheckinInterval is each agent's heartbeat interval (zero: Fleet's default, 15 minutes).
+	CheckinInterval time.Duration
+	// Resources is how many resources each deployed bundle reports ready (default 3).
+	Resources int
+	// Workers write BundleDeployment status for all agents together (default 32).
+	Workers int
+	// QPS and Burst of each agent's client on the manager (zero: the agent's 50 and 100).
+	QPS   float32
+	Burst int
+}
+
+// Agent is one simulated agent.
+type Agent struct {
+	ClientID   string
+	Credential *register.Credential
+	local      *fake.Clientset
+	bds        fleetcontrollers.BundleDeploymentClient
+	clusters   fleetcontrollers.ClusterClient
+	informer   cache.SharedIndexInformer
+	revisions  sync.Map // BundleDeployment name -> int: the simulated Helm revision
+	cancel     context.CancelFunc
+}
+
+// Sim is the running simulation.
+type Sim struct {
+	o      Options
+	mu     sync.Mutex
+	agents []*Agent
+	queue  workqueue.TypedRateLimitingInterface[item]
+	// Writes counts status writes accepted, Conflicts those refused as stale (retried), Errors
+	// the others.
+	Writes, Conflicts, Errors atomic.Int64
+	// Progress, when set, is called after each accepted status write.
+	Progress func(bd *fleet.BundleDeployment)
+}
+
+type item struct {
+	agent     int
+	namespace string
+	name      string
+}
+
+// New returns a simulation of no agents yet; Start runs its status writers.
+func New(o Options) *Sim {
+	if o.Resources <= 0 {
+		o.Resources = 3
+	}
+	if o.Workers <= 0 {
+		o.Workers = 32
+	}
+	return &Sim{o: o, queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[item]())}
+}
+
+// Start runs the status writers until ctx ends.
+func (s *Sim) Start(ctx context.Context) {
+	for range s.o.Workers {
+		go func() {
+			for s.work(ctx) {
+			}
+		}()
+	}
+	go func() { <-ctx.Done(); s.queue.ShutDown() }()
+}
+
+// Register registers n more agents at once, each through the token as the real agent does, and
+// runs them until ctx ends. It returns when all have their credential (or the first error).
+func (s *Sim) Register(ctx context.Context, n int) error {
+	s.mu.Lock()
+	first := len(s.agents)
+	s.mu.Unlock()
+	agents := make([]*Agent, n)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			a, err := s.register(ctx, fmt.Sprintf("%s-%05d", s.o.Prefix, first+i))
+			agents[i] = a
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	var err error
+	for e := range errs {
+		err = errors.Join(err, e)
+	}
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	base := len(s.agents)
+	s.agents = append(s.agents, agents...)
+	s.mu.Unlock()
+	for i, a := range agents {
+		if err := s.run(ctx, base+i, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// register plays one agent's start: a downstream cluster holding the bootstrap Secret (as the
+// fleet-agent chart leaves it), then the agent's own registration.
+func (s *Sim) register(ctx context.Context, clientID string) (*Agent, error) {
+	v := s.o.Values
+	data := map[string][]byte{registration.KeyToken: []byte(v.Token), registration.KeyAPIServerURL: []byte(v.APIServerURL),
+		registration.KeyAPIServerCA: []byte(v.APIServerCA), registration.KeyClusterNamespace: []byte(v.ClusterNamespace),
+		registration.KeySystemRegistrationNS: []byte(v.SystemRegistrationNamespace)}
+	objs := []runtime.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agentNamespace}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: metav1.NamespaceSystem, UID: types.UID(clientID)}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: registration.BootstrapSecret, Namespace: agentNamespace}, Data: data},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-0"}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}},
+	}
+	if len(s.o.Labels) > 0 {
+		cfg, err := json.Marshal(map[string]interface{}{"labels": s.o.Labels})
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: registration.AgentConfigMap, Namespace: agentNamespace},
+			Data: map[string]string{registration.ConfigKey: string(cfg)}})
+	}
+	local := fake.NewClientset(objs...)
+	cred, err := register.Obtain(ctx, local, register.Options{Namespace: agentNamespace})
+	if err != nil {
+		return nil, fmt.Errorf("agent %s: %w", clientID, err)
+	}
+	return &Agent{ClientID: clientID, Credential: cred, local: local}, nil
+}
+
+// run starts the agent's watch of its BundleDeployments and its heartbeat.
+func (s *Sim) run(ctx context.Context, i int, a *Agent) error {
+	cfg := register.NewSession(a.Credential).RESTConfig()
+	cfg.QPS, cfg.Burst = s.o.QPS, s.o.Burst
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = 50, 100
+	}
+	ff, err := fleetfactory.NewFactoryFromConfigWithOptions(cfg, &fleetfactory.FactoryOptions{Namespace: a.Credential.ClusterNamespace})
+	if err != nil {
+		return err
+	}
+	f := ff.Fleet().V1alpha1()
+	a.bds, a.clusters = f.BundleDeployment(), f.Cluster()
+	ns := a.Credential.ClusterNamespace
+	a.informer = cache.NewSharedIndexInformer(&cache.ListWatch{
+		ListFunc:  func(o metav1.ListOptions) (runtime.Object, error) { return a.bds.List(ns, o) },
+		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) { return a.bds.Watch(ns, o) },
+	}, &fleet.BundleDeployment{}, 0, cache.Indexers{})
+	enqueue := func(obj interface{}) {
+		if bd, ok := obj.(*fleet.BundleDeployment); ok && needsStatus(bd) {
+			s.queue.Add(item{agent: i, namespace: bd.Namespace, name: bd.Name})
+		}
+	}
+	_, _ = a.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, o interface{}) { enqueue(o) }})
+	actx, cancel := context.WithCancel(ctx)
+	a.cancel = cancel
+	go a.informer.Run(actx.Done())
+	hb := &clusterstatus.Heartbeat{Clusters: a.clusters, ClusterNamespace: a.Credential.ClusterObjectNamespace,
+		ClusterName: a.Credential.ClusterName, AgentNamespace: agentNamespace, Local: a.local, Interval: s.o.CheckinInterval}
+	go hb.Run(actx)
+	return nil
+}
+
+// needsStatus: the agent has not reported the deployment the spec asks for as ready.
+func needsStatus(bd *fleet.BundleDeployment) bool {
+	if bd.DeletionTimestamp != nil || bd.Spec.DeploymentID == "" {
+		return false
+	}
+	return bd.Status.AppliedDeploymentID != bd.Spec.DeploymentID || !bd.Status.Ready || bd.Status.Display.State != string(fleet.Ready)
+}
+
+// work writes one BundleDeployment's status as the agent's pass would.
+func (s *Sim) work(ctx context.Context) bool {
+	it, shutdown := s.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer s.queue.Done(it)
+	s.mu.Lock()
+	a := s.agents[it.agent]
+	s.mu.Unlock()
+	obj, exists, err := a.informer.GetStore().GetByKey(it.namespace + "/" + it.name)
+	if err != nil || !exists {
+		s.queue.Forget(it)
+		return true
+	}
+	bd := obj.(*fleet.BundleDeployment)
+	if !needsStatus(bd) {
+		s.queue.Forget(it)
+		return true
+	}
+	rev := 1
+	if v, ok := a.revisions.Load(bd.Name); ok {
+		rev = v.(int)
+		if bd.Status.AppliedDeploymentID != bd.Spec.DeploymentID {
+			rev++
+		}
+	}
+	cur := bd.DeepCopy()
+	cur.Status = deployer.Simulated(bd, bd.Status, rev, s.o.Resources, time.Now())
+	updated, err := a.bds.UpdateStatus(cur)
+	switch {
+	case err == nil:
+		a.revisions.Store(bd.Name, rev)
+		s.Writes.Add(1)
+		s.queue.Forget(it)
+		if s.Progress != nil {
+			s.Progress(updated)
+		}
+	case apierrors.IsConflict(err):
+		s.Conflicts.Add(1)
+		s.queue.AddRateLimited(it)
+	case apierrors.IsNotFound(err) || ctx.Err() != nil:
+		s.queue.Forget(it)
+	default:
+		s.Errors.Add(1)
+		logrus.WithError(err).WithField("bundleDeployment", it.namespace+"/"+it.name).Debug("simulated agent: status write failed")
+		s.queue.AddRateLimited(it)
+	}
+	return true
+}
+
+// Agents returns the registered agents.
+func (s *Sim) Agents() []*Agent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*Agent(nil), s.agents...)
+}
+
+// Client is the agent's own client of its BundleDeployments on the manager (its credential).
+func (a *Agent) Client() fleetcontrollers.BundleDeploymentClient { return a.bds }
+
+// Clusters is the agent's own client of Clusters on the manager (its credential).
+func (a *Agent) Clusters() fleetcontrollers.ClusterClient { return a.clusters }
+
+// Stop ends the agent's watch and heartbeat.
+func (a *Agent) Stop() {
+	if a.cancel != nil {
+		a.cancel()
+	}
+}
+
+// RESTConfig is a client configuration with the agent's credential.
+func (a *Agent) RESTConfig() *rest.Config { return register.NewSession(a.Credential).RESTConfig() }
