@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -220,4 +222,45 @@ func freeAddr() (string, error) {
 	}
 	defer l.Close()
 	return l.Addr().String(), nil
+}
+
+// Servers is what the management cluster's own processes used by the end of a size: the
+// figures the estimates for more clusters are made from.
+type Servers struct {
+	APIServerPeakMiB float64 `json:"apiserverPeakRSSMiB"`
+	EtcdPeakMiB      float64 `json:"etcdPeakRSSMiB"`
+	// EtcdDBMiB is the size of etcd's database file (it grows to the largest the data has
+	// been, and is not compacted back).
+	EtcdDBMiB float64 `json:"etcdDBMiB"`
+	// SimulatorPeakMiB is this process (the simulated agents and the benchmark's caches).
+	SimulatorPeakMiB float64 `json:"simulatorPeakRSSMiB"`
+}
+
+// servers reads the peak RSS of the cluster's kube-apiserver and etcd (found by their folder
+// in the cluster's Dir) and etcd's database size.
+func (e *env) servers() Servers {
+	var s Servers
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		data, err := os.ReadFile(p)
+		if err != nil || !strings.Contains(string(data), e.mgr.Dir) {
+			continue
+		}
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		if err != nil {
+			continue
+		}
+		cmd := strings.SplitN(string(data), "\x00", 2)[0]
+		switch filepath.Base(cmd) {
+		case "kube-apiserver":
+			s.APIServerPeakMiB = proc.PeakRSS(pid)
+		case "etcd":
+			s.EtcdPeakMiB = proc.PeakRSS(pid)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(e.mgr.Dir, "etcd", "member", "snap", "db")); err == nil {
+		s.EtcdDBMiB = float64(fi.Size()) / (1 << 20)
+	}
+	s.SimulatorPeakMiB = proc.PeakRSS(os.Getpid())
+	return s
 }

@@ -81,6 +81,8 @@ type Run struct {
 	Checkin  string   `json:"checkinInterval"`
 	Phases   []Phase  `json:"phases"`
 	Notes    []string `json:"notes,omitempty"`
+	// Servers are the apiserver's and etcd's figures after the rollouts.
+	Servers Servers `json:"servers"`
 	// SimWrites, SimConflicts and SimErrors are the simulated agents' status writes.
 	SimWrites, SimConflicts, SimErrors int64
 }
@@ -277,6 +279,9 @@ func runPlan(fleetBin string, p plan, checkin time.Duration) (Run, error) {
 		}
 	}
 
+	r.Servers = e.servers()
+	say("apiserver peak RSS %.0f MiB, etcd %.0f MiB, etcd database %.0f MiB, simulator %.0f MiB",
+		r.Servers.APIServerPeakMiB, r.Servers.EtcdPeakMiB, r.Servers.EtcdDBMiB, r.Servers.SimulatorPeakMiB)
 	if profileDir != "" && e.profiles != "" {
 		if err := proc.SaveProfile(e.profiles, profileDir, "heap?gc=1", fmt.Sprintf("heap-%d.pprof", n)); err != nil {
 			say("heap profile: %v", err)
