@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -111,7 +112,7 @@ func main() {
 	fleetBin := flag.String("fleet", "bin/fleet", "fleet binary")
 	out := flag.String("out", "benchmarks/results", "results folder")
 	size := flag.String("size", "full", "full (100 to 10,000 clusters, about 45 minutes) or small (100 and 1,000, about 10)")
-	only := flag.Int("clusters", 0, "run only the plan of this many clusters")
+	only := flag.Int("clusters", 0, "run only the plan of this many clusters (-1: none, only the shards)")
 	checkin := flag.Duration("checkin", 15*time.Minute, "the simulated agents' check-in interval (the manager's agentCheckinInterval; Fleet's default is 15m)")
 	shards := flag.Bool("shards", true, "run the two-shard experiment")
 	flag.StringVar(&profileDir, "profile", "", "save the manager's CPU profile of the idle phase (its first minute) and its heap after each size's rollouts here")
@@ -125,7 +126,6 @@ func main() {
 }
 
 func run(fleetBin, out, size string, only int, checkin time.Duration, shards bool) error {
-	var runs []Run
 	for _, p := range plans(size) {
 		if only > 0 && p.clusters != only {
 			continue
@@ -137,12 +137,16 @@ func run(fleetBin, out, size string, only int, checkin time.Duration, shards boo
 		if err != nil {
 			return fmt.Errorf("%d clusters: %w", p.clusters, err)
 		}
-		runs = append(runs, r)
 	}
-	if err := plotGrowth(out, size, runs); err != nil {
+	// Growth is plotted over every size in out, this run's and earlier ones'.
+	all, err := readRuns(out)
+	if err != nil {
 		return err
 	}
-	if shards && only == 0 {
+	if err := plotGrowth(out, size, all); err != nil {
+		return err
+	}
+	if shards && only <= 0 {
 		n := 1000
 		r, err := runShards(fleetBin, n, 10)
 		if werr := write(out, "scale-shards", r); werr != nil && err == nil {
@@ -155,11 +159,33 @@ func run(fleetBin, out, size string, only int, checkin time.Duration, shards boo
 	return nil
 }
 
-func runPlan(fleetBin string, p plan, checkin time.Duration) (Run, error) {
+// readRuns reads every size's results in out.
+func readRuns(out string) ([]Run, error) {
+	files, err := filepath.Glob(filepath.Join(out, "scale-*.json"))
+	if err != nil {
+		return nil, err
+	}
+	var runs []Run
+	for _, f := range files {
+		var r Run
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(data, &r); err != nil || r.Clusters == 0 || len(r.Phases) == 0 {
+			continue // the shards' results, or not a size's
+		}
+		runs = append(runs, r)
+	}
+	slices.SortFunc(runs, func(a, b Run) int { return a.Clusters - b.Clusters })
+	return runs, nil
+}
+
+func runPlan(fleetBin string, p plan, checkin time.Duration) (r Run, err error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	n := p.clusters
-	r := Run{Date: time.Now().UTC().Format(time.RFC3339), Cores: runtime.NumCPU(), MemGiB: proc.MemTotalGiB(), Clusters: n, Checkin: checkin.String()}
+	r = Run{Date: time.Now().UTC().Format(time.RFC3339), Cores: runtime.NumCPU(), MemGiB: proc.MemTotalGiB(), Clusters: n, Checkin: checkin.String()}
 	say := func(f string, args ...interface{}) {
 		fmt.Printf("[%d clusters] "+f+"\n", append([]interface{}{n}, args...)...)
 	}

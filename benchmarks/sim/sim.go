@@ -114,19 +114,25 @@ func (s *Sim) Start(ctx context.Context) {
 	go func() { <-ctx.Done(); s.queue.ShutDown() }()
 }
 
-// Register registers n more agents at once, each through the token as the real agent does, and
-// runs them until ctx ends. It returns when all have their credential (or the first error).
+// Register registers n more agents at once, each through the token as the real agent does;
+// each runs (watches its BundleDeployments, checks in) as soon as it has its credential, until
+// ctx ends. Register returns when all have registered (or with every error).
 func (s *Sim) Register(ctx context.Context, n int) error {
 	s.mu.Lock()
 	first := len(s.agents)
+	s.agents = append(s.agents, make([]*Agent, n)...)
 	s.mu.Unlock()
-	agents := make([]*Agent, n)
 	errs := make(chan error, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
 			a, err := s.register(ctx, fmt.Sprintf("%s-%05d", s.o.Prefix, first+i))
-			agents[i] = a
+			if err == nil {
+				s.mu.Lock()
+				s.agents[first+i] = a
+				s.mu.Unlock()
+				err = s.run(ctx, first+i, a)
+			}
 			errs <- err
 		})
 	}
@@ -136,19 +142,7 @@ func (s *Sim) Register(ctx context.Context, n int) error {
 	for e := range errs {
 		err = errors.Join(err, e)
 	}
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	base := len(s.agents)
-	s.agents = append(s.agents, agents...)
-	s.mu.Unlock()
-	for i, a := range agents {
-		if err := s.run(ctx, base+i, a); err != nil {
-			return err
-		}
-	}
-	return nil
+	return err
 }
 
 // register plays one agent's start: a downstream cluster holding the bootstrap Secret (as the
@@ -276,7 +270,13 @@ func (s *Sim) work(ctx context.Context) bool {
 func (s *Sim) Agents() []*Agent {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]*Agent(nil), s.agents...)
+	var out []*Agent
+	for _, a := range s.agents {
+		if a != nil {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // Client is the agent's own client of its BundleDeployments on the manager (its credential).

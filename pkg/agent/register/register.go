@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -268,8 +269,12 @@ func request(cfg *rest.Config, v registration.Values, clientID string, labels ma
 	return reg.Name, nonce, nil
 }
 
-// await polls for the credential Secret name in the registration namespace (every
-// o.PollInterval, up to o.Timeout: by default each second for 30 minutes).
+// await looks for the credential Secret name in the registration namespace, at once, then
+// after o.PollInterval (default a second), each wait half again as long as the one before up to
+// grantPollCap, for at most o.Timeout (default 30 minutes). The waits grow because in a
+// registration storm every agent waiting for its credential asks: thousands asking each second
+// kept the apiserver busy answering "not yet" (and refusing with 429) while the manager could
+// grant only a few registrations a second (benchmarks/RESULTS.md, the 5,000-cluster storm).
 func await(ctx context.Context, cfg *rest.Config, v registration.Values, name string, o Options, log *logrus.Entry) (*corev1.Secret, error) {
 	kc, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -282,8 +287,11 @@ func await(ctx context.Context, cfg *rest.Config, v registration.Values, name st
 	if timeout <= 0 {
 		timeout = grantTimeout
 	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	backoff := wait.Backoff{Duration: poll, Factor: grantPollFactor, Jitter: 0.2, Steps: math.MaxInt32, Cap: max(poll, grantPollCap)}
 	var secret *corev1.Secret
-	err = wait.PollUntilContextTimeout(ctx, poll, timeout, true, func(ctx context.Context) (bool, error) {
+	err = wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
 		s, err := kc.CoreV1().Secrets(v.SystemRegistrationNamespace).Get(ctx, name, metav1.GetOptions{})
 		switch {
 		case err == nil:
@@ -427,10 +435,13 @@ const (
 	registerRetryCap = time.Minute
 	// requestTimeout bounds each request to the manager while registering.
 	requestTimeout = 30 * time.Second
-	// grantPoll is how often a registering agent looks for its granted credential, and
-	// grantTimeout how long it waits for it (unless Options say otherwise).
-	grantPoll    = time.Second
-	grantTimeout = 30 * time.Minute
+	// grantPoll is how soon a registering agent looks for its granted credential again (each
+	// later wait grantPollFactor times the one before, up to grantPollCap), and grantTimeout how
+	// long it waits for it (unless Options say otherwise).
+	grantPoll       = time.Second
+	grantPollFactor = 1.5
+	grantPollCap    = 15 * time.Second
+	grantTimeout    = 30 * time.Minute
 	// exchangeRetry is how soon a refused exchange of Fleet's credential is tried again: the
 	// manager allows it as soon as it has taken the Cluster over.
 	exchangeRetry = 5 * time.Second
