@@ -289,24 +289,24 @@ func await(ctx context.Context, cfg *rest.Config, v registration.Values, name st
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// (Stepped by hand: wait.ExponentialBackoffWithContext gives up once the cap is reached.)
 	backoff := wait.Backoff{Duration: poll, Factor: grantPollFactor, Jitter: 0.2, Steps: math.MaxInt32, Cap: max(poll, grantPollCap)}
-	var secret *corev1.Secret
-	err = wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+	for {
 		s, err := kc.CoreV1().Secrets(v.SystemRegistrationNamespace).Get(ctx, name, metav1.GetOptions{})
 		switch {
 		case err == nil:
-			secret = s
-			return true, nil
-		case apierrors.IsNotFound(err):
-			return false, nil
+			return s, nil
 		case apierrors.IsUnauthorized(err):
-			return false, tokenError(v.APIServerURL, err)
-		default:
+			return nil, tokenError(v.APIServerURL, err)
+		case !apierrors.IsNotFound(err):
 			log.WithError(err).Debug("waiting for the credential")
-			return false, nil
 		}
-	})
-	return secret, err
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(backoff.Step()):
+		}
+	}
 }
 
 // granted is the credential the manager wrote (d), reached where the token said unless the
