@@ -49,6 +49,7 @@ func newEnv(ctx context.Context, name string, checkin time.Duration) (*env, erro
 		return nil, err
 	}
 	e := &env{mgr: mgr, procs: map[string]*exec.Cmd{}}
+	running.Store(e, true)
 	if err := e.setup(ctx, checkin); err != nil {
 		e.stop()
 		return nil, err
@@ -96,7 +97,19 @@ func (e *env) setup(ctx context.Context, checkin time.Duration) error {
 	})
 }
 
+// running are the environments not stopped yet.
+var running sync.Map
+
+// stopAll stops every running environment.
+func stopAll() {
+	running.Range(func(k, _ interface{}) bool {
+		k.(*env).stop()
+		return true
+	})
+}
+
 func (e *env) stop() {
+	running.Delete(e)
 	for _, p := range e.procs {
 		_ = p.Process.Kill()
 		_, _ = p.Process.Wait()

@@ -21,9 +21,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -119,6 +121,15 @@ func main() {
 	flag.Parse()
 	// The simulated agents log as the agent does; thousands of them would drown the figures.
 	logrus.SetLevel(logrus.WarnLevel)
+	// Stopped (Ctrl-C, timeout): take the clusters and controllers down too, or they would go on
+	// using the machine.
+	go func() {
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		<-sig
+		stopAll()
+		os.Exit(2)
+	}()
 	if err := run(*fleetBin, *out, *size, *only, *checkin, *shards); err != nil {
 		fmt.Fprintln(os.Stderr, "bench scale:", err)
 		os.Exit(1)
@@ -127,7 +138,7 @@ func main() {
 
 func run(fleetBin, out, size string, only int, checkin time.Duration, shards bool) error {
 	for _, p := range plans(size) {
-		if only > 0 && p.clusters != only {
+		if only != 0 && p.clusters != only {
 			continue
 		}
 		r, err := runPlan(fleetBin, p, checkin)
