@@ -113,7 +113,7 @@ func plans(size string) []plan {
 func main() {
 	fleetBin := flag.String("fleet", "bin/fleet", "fleet binary")
 	out := flag.String("out", "benchmarks/results", "results folder")
-	size := flag.String("size", "full", "full (100 to 10,000 clusters, about 45 minutes) or small (100 and 1,000, about 10)")
+	size := flag.String("size", "full", "full (100, 1,000, 5,000 and 10,000 clusters) or small (100 and 1,000, about ten minutes)")
 	only := flag.Int("clusters", 0, "run only the plan of this many clusters (-1: none, only the shards)")
 	checkin := flag.Duration("checkin", 15*time.Minute, "the simulated agents' check-in interval (the manager's agentCheckinInterval; Fleet's default is 15m)")
 	shards := flag.Bool("shards", true, "run the two-shard experiment")
