@@ -40,7 +40,6 @@ import (
 	"github.com/fleetgo/fleet/pkg/localcluster"
 	"github.com/fleetgo/fleet/pkg/names"
 	"github.com/fleetgo/fleet/pkg/registration"
-	"github.com/fleetgo/fleet/pkg/target"
 )
 
 // Result is what the benchmark writes.
@@ -131,7 +130,7 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 
 	fmt.Printf("creating %d clusters and their namespaces\n", nClusters)
 	var clusterNamespaces []string
-	err = parallel(nClusters, 32, func(i int) error {
+	err = proc.Parallel(nClusters, 32, func(i int) error {
 		name := fmt.Sprintf("c-%05d", i)
 		nsName := names.ClusterNamespace(ns, name)
 		if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nsName}}, metav1.CreateOptions{}); err != nil {
@@ -164,7 +163,7 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 	total := nBundles * nClusters
 	fmt.Printf("raw: creating %d BundleDeployments with a plain parallel client\n", total)
 	start := time.Now()
-	err = parallel(total, 64, func(i int) error {
+	err = proc.Parallel(total, 64, func(i int) error {
 		b, c := bundleSpecs[i/nClusters], i%nClusters
 		bd := rawDeployment(b, fmt.Sprintf("c-%05d", c), clusterNamespaces[c])
 		_, err := api.BundleDeployment().Create(bd)
@@ -175,7 +174,7 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 	}
 	raw := time.Since(start)
 	fmt.Printf("raw: %d in %s (%.0f/s)\n", total, raw.Round(time.Millisecond), float64(total)/raw.Seconds())
-	if err := parallel(nClusters, 32, func(c int) error {
+	if err := proc.Parallel(nClusters, 32, func(c int) error {
 		return api.BundleDeployment().DeleteCollection(clusterNamespaces[c], metav1.DeleteOptions{}, metav1.ListOptions{})
 	}); err != nil {
 		return err
@@ -335,17 +334,9 @@ func benchBundle(i int) *fleet.Bundle {
 	}
 }
 
-// rawDeployment is the BundleDeployment the controller would write, built the same way.
+// rawDeployment is the BundleDeployment the controller would write, under another name.
 func rawDeployment(b *fleet.Bundle, cluster, clusterNS string) *fleet.BundleDeployment {
-	c := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: cluster, Namespace: ns}}
-	c.Status.Namespace = clusterNS
-	manifest, _ := target.Manifest(b.Spec.Resources)
-	ci := target.ClusterInfo{Cluster: c}
-	m, _ := target.MatchCluster(b, ci)
-	if m == nil {
-		m = &target.Match{Options: b.Spec.BundleDeploymentOptions}
-	}
-	bd, _ := target.Deployment(b, ci, m, target.ContentName(manifest))
+	bd := proc.Deployment(b, cluster, clusterNS)
 	bd.Name = "raw-" + bd.Name
 	return bd
 }
@@ -380,31 +371,6 @@ func waitCount(ctx context.Context, mgr *localcluster.Cluster, want int64, timeo
 			return fmt.Errorf("%d BundleDeployments left, want %d", n.Load(), want)
 		}
 		time.Sleep(200 * time.Millisecond)
-	}
-	return nil
-}
-
-func parallel(n, workers int, f func(int) error) error {
-	var wg sync.WaitGroup
-	var first atomic.Value
-	next := atomic.Int64{}
-	for range workers {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n || first.Load() != nil {
-					return
-				}
-				if err := f(i); err != nil {
-					first.CompareAndSwap(nil, err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if err, ok := first.Load().(error); ok {
-		return err
 	}
 	return nil
 }

@@ -11,8 +11,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/target"
 )
 
 // PeakRSS is the process's peak resident set size (VmHWM) in MiB; 0 when unreadable.
@@ -135,4 +141,46 @@ func MemTotalGiB() float64 {
 		}
 	}
 	return 0
+}
+
+// Parallel runs f(0..n-1) on workers goroutines and returns the first error (the rest of the
+// work is then skipped).
+func Parallel(n, workers int, f func(int) error) error {
+	var wg sync.WaitGroup
+	var first atomic.Value
+	next := atomic.Int64{}
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || first.Load() != nil {
+					return
+				}
+				if err := f(i); err != nil {
+					first.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err, ok := first.Load().(error); ok {
+		return err
+	}
+	return nil
+}
+
+// Deployment is the BundleDeployment the controller would write for Bundle b on the cluster of
+// that name whose namespace is clusterNS, built the same way (what the plain client writes).
+func Deployment(b *fleet.Bundle, cluster, clusterNS string) *fleet.BundleDeployment {
+	c := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: cluster, Namespace: b.Namespace}}
+	c.Status.Namespace = clusterNS
+	manifest, _ := target.Manifest(b.Spec.Resources)
+	ci := target.ClusterInfo{Cluster: c}
+	m, _ := target.MatchCluster(b, ci)
+	if m == nil {
+		m = &target.Match{Options: b.Spec.BundleDeploymentOptions}
+	}
+	bd, _ := target.Deployment(b, ci, m, target.ContentName(manifest))
+	return bd
 }

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -199,32 +198,6 @@ func waitFor(timeout time.Duration, done func() (bool, error)) error {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-}
-
-// parallel runs f(0..n-1) on workers goroutines; it returns the first error.
-func parallel(n, workers int, f func(int) error) error {
-	var wg sync.WaitGroup
-	var first atomic.Value
-	next := atomic.Int64{}
-	for range workers {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n || first.Load() != nil {
-					return
-				}
-				if err := f(i); err != nil {
-					first.CompareAndSwap(nil, err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if err, ok := first.Load().(error); ok {
-		return err
-	}
-	return nil
 }
 
 // freeAddr is a loopback address with a port free at the time of asking.

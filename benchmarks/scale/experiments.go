@@ -22,7 +22,6 @@ import (
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/localserver"
 	"github.com/fleetgo/fleet/pkg/registration"
-	"github.com/fleetgo/fleet/pkg/target"
 )
 
 // rawNamespace holds the plain client's objects.
@@ -35,7 +34,7 @@ var simLabels = map[string]string{"env": "sim"}
 func timed(n int, f func(int) error) ([]time.Duration, time.Duration, error) {
 	done := make([]time.Duration, n)
 	start := time.Now()
-	err := parallel(n, 64, func(i int) error {
+	err := proc.Parallel(n, 64, func(i int) error {
 		if err := f(i); err != nil {
 			return err
 		}
@@ -126,19 +125,10 @@ func retryMissingNamespace(f func() error) error {
 }
 
 // rawDeployment is the BundleDeployment the controller would write for bundle b on cluster i,
-// built the same way, in the plain client's namespace.
+// in the plain client's namespace.
 func rawDeployment(b *fleet.Bundle, i int) *fleet.BundleDeployment {
-	c := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("c-%05d", i), Namespace: fleet.DefaultNamespace}}
-	c.Status.Namespace = rawNamespace
-	manifest, _ := target.Manifest(b.Spec.Resources)
-	ci := target.ClusterInfo{Cluster: c}
-	m, _ := target.MatchCluster(b, ci)
-	if m == nil {
-		m = &target.Match{Options: b.Spec.BundleDeploymentOptions}
-	}
-	bd, _ := target.Deployment(b, ci, m, target.ContentName(manifest))
+	bd := proc.Deployment(b, fmt.Sprintf("c-%05d", i), rawNamespace)
 	bd.Name = fmt.Sprintf("%s-%05d", b.Name, i)
-	bd.Namespace = rawNamespace
 	return bd
 }
 
@@ -189,7 +179,7 @@ func (r rawBDs) remove(name string) error {
 // client: each BundleDeployment's new deployment ID, then its status applied and ready.
 func rawCommit(ctx context.Context, e *env, b *fleet.Bundle, n int) (specs, statuses []time.Duration, took time.Duration, err error) {
 	bds := make([]*fleet.BundleDeployment, n)
-	if err = parallel(n, 64, func(i int) error {
+	if err = proc.Parallel(n, 64, func(i int) error {
 		bd, err := e.api.BundleDeployment().Create(rawDeployment(b, i))
 		bds[i] = bd
 		return err
@@ -225,13 +215,32 @@ func rawCommit(ctx context.Context, e *env, b *fleet.Bundle, n int) (specs, stat
 	return
 }
 
+// meter reads what the manager used and the apiserver wrote during an experiment.
+type meter struct {
+	e      *env
+	before usage
+	writes map[string]int
+}
+
+func startMeter(ctx context.Context, e *env) (*meter, error) {
+	writes, err := proc.WriteCounts(ctx, e.kube)
+	return &meter{e: e, before: e.usage(""), writes: writes}, err
+}
+
+// done records the manager's CPU and peak RSS and the apiserver's writes since the start in p.
+func (m *meter) done(ctx context.Context, p *Phase) error {
+	p.finish(m.e, m.before)
+	after, err := proc.WriteCounts(ctx, m.e.kube)
+	p.Writes = proc.Delta(m.writes, after)
+	return err
+}
+
 // storm registers n simulated agents at once and waits until every Cluster is registered and
 // its agent has checked in.
 func storm(ctx context.Context, e *env, s *sim.Sim, n int, timeout time.Duration) (Phase, error) {
 	cw := clusterWatcher(ctx, e)
 	defer cw.cancel()
-	before := e.usage("")
-	writesBefore, err := proc.WriteCounts(ctx, e.kube)
+	m, err := startMeter(ctx, e)
 	if err != nil {
 		return Phase{}, err
 	}
@@ -253,12 +262,9 @@ func storm(ctx context.Context, e *env, s *sim.Sim, n int, timeout time.Duration
 		return Phase{}, err
 	}
 	p := Phase{Name: "registration storm", Seconds: took.Seconds(), Objects: n, Series: series}
-	p.finish(e, before)
-	writesAfter, err := proc.WriteCounts(ctx, e.kube)
-	if err != nil {
+	if err := m.done(ctx, &p); err != nil {
 		return p, err
 	}
-	p.Writes = proc.Delta(writesBefore, writesAfter)
 	// None lost or duplicated: exactly n Clusters, each of one clientID.
 	list, err := e.api.Cluster().List(fleet.DefaultNamespace, metav1.ListOptions{})
 	if err != nil {
@@ -305,8 +311,7 @@ func (g *gitRepoRollout) run(ctx context.Context, name string, timeout time.Dura
 	e := g.e
 	bw := bdWatcher(ctx, e)
 	defer bw.cancel()
-	before := e.usage("")
-	writesBefore, err := proc.WriteCounts(ctx, e.kube)
+	m, err := startMeter(ctx, e)
 	if err != nil {
 		return Phase{}, err
 	}
@@ -354,10 +359,7 @@ func (g *gitRepoRollout) run(ctx context.Context, name string, timeout time.Dura
 	}
 	p := Phase{Name: name, Seconds: took.Seconds(), Objects: g.n, Series: series,
 		Check: fmt.Sprintf("all %d BundleDeployments Ready after %.1f s, the GitRepo Ready at %s after %.1f s", g.n, allReady.Seconds(), commit[:8], took.Seconds())}
-	p.finish(e, before)
-	writesAfter, err := proc.WriteCounts(ctx, e.kube)
-	p.Writes = proc.Delta(writesBefore, writesAfter)
-	return p, err
+	return p, m.done(ctx, &p)
 }
 
 func (g *gitRepoRollout) createGitRepo() error {
@@ -412,8 +414,7 @@ func scaleBundle(i int) *fleet.Bundle {
 func createBundles(ctx context.Context, e *env, bundles, n int, timeout time.Duration) (Phase, error) {
 	bw := bdWatcher(ctx, e)
 	defer bw.cancel()
-	before := e.usage("")
-	writesBefore, err := proc.WriteCounts(ctx, e.kube)
+	m, err := startMeter(ctx, e)
 	if err != nil {
 		return Phase{}, err
 	}
@@ -448,10 +449,7 @@ func createBundles(ctx context.Context, e *env, bundles, n int, timeout time.Dur
 	}
 	p := Phase{Name: fmt.Sprintf("create %d bundles x %d clusters", bundles, n), Seconds: created.Seconds(), Objects: total,
 		ReadySeconds: took.Seconds(), Series: series}
-	p.finish(e, before)
-	writesAfter, err := proc.WriteCounts(ctx, e.kube)
-	p.Writes = proc.Delta(writesBefore, writesAfter)
-	return p, err
+	return p, m.done(ctx, &p)
 }
 
 // deleteBundles deletes the creation experiment's Bundles and waits until every one of their

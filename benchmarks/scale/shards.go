@@ -62,7 +62,7 @@ func runShards(fleetBin string, n, bundles int) (ShardRun, error) {
 	}
 	defer e.stop()
 	fmt.Printf("[shards] %d clusters\n", n)
-	if err := parallel(n, 32, func(i int) error { return registered(ctx, e, i) }); err != nil {
+	if err := proc.Parallel(n, 32, func(i int) error { return registered(ctx, e, i) }); err != nil {
 		return r, err
 	}
 	fmt.Printf("[shards] raw: create and delete %d BundleDeployments\n", n*bundles)
