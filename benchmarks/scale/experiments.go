@@ -49,7 +49,8 @@ func timed(n int, f func(int) error) ([]time.Duration, time.Duration, error) {
 // Cluster and its status), then deletes the Fleet kinds again (the controller is not running
 // yet, so nothing acts on them).
 func rawRegistration(ctx context.Context, e *env, n int) (time.Duration, int, error) {
-	const perCluster = 8
+	// Seven steps per cluster, the last of them two writes (the Cluster and its status).
+	const perCluster, writes = 7, 8
 	_, took, err := timed(n*perCluster, func(j int) error {
 		i, step := j/perCluster, j%perCluster
 		ns := fmt.Sprintf("raw-c-%05d", i)
@@ -81,10 +82,7 @@ func rawRegistration(ctx context.Context, e *env, n int) (time.Duration, int, er
 		case 5:
 			_, err = e.api.ClusterRegistration().Create(&fleet.ClusterRegistration{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("raw-%05d", i), Namespace: rawNamespace},
 				Spec: fleet.ClusterRegistrationSpec{ClientID: fmt.Sprintf("raw-%05d", i), ClientRandom: strings.Repeat("r", 64), ClusterLabels: simLabels}})
-		case 6, 7:
-			if step == 7 {
-				return nil // (counted with the status write below)
-			}
+		case 6:
 			c, err := e.api.Cluster().Create(&fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("raw-%05d", i), Namespace: rawNamespace, Labels: simLabels}})
 			if err != nil {
 				return err
@@ -110,7 +108,7 @@ func rawRegistration(ctx context.Context, e *env, n int) (time.Duration, int, er
 			return 0, 0, err
 		}
 	}
-	return took, n * perCluster, nil
+	return took, n * writes, nil
 }
 
 // retryMissingNamespace retries f while its namespace is still being created by another worker.

@@ -48,9 +48,10 @@ func ShardSelector(id string) labels.Selector {
 	return labels.NewSelector().Add(*r)
 }
 
-// inShard says whether obj is shard id's to handle. A deleted object (nil) is passed on: its
-// handlers only forget what they knew of the key.
-func inShard(id string, obj runtime.Object) bool {
+// inShard says whether obj is the shard's (mine selects its objects; the same selector narrows
+// its caches, metrics and events). A deleted object (nil) is passed on: its handlers only forget
+// what they knew of the key.
+func inShard(mine labels.Selector, obj runtime.Object) bool {
 	if obj == nil {
 		return true
 	}
@@ -58,7 +59,7 @@ func inShard(id string, obj runtime.Object) bool {
 	if err != nil {
 		return true
 	}
-	return m.GetLabels()[fleet.ShardLabel] == id
+	return mine.Matches(labels.Set(m.GetLabels()))
 }
 
 // shardTweaks narrows a shard's caches of the sharded kinds to its own objects, and the
@@ -94,19 +95,19 @@ func (f shardFactory) wrap(gr schema.GroupResource, c lassocontroller.SharedCont
 	if !shardedResources[gr] {
 		return c
 	}
-	return shardController{SharedController: c, id: f.id}
+	return shardController{SharedController: c, mine: ShardSelector(f.id)}
 }
 
 // shardController skips the objects of other shards before any handler sees them.
 type shardController struct {
 	lassocontroller.SharedController
-	id string
+	mine labels.Selector
 }
 
 func (c shardController) RegisterHandler(ctx context.Context, name string, handler lassocontroller.SharedControllerHandler) {
 	c.SharedController.RegisterHandler(ctx, name, lassocontroller.SharedControllerHandlerFunc(
 		func(key string, obj runtime.Object) (runtime.Object, error) {
-			if !inShard(c.id, obj) {
+			if !inShard(c.mine, obj) {
 				return obj, nil
 			}
 			return handler.OnChange(key, obj)
