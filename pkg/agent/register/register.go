@@ -274,7 +274,9 @@ func request(cfg *rest.Config, v registration.Values, clientID string, labels ma
 // grantPollCap, for at most o.Timeout (default 30 minutes). The waits grow because in a
 // registration storm every agent waiting for its credential asks: thousands asking each second
 // kept the apiserver busy answering "not yet" (and refusing with 429) while the manager could
-// grant only a few registrations a second (benchmarks/RESULTS.md, the 5,000-cluster storm).
+// grant only a few registrations a second (benchmarks/RESULTS.md, the 5,000-cluster storm). Each
+// look is answered from the apiserver's cache (resourceVersion 0) rather than read through to
+// etcd: a credential seen a moment late only costs another look.
 func await(ctx context.Context, cfg *rest.Config, v registration.Values, name string, o Options, log *logrus.Entry) (*corev1.Secret, error) {
 	kc, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -292,7 +294,7 @@ func await(ctx context.Context, cfg *rest.Config, v registration.Values, name st
 	// (Stepped by hand: wait.ExponentialBackoffWithContext gives up once the cap is reached.)
 	backoff := wait.Backoff{Duration: poll, Factor: grantPollFactor, Jitter: 0.2, Steps: math.MaxInt32, Cap: max(poll, grantPollCap)}
 	for {
-		s, err := kc.CoreV1().Secrets(v.SystemRegistrationNamespace).Get(ctx, name, metav1.GetOptions{})
+		s, err := kc.CoreV1().Secrets(v.SystemRegistrationNamespace).Get(ctx, name, metav1.GetOptions{ResourceVersion: "0"})
 		switch {
 		case err == nil:
 			return s, nil

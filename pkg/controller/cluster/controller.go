@@ -43,6 +43,13 @@ const (
 	// busyDelay: under a rollout of many Bundles a cluster's roll-up then follows its new
 	// deployments at most every busyDelay, rather than once per Bundle.
 	busyDelay = 30 * time.Second
+	// busyReportDelay: the roll-ups that reports trigger for a cluster whose status was written
+	// within the last busyDelay wait until busyReportDelay has passed since that write. While a
+	// rollout of many Bundles reaches a cluster, its status then follows its agent's reports at
+	// most every busyReportDelay, not once per report (each such write also raced the agent's
+	// check-in and was refused as a conflict); a report after a quiet spell still shows within
+	// statusDelay.
+	busyReportDelay = 10 * time.Second
 )
 
 // Deps are what the controller reads and writes.
@@ -80,12 +87,6 @@ type handler struct {
 func Register(ctx context.Context, d Deps) {
 	h := &handler{clusters: d.Clusters, bdCache: d.BundleDeployments.Cache(), namespaces: d.Namespaces,
 		interval: d.CheckinInterval, revoke: d.Revoke, steps: d.StatusSteps, now: time.Now}
-	specDelayFor := func(ns, name string) time.Duration {
-		if at, ok := h.written.Load(ns + "/" + name); ok && h.now().Sub(at.(time.Time)) < busyDelay {
-			return busyDelay
-		}
-		return specDelay
-	}
 	d.Clusters.OnChange(ctx, "cluster", h.OnChange)
 	fleetcontrollers.RegisterClusterStatusHandler(ctx, d.Clusters, "", "cluster-status", h.statusHandler)
 	enqueue := func(obj interface{}, delay time.Duration) {
@@ -94,10 +95,7 @@ func Register(ctx context.Context, d Deps) {
 		}
 		if bd, ok := obj.(*fleet.BundleDeployment); ok {
 			if ns, name := bd.Labels[fleet.ClusterNamespaceLabel], bd.Labels[fleet.ClusterLabel]; ns != "" && name != "" {
-				if delay == specDelay {
-					delay = specDelayFor(ns, name)
-				}
-				d.Clusters.EnqueueAfter(ns, name, delay)
+				d.Clusters.EnqueueAfter(ns, name, h.delay(ns+"/"+name, delay))
 			}
 		}
 	}
@@ -114,6 +112,23 @@ func Register(ctx context.Context, d Deps) {
 			enqueue(cur, statusDelay)
 		},
 	})
+}
+
+// delay is how long a roll-up that a BundleDeployment change asks for with base (specDelay or
+// statusDelay) waits, given when the cluster's status was last written.
+func (h *handler) delay(key string, base time.Duration) time.Duration {
+	at, ok := h.written.Load(key)
+	if !ok {
+		return base
+	}
+	since := h.now().Sub(at.(time.Time))
+	if since >= busyDelay {
+		return base
+	}
+	if base == specDelay {
+		return busyDelay
+	}
+	return max(base, busyReportDelay-since)
 }
 
 // OnChange keeps the Cluster's finalizer and namespace, and takes both away when it is deleted.
