@@ -238,6 +238,8 @@ func (m *meter) done(ctx context.Context, p *Phase) error {
 func storm(ctx context.Context, e *env, s *sim.Sim, n int, timeout time.Duration) (Phase, error) {
 	cw := clusterWatcher(ctx, e)
 	defer cw.cancel()
+	rw := registrationWatcher(ctx, e)
+	defer rw.cancel()
 	m, err := startMeter(ctx, e)
 	if err != nil {
 		return Phase{}, err
@@ -248,11 +250,17 @@ func storm(ctx context.Context, e *env, s *sim.Sim, n int, timeout time.Duration
 		func(c *fleet.Cluster) bool { return !c.Status.Agent.LastSeen.IsZero() },
 	}
 	smp := sample(cw, start, []string{"fleet: Clusters registered", "fleet: agents checked in"}, preds)
+	// Where the time goes between the two: credentials granted by the manager, and picked up by
+	// the agents.
+	granted := sample(rw, start, []string{"fleet: credentials granted"}, []func(*fleet.ClusterRegistration) bool{
+		func(r *fleet.ClusterRegistration) bool { return r.Status.Granted }})
+	pickedUp := sampleCount(start, "fleet: agents have their credential", func() int { return len(s.Agents()) })
 	regErr := make(chan error, 1)
 	go func() { regErr <- s.Register(ctx, n) }()
 	counts, err := until(cw, preds, timeout, func(c []int) bool { return c[1] >= n })
 	took := time.Since(start)
-	series := smp.stop()
+	series := append(smp.stop(), granted.stop()...)
+	series = append(series, pickedUp.stop())
 	if err != nil {
 		return Phase{}, fmt.Errorf("registration storm: %v registered/checked in of %d: %w", counts, n, err)
 	}

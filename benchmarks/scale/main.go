@@ -38,6 +38,9 @@ import (
 // profileDir, when set, receives the manager's profiles.
 var profileDir string
 
+// stormOnly runs, at each size, only the registration storm and its plain-client run.
+var stormOnly bool
+
 // Phase is one experiment at one N.
 type Phase struct {
 	Name string `json:"name"`
@@ -118,6 +121,7 @@ func main() {
 	checkin := flag.Duration("checkin", 15*time.Minute, "the simulated agents' check-in interval (the manager's agentCheckinInterval; Fleet's default is 15m)")
 	shards := flag.Bool("shards", true, "run the two-shard experiment")
 	flag.StringVar(&profileDir, "profile", "", "save the manager's CPU profile of the idle phase (its first minute) and its heap after each size's rollouts here")
+	flag.BoolVar(&stormOnly, "storm-only", false, "run only the registration storm (and its plain-client run) at each size")
 	flag.Parse()
 	// The simulated agents log as the agent does; thousands of them would drown the figures.
 	logrus.SetLevel(logrus.WarnLevel)
@@ -213,10 +217,16 @@ func runPlan(fleetBin string, p plan, checkin time.Duration) (r Run, err error) 
 		return r, err
 	}
 	say("raw: %d writes in %.1f s", rawRegWrites, rawReg.Seconds())
-	say("raw: a commit's writes for %d clusters", n)
-	specs, statuses, rawCommitTook, err := rawCommit(ctx, e, scaleBundle(0), n)
-	if err != nil {
-		return r, err
+	if stormOnly {
+		p.creates, p.idle, p.badInput = nil, 0, false
+	}
+	var specs, statuses []time.Duration
+	var rawCommitTook time.Duration
+	if !stormOnly {
+		say("raw: a commit's writes for %d clusters", n)
+		if specs, statuses, rawCommitTook, err = rawCommit(ctx, e, scaleBundle(0), n); err != nil {
+			return r, err
+		}
 	}
 	type rawCD struct {
 		created, deleted       []time.Duration
@@ -255,6 +265,10 @@ func runPlan(fleetBin string, p plan, checkin time.Duration) (r Run, err error) 
 		return r, err
 	}
 	say("%s", summary(ph))
+	if stormOnly {
+		r.Servers = e.servers()
+		return r, nil
+	}
 
 	git, err := localserver.StartGitServer(filepath.Join(e.mgr.Dir, "git"), localserver.BasicAuth{})
 	if err != nil {

@@ -103,6 +103,43 @@ func (s *sampler[T]) stop() []Series {
 	return s.series
 }
 
+// gauge records one count, read by f, every quarter second from start until stopped.
+type gauge struct {
+	series      Series
+	done, ended chan struct{}
+}
+
+func sampleCount(start time.Time, name string, f func() int) *gauge {
+	g := &gauge{series: Series{Name: name}, done: make(chan struct{}), ended: make(chan struct{})}
+	record := func() {
+		g.series.Seconds = append(g.series.Seconds, time.Since(start).Seconds())
+		g.series.Count = append(g.series.Count, f())
+	}
+	record()
+	go func() {
+		defer close(g.ended)
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-g.done:
+				record()
+				return
+			case <-t.C:
+				record()
+			}
+		}
+	}()
+	return g
+}
+
+// stop ends the sampling (after one last sample) and returns the series.
+func (g *gauge) stop() Series {
+	close(g.done)
+	<-g.ended
+	return g.series
+}
+
 // until waits until cond holds for the counts of the watcher's predicates (checked every
 // 200ms), or timeout.
 func until[T runtime.Object](w *watcher[T], preds []func(T) bool, timeout time.Duration, cond func([]int) bool) ([]int, error) {
@@ -138,4 +175,8 @@ func bdWatcher(ctx context.Context, e *env) *watcher[*fleet.BundleDeployment] {
 
 func clusterWatcher(ctx context.Context, e *env) *watcher[*fleet.Cluster] {
 	return newWatcher(ctx, &fleet.Cluster{}, fleet.DefaultNamespace, e.api.Cluster().List, e.api.Cluster().Watch)
+}
+
+func registrationWatcher(ctx context.Context, e *env) *watcher[*fleet.ClusterRegistration] {
+	return newWatcher(ctx, &fleet.ClusterRegistration{}, fleet.DefaultNamespace, e.api.ClusterRegistration().List, e.api.ClusterRegistration().Watch)
 }

@@ -143,7 +143,13 @@ func (h *handler) OnChange(key string, c *fleet.Cluster) (*fleet.Cluster, error)
 	if !slices.Contains(c.Finalizers, fleet.ClusterFinalizer) {
 		c = c.DeepCopy()
 		c.Finalizers = append(c.Finalizers, fleet.ClusterFinalizer)
-		return h.clusters.Update(c)
+		updated, err := h.clusters.Update(c)
+		if err != nil {
+			return c, err
+		}
+		// On to the namespace in the same pass: the status handler that follows then finds it,
+		// and a registering agent's credential waits on it.
+		c = updated
 	}
 	// Staleness is a matter of time passing: look again one interval from now.
 	h.clusters.EnqueueAfter(c.Namespace, c.Name, h.interval())
