@@ -126,7 +126,7 @@ func retryMissingNamespace(f func() error) error {
 // in the plain client's namespace.
 func rawDeployment(b *fleet.Bundle, i int) *fleet.BundleDeployment {
 	bd := proc.Deployment(b, fmt.Sprintf("c-%05d", i), rawNamespace)
-	bd.Name = fmt.Sprintf("%s-%05d", b.Name, i)
+	bd.Name, bd.Namespace = fmt.Sprintf("%s-%05d", b.Name, i), rawNamespace
 	return bd
 }
 
