@@ -15,6 +15,7 @@ import (
 	"github.com/rancher/wrangler/v3/pkg/generated/controllers/core"
 	corecontrollers "github.com/rancher/wrangler/v3/pkg/generated/controllers/core/v1"
 	"github.com/rancher/wrangler/v3/pkg/generated/controllers/rbac"
+	rbaccontrollers "github.com/rancher/wrangler/v3/pkg/generated/controllers/rbac/v1"
 	"github.com/rancher/wrangler/v3/pkg/schemes"
 	"github.com/sirupsen/logrus"
 	batchv1 "k8s.io/api/batch/v1"
@@ -204,11 +205,21 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 	if err != nil {
 		return err
 	}
-	f, c := ff.Fleet().V1alpha1(), cf.Core().V1()
-	if err := trimCaches(f, c); err != nil {
+	rf, err := rbac.NewFactoryFromConfigWithOptions(cfg, &rbac.FactoryOptions{SharedControllerFactory: scf})
+	if err != nil {
 		return err
 	}
-	children, err := applier(cfg, scf, c)
+	f, c, r := ff.Fleet().V1alpha1(), cf.Core().V1(), rf.Rbac().V1()
+	if err := trimCaches(f, c, r); err != nil {
+		return err
+	}
+	if o.ShardID == "" {
+		// Registrations are the unsharded controller's only (a shard does not cache them).
+		if err := f.ClusterRegistration().Informer().SetTransform(stripManagedFields); err != nil {
+			return err
+		}
+	}
+	children, err := applier(cfg, c, r)
 	if err != nil {
 		return err
 	}
@@ -323,22 +334,19 @@ func tweaks() map[schema.GroupVersionKind]lassocache.TweakListOptionsFunc {
 
 // applier applies the objects controllers derive from their own (identities, roles, credentials)
 // as wrangler apply sets, reading what exists from the shared caches.
-func applier(cfg *rest.Config, scf lassocontroller.SharedControllerFactory, c corecontrollers.Interface) (apply.Apply, error) {
-	rf, err := rbac.NewFactoryFromConfigWithOptions(cfg, &rbac.FactoryOptions{SharedControllerFactory: scf})
-	if err != nil {
-		return nil, err
-	}
+func applier(cfg *rest.Config, c corecontrollers.Interface, r rbaccontrollers.Interface) (apply.Apply, error) {
 	a, err := apply.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	r := rf.Rbac().V1()
 	return a.WithCacheTypes(c.ServiceAccount(), c.Secret(), r.Role(), r.RoleBinding(), r.ClusterRole(), r.ClusterRoleBinding()).
 		WithSetOwnerReference(false, false), nil
 }
 
-// trimCaches sets the transforms that keep the caches small (transform.go).
-func trimCaches(f fleetcontrollers.Interface, c corecontrollers.Interface) error {
+// trimCaches sets the transforms that keep the caches small (transform.go). The identities and
+// roles of every registered cluster are cached too (the apply sets read them): at 10,000 clusters
+// their server-side-apply bookkeeping alone was a large part of the manager's heap.
+func trimCaches(f fleetcontrollers.Interface, c corecontrollers.Interface, r rbaccontrollers.Interface) error {
 	for _, t := range []struct {
 		informer  cache.SharedIndexInformer
 		transform cache.TransformFunc
@@ -351,6 +359,10 @@ func trimCaches(f fleetcontrollers.Interface, c corecontrollers.Interface) error
 		{f.GitRepo().Informer(), stripManagedFields},
 		{c.Namespace().Informer(), stripManagedFields},
 		{c.Secret().Informer(), stripManagedFields},
+		{c.ServiceAccount().Informer(), stripManagedFields},
+		{r.Role().Informer(), stripManagedFields},
+		{r.RoleBinding().Informer(), stripManagedFields},
+		{r.ClusterRoleBinding().Informer(), stripManagedFields},
 	} {
 		if err := t.informer.SetTransform(t.transform); err != nil {
 			return err
