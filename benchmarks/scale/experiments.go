@@ -260,7 +260,7 @@ func storm(ctx context.Context, e *env, s *sim.Sim, n int, timeout time.Duration
 	counts, err := until(cw, preds, timeout, func(c []int) bool { return c[1] >= n })
 	took := time.Since(start)
 	series := append(smp.stop(), granted.stop()...)
-	series = append(series, pickedUp.stop())
+	series = append(series, pickedUp.stop()...)
 	if err != nil {
 		return Phase{}, fmt.Errorf("registration storm: %v registered/checked in of %d: %w", counts, n, err)
 	}

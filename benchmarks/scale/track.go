@@ -56,27 +56,25 @@ func (w *watcher[T]) count(preds []func(T) bool) []int {
 	return out
 }
 
-// sampler records the counts of named predicates every quarter second from start until stopped.
-type sampler[T runtime.Object] struct {
+// sampler records counts, each a line named in order, every quarter second from start until
+// stopped.
+type sampler struct {
 	series []Series
 	done   chan struct{}
 	ended  chan struct{}
-	last   []int
 }
 
-func sample[T runtime.Object](w *watcher[T], start time.Time, names []string, preds []func(T) bool) *sampler[T] {
-	s := &sampler[T]{done: make(chan struct{}), ended: make(chan struct{})}
+func newSampler(start time.Time, names []string, counts func() []int) *sampler {
+	s := &sampler{done: make(chan struct{}), ended: make(chan struct{})}
 	for _, n := range names {
 		s.series = append(s.series, Series{Name: n})
 	}
 	record := func() {
-		counts := w.count(preds)
 		at := time.Since(start).Seconds()
-		for i, c := range counts {
+		for i, c := range counts() {
 			s.series[i].Seconds = append(s.series[i].Seconds, at)
 			s.series[i].Count = append(s.series[i].Count, c)
 		}
-		s.last = counts
 	}
 	record()
 	go func() {
@@ -96,48 +94,21 @@ func sample[T runtime.Object](w *watcher[T], start time.Time, names []string, pr
 	return s
 }
 
+// sample records how many of the watcher's objects each named predicate holds for.
+func sample[T runtime.Object](w *watcher[T], start time.Time, names []string, preds []func(T) bool) *sampler {
+	return newSampler(start, names, func() []int { return w.count(preds) })
+}
+
+// sampleCount records one count, read by f.
+func sampleCount(start time.Time, name string, f func() int) *sampler {
+	return newSampler(start, []string{name}, func() []int { return []int{f()} })
+}
+
 // stop ends the sampling (after one last sample) and returns the series.
-func (s *sampler[T]) stop() []Series {
+func (s *sampler) stop() []Series {
 	close(s.done)
 	<-s.ended
 	return s.series
-}
-
-// gauge records one count, read by f, every quarter second from start until stopped.
-type gauge struct {
-	series      Series
-	done, ended chan struct{}
-}
-
-func sampleCount(start time.Time, name string, f func() int) *gauge {
-	g := &gauge{series: Series{Name: name}, done: make(chan struct{}), ended: make(chan struct{})}
-	record := func() {
-		g.series.Seconds = append(g.series.Seconds, time.Since(start).Seconds())
-		g.series.Count = append(g.series.Count, f())
-	}
-	record()
-	go func() {
-		defer close(g.ended)
-		t := time.NewTicker(250 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-g.done:
-				record()
-				return
-			case <-t.C:
-				record()
-			}
-		}
-	}()
-	return g
-}
-
-// stop ends the sampling (after one last sample) and returns the series.
-func (g *gauge) stop() Series {
-	close(g.done)
-	<-g.ended
-	return g.series
 }
 
 // until waits until cond holds for the counts of the watcher's predicates (checked every
