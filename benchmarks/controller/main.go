@@ -139,7 +139,7 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 		// Clusters as registration leaves them: their agents' identity granted (the annotation
 		// says so, or the manager would take them over as Fleet's) and checked in.
 		c, err := api.Cluster().Create(&fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"env": "bench"},
-			Annotations: map[string]string{registration.IdentityAnnotation: registration.AgentServiceAccount}}})
+			Annotations: map[string]string{registration.IdentityAnnotation: registration.AgentIdentity(nsName)}}})
 		if err != nil {
 			return err
 		}

@@ -44,6 +44,10 @@ func timed(n int, f func(int) error) ([]time.Duration, time.Duration, error) {
 	return done, time.Since(start), err
 }
 
+// rawIdentities is where the plain client puts its clusters' ServiceAccounts, as the manager puts
+// agents' in registration.AgentIdentityNamespace.
+const rawIdentities = "raw-agent-identities"
+
 // rawRegistration creates, with a plain client, the objects the manager writes to register n
 // clusters (namespace, ServiceAccount, Role, RoleBinding, credential Secret, ClusterRegistration,
 // Cluster and its status), then deletes the Fleet kinds again (the controller is not running
@@ -51,6 +55,10 @@ func timed(n int, f func(int) error) ([]time.Duration, time.Duration, error) {
 func rawRegistration(ctx context.Context, e *env, n int) (time.Duration, int, error) {
 	// Seven steps per cluster, the last of them two writes (the Cluster and its status).
 	const perCluster, writes = 7, 8
+	_, err := e.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: rawIdentities}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return 0, 0, err
+	}
 	_, took, err := timed(n*perCluster, func(j int) error {
 		i, step := j/perCluster, j%perCluster
 		ns := fmt.Sprintf("raw-c-%05d", i)
@@ -60,10 +68,8 @@ func rawRegistration(ctx context.Context, e *env, n int) (time.Duration, int, er
 		case 0:
 			_, err = e.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 		case 1:
-			err = retryMissingNamespace(func() error {
-				_, err := e.kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: meta}, metav1.CreateOptions{})
-				return err
-			})
+			_, err = e.kube.CoreV1().ServiceAccounts(rawIdentities).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: ns, Namespace: rawIdentities}},
+				metav1.CreateOptions{})
 		case 2:
 			err = retryMissingNamespace(func() error {
 				_, err := e.kube.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: meta, Rules: registration.AgentRules()}, metav1.CreateOptions{})
@@ -73,7 +79,7 @@ func rawRegistration(ctx context.Context, e *env, n int) (time.Duration, int, er
 			err = retryMissingNamespace(func() error {
 				_, err := e.kube.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: meta,
 					RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "fleet-agent"},
-					Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "fleet-agent", Namespace: ns}}}, metav1.CreateOptions{})
+					Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: ns, Namespace: rawIdentities}}}, metav1.CreateOptions{})
 				return err
 			})
 		case 4:

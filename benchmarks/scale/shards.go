@@ -193,7 +193,7 @@ func registered(ctx context.Context, e *env, i int) error {
 		return err
 	}
 	c, err := e.api.Cluster().Create(&fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fleet.DefaultNamespace, Labels: simLabels,
-		Annotations: map[string]string{registration.IdentityAnnotation: registration.AgentServiceAccount}}})
+		Annotations: map[string]string{registration.IdentityAnnotation: registration.AgentIdentity(ns)}}})
 	if err != nil {
 		return err
 	}

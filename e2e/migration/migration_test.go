@@ -116,7 +116,8 @@ var _ = Describe("moving a Fleet installation", Ordered, func() {
 				s, err := d.kube.CoreV1().Secrets(fleet.SystemNamespace).Get(ctx, registration.AgentSecret, metav1.GetOptions{})
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(s.UID).To(Equal(d.agentSecretUID))
-				g.Expect(string(s.Data[registration.KeyServiceAccount])).To(Equal(registration.AgentServiceAccount))
+				g.Expect(string(s.Data[registration.KeyServiceAccount])).To(Equal(registration.AgentServiceAccount(d.clusterNS)))
+				g.Expect(string(s.Data[registration.KeyServiceAccountNamespace])).To(Equal(registration.AgentIdentityNamespace))
 				g.Expect(string(s.Data[registration.KeyClusterNamespace])).To(Equal(d.clusterNS))
 				g.Expect(string(s.Data[registration.KeyToken])).NotTo(BeEmpty())
 				g.Expect(string(s.Data[registration.KeyToken])).NotTo(Equal(legacyToken(ctx, d)))
@@ -144,14 +145,15 @@ var _ = Describe("moving a Fleet installation", Ordered, func() {
 			cfg.BearerToken = legacyToken(ctx, d)
 			legacy, err := kubernetes.NewForConfig(cfg)
 			Expect(err).NotTo(HaveOccurred())
-			_, err = legacy.CoreV1().ServiceAccounts(d.clusterNS).CreateToken(ctx, registration.AgentServiceAccount,
-				&authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+			ids := legacy.CoreV1().ServiceAccounts(registration.AgentIdentityNamespace)
+			_, err = ids.CreateToken(ctx, registration.AgentServiceAccount(d.clusterNS), &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
 			Expect(err).NotTo(HaveOccurred())
-			_, err = legacy.CoreV1().ServiceAccounts(d.clusterNS).CreateToken(ctx, "default", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+			_, err = ids.CreateToken(ctx, "default", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
 			Expect(apierrors.IsForbidden(err)).To(BeTrue(), "a token of another ServiceAccount: %v", err)
+			_, err = legacy.CoreV1().ServiceAccounts(d.clusterNS).CreateToken(ctx, "default", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+			Expect(apierrors.IsForbidden(err)).To(BeTrue(), "a token of a ServiceAccount of its own cluster namespace: %v", err)
 			other := downstreams[(i+1)%len(downstreams)]
-			_, err = legacy.CoreV1().ServiceAccounts(other.clusterNS).CreateToken(ctx, registration.AgentServiceAccount,
-				&authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+			_, err = ids.CreateToken(ctx, registration.AgentServiceAccount(other.clusterNS), &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
 			Expect(apierrors.IsForbidden(err)).To(BeTrue(), "a token of another cluster's agent: %v", err)
 		}
 		tokens, err := api.ClusterRegistrationToken().List(fleet.DefaultNamespace, metav1.ListOptions{LabelSelector: labels.Everything().String()})

@@ -15,6 +15,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	wapply "github.com/rancher/wrangler/v3/pkg/apply"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -326,6 +327,33 @@ var _ = Describe("cluster registration", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred(), "the agent gets Contents by name")
 		_, err = fl.ClusterRegistrationToken().List(fleet.DefaultNamespace, metav1.ListOptions{})
 		forbidden(err)
+
+		// Its identity lives in the agent identity namespace: it renews its own token there, and
+		// no other's; it reads nothing there.
+		Expect(cred.SANamespace).To(Equal(registration.AgentIdentityNamespace))
+		Expect(cred.SA).To(Equal(registration.AgentServiceAccount(cred.ClusterNamespace)))
+		ids := kube.CoreV1().ServiceAccounts(registration.AgentIdentityNamespace)
+		_, err = ids.CreateToken(ctx, cred.SA, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred(), "the agent renews its own credential")
+		_, err = ids.CreateToken(ctx, registration.AgentServiceAccount(otherNS), &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		forbidden(err)
+		_, err = ids.CreateToken(ctx, "default", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		forbidden(err)
+		_, err = ids.Get(ctx, cred.SA, metav1.GetOptions{})
+		forbidden(err)
+		_, err = kube.CoreV1().Secrets(registration.AgentIdentityNamespace).List(ctx, metav1.ListOptions{})
+		forbidden(err)
+
+		// Contents come through one binding shared by every agent: no ClusterRoleBinding names a
+		// single agent.
+		crbs, err := managerKube.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		for _, crb := range crbs.Items {
+			for _, sub := range crb.Subjects {
+				Expect(sub.Namespace).NotTo(Equal(registration.AgentIdentityNamespace), "ClusterRoleBinding %s", crb.Name)
+				Expect(sub.Namespace).NotTo(HavePrefix("cluster-"), "ClusterRoleBinding %s", crb.Name)
+			}
+		}
 	})
 
 	It("takes no namespace from what an agent writes: the agent cannot move its Cluster's namespace, and a moved one steers nothing", func() {

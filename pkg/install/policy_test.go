@@ -13,6 +13,7 @@ import (
 
 	"github.com/fleetgo/fleet/charts"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/registration"
 )
 
 // The CRD chart's admission policy guards every field of a Cluster's status but the agent's
@@ -48,6 +49,11 @@ func TestAgentStatusPolicyGuardsEveryManagerField(t *testing.T) {
 	}
 	if policy == nil || !bound {
 		t.Fatalf("the CRD chart lacks the agent status policy or its Deny binding (policy %v, bound %v)", policy != nil, bound)
+	}
+	// It binds the identities registration gives agents.
+	if len(policy.Spec.MatchConditions) != 1 ||
+		!strings.Contains(policy.Spec.MatchConditions[0].Expression, "'system:serviceaccount:"+registration.AgentIdentityNamespace+":'") {
+		t.Errorf("the policy's match condition does not name the agent identity namespace %s: %+v", registration.AgentIdentityNamespace, policy.Spec.MatchConditions)
 	}
 	guarded := map[string]bool{}
 	re := regexp.MustCompile(`^object\.\?status\.\?(\w+) == oldObject\.\?status\.\?(\w+)$`)

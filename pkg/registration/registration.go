@@ -5,8 +5,9 @@
 // The flow: a ClusterRegistrationToken yields an import identity that may only create
 // ClusterRegistrations in the token's namespace and read a Secret whose name it must already
 // know. The agent presents its identity (clientID) and a random nonce in a ClusterRegistration;
-// the manager maps it to a Cluster, gives that Cluster an agent identity in the cluster
-// namespace, and writes a short-lived credential for it into the Secret named by sha256(clientID
+// the manager maps it to a Cluster, gives that Cluster an agent identity (a ServiceAccount named
+// after the cluster namespace in AgentIdentityNamespace, with a Role in the cluster namespace),
+// and writes a short-lived credential for it into the Secret named by sha256(clientID
 // + nonce) in the registration namespace. The agent keeps the credential, forgets the token and
 // renews the credential through its own identity before it expires.
 package registration
@@ -46,6 +47,10 @@ const (
 	KeyClusterName            = "clusterName"
 	KeyClusterObjectNamespace = "clusterObjectNamespace"
 	KeyServiceAccount         = "serviceAccount"
+	// KeyServiceAccountNamespace is where the agent's ServiceAccount lives (AgentIdentityNamespace).
+	// A credential without it is one to trade (Fleet's, or this manager's before agent identities
+	// moved there).
+	KeyServiceAccountNamespace = "serviceAccountNamespace"
 	// KeyKubeconfig (agent Secret) is the credential as a kubeconfig.
 	KeyKubeconfig = "kubeconfig"
 	// KeyDeploymentNamespace is where a Fleet agent's Secret names the cluster namespace (its
@@ -55,10 +60,19 @@ const (
 	// ClusterGroup it registers into); they win over the agent ConfigMap's.
 	KeyLabels = "labels"
 
-	// AgentServiceAccount is the agent's identity on the manager, one per cluster namespace.
-	AgentServiceAccount = "fleet-agent"
-	// ContentReaderRole is the ClusterRole that lets agents get Contents by name.
-	ContentReaderRole = "fleet-content-reader"
+	// AgentIdentityNamespace holds every agent's ServiceAccount (named after its cluster
+	// namespace) and the Role that lets it renew its own token. One namespace for all of them lets
+	// a single ClusterRoleBinding (ContentReaderBinding, to the namespace's ServiceAccount group)
+	// give every agent Contents: the apiserver's authorizer visits every ClusterRoleBinding on
+	// every request, so one per cluster made each request cost O(clusters)
+	// (benchmarks/RESULTS.md). Nothing else belongs in it.
+	AgentIdentityNamespace = "cattle-fleet-agent-identities"
+	// AgentRole names the agent's Role and RoleBinding in its cluster namespace.
+	AgentRole = "fleet-agent"
+	// ContentReaderRole is the ClusterRole that lets agents get Contents by name;
+	// ContentReaderBinding binds it to the ServiceAccounts of AgentIdentityNamespace.
+	ContentReaderRole    = "fleet-content-reader"
+	ContentReaderBinding = "fleet-content-readers"
 	// CredentialReaderRole (in the registration namespace) lets import identities get a
 	// credential Secret whose name they know.
 	CredentialReaderRole = "fleet-registration-credential-reader"
@@ -69,10 +83,23 @@ const (
 	// IdentityAnnotation on a Cluster names the agent identity this manager gave it (set at
 	// registration, or when taking over a Cluster a Fleet manager registered).
 	IdentityAnnotation = "fleet.cattle.io/agent-identity"
-	// ExchangeRole (in a cluster namespace taken over from Fleet) lets every ServiceAccount
-	// there trade its token for one of the agent identity.
-	ExchangeRole = "fleet-agent-credential-exchange"
 )
+
+// AgentServiceAccount is the name of the agent ServiceAccount (in AgentIdentityNamespace) of the
+// cluster whose cluster namespace is clusterNS.
+func AgentServiceAccount(clusterNS string) string { return clusterNS }
+
+// AgentIdentity is the value of IdentityAnnotation on a Cluster whose agent identity is the
+// current one: the ServiceAccount as namespace/name.
+func AgentIdentity(clusterNS string) string {
+	return AgentIdentityNamespace + "/" + AgentServiceAccount(clusterNS)
+}
+
+// ContentReaders is the subject of ContentReaderBinding: every ServiceAccount in
+// AgentIdentityNamespace.
+func ContentReaders() rbacv1.Subject {
+	return rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:serviceaccounts:" + AgentIdentityNamespace}
+}
 
 // Values are what a registration token hands an agent (the token Secret's "values" key and the
 // bootstrap Secret's keys).
@@ -123,22 +150,23 @@ func CredentialReaderRules() []rbacv1.PolicyRule {
 }
 
 // AgentRules are what an agent may do in its cluster namespace: read its BundleDeployments, their
-// option Secrets and the copies of their downstreamResources (get by name, never list), write
-// their status, and renew its own credential.
+// option Secrets and the copies of their downstreamResources (get by name, never list), and write
+// their status.
 func AgentRules() []rbacv1.PolicyRule {
 	g := fleet.SchemeGroupVersion.Group
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{g}, Resources: []string{"bundledeployments"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{g}, Resources: []string{"bundledeployments/status"}, Verbs: []string{"update", "patch"}},
 		{APIGroups: []string{""}, Resources: []string{"secrets", "configmaps"}, Verbs: []string{"get"}},
-		{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}, ResourceNames: []string{AgentServiceAccount}},
 	}
 }
 
-// ExchangeRules: create tokens of the agent identity, nothing else.
-func ExchangeRules() []rbacv1.PolicyRule {
+// TokenRules (in AgentIdentityNamespace): create tokens of the ServiceAccount sa, nothing else.
+// Bound to the agent itself (renewal), and to the identities in a taken-over cluster namespace
+// (trading their credential).
+func TokenRules(sa string) []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"},
-		ResourceNames: []string{AgentServiceAccount}}}
+		ResourceNames: []string{sa}}}
 }
 
 // ClusterStatusRules let an agent patch its own Cluster's status (in the Cluster's namespace).

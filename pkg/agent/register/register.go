@@ -55,10 +55,25 @@ type Options struct {
 	TLSMode string
 }
 
-// Credential is the agent's identity on the manager and where its cluster lives there.
+// Credential is the agent's identity on the manager and where its cluster lives there. SA and
+// SANamespace name its ServiceAccount there; a credential without SANamespace (Fleet's, which
+// names no ServiceAccount, or one this manager issued before agent identities moved to
+// registration.AgentIdentityNamespace) is traded for one of the agent identity first thing.
 type Credential struct {
-	Token, APIServerURL, APIServerCA                          string
-	ClusterNamespace, ClusterName, ClusterObjectNamespace, SA string
+	Token, APIServerURL, APIServerCA                      string
+	ClusterNamespace, ClusterName, ClusterObjectNamespace string
+	SA, SANamespace                                       string
+}
+
+// toTrade says the credential is not of the agent identity the manager now gives.
+func (c Credential) toTrade() bool { return c.SANamespace == "" }
+
+// traded names the credential traded: Fleet's, or this manager's earlier one.
+func (c Credential) traded() string {
+	if c.SA == "" {
+		return "the credential Fleet stored"
+	}
+	return "the credential of the earlier agent identity (" + c.ClusterNamespace + "/" + c.SA + ")"
 }
 
 // ErrNoBootstrap: neither a stored credential nor a bootstrap Secret.
@@ -114,7 +129,7 @@ func Stored(ctx context.Context, local kubernetes.Interface, ns string) (*Creden
 	c := &Credential{Token: string(d[registration.KeyToken]), APIServerURL: string(d[registration.KeyAPIServerURL]),
 		APIServerCA: string(d[registration.KeyAPIServerCA]), ClusterNamespace: string(d[registration.KeyClusterNamespace]),
 		ClusterName: string(d[registration.KeyClusterName]), ClusterObjectNamespace: string(d[registration.KeyClusterObjectNamespace]),
-		SA: string(d[registration.KeyServiceAccount])}
+		SA: string(d[registration.KeyServiceAccount]), SANamespace: string(d[registration.KeyServiceAccountNamespace])}
 	if c.Token == "" || c.APIServerURL == "" || c.ClusterNamespace == "" {
 		return nil, fmt.Errorf("secret %s/%s: token, apiServerURL and clusterNamespace are required", ns, registration.AgentSecret)
 	}
@@ -316,7 +331,8 @@ func await(ctx context.Context, cfg *rest.Config, v registration.Values, name st
 func granted(d map[string][]byte, v registration.Values) *Credential {
 	c := &Credential{Token: string(d[registration.KeyToken]), APIServerURL: v.APIServerURL, APIServerCA: v.APIServerCA,
 		ClusterNamespace: string(d[registration.KeyClusterNamespace]), ClusterName: string(d[registration.KeyClusterName]),
-		ClusterObjectNamespace: string(d[registration.KeyClusterObjectNamespace]), SA: string(d[registration.KeyServiceAccount])}
+		ClusterObjectNamespace: string(d[registration.KeyClusterObjectNamespace]), SA: string(d[registration.KeyServiceAccount]),
+		SANamespace: string(d[registration.KeyServiceAccountNamespace])}
 	if u := string(d[registration.KeyAPIServerURL]); u != "" {
 		c.APIServerURL = u
 		if ca := string(d[registration.KeyAPIServerCA]); ca != "" {
@@ -359,7 +375,7 @@ func Store(ctx context.Context, local kubernetes.Interface, ns string, c *Creden
 		registration.KeyToken: []byte(c.Token), registration.KeyAPIServerURL: []byte(c.APIServerURL),
 		registration.KeyAPIServerCA: []byte(c.APIServerCA), registration.KeyClusterNamespace: []byte(c.ClusterNamespace),
 		registration.KeyClusterName: []byte(c.ClusterName), registration.KeyClusterObjectNamespace: []byte(c.ClusterObjectNamespace),
-		registration.KeyServiceAccount: []byte(c.SA),
+		registration.KeyServiceAccount: []byte(c.SA), registration.KeyServiceAccountNamespace: []byte(c.SANamespace),
 	}
 	// The same as a kubeconfig, for people and tools.
 	kc := clientcmdapi.NewConfig()
@@ -482,8 +498,8 @@ func (s *Session) Renew(ctx context.Context, local kubernetes.Interface, ns stri
 		tr, err := s.renew(ctx, kube, c, lifetime)
 		if err != nil {
 			msg := "renewing the agent's credential failed; retrying"
-			if c.SA == "" {
-				msg = "trading the credential Fleet stored for an expiring one failed (the manager has not taken this cluster over yet?); retrying"
+			if c.toTrade() {
+				msg = "trading " + c.traded() + " for an expiring one failed (the manager has not taken this cluster over yet?); retrying"
 			} else if apierrors.IsUnauthorized(err) {
 				msg = "the manager no longer accepts this agent's credential (its Cluster was deleted, or it expired while the manager was out of reach); register again with a new token"
 			}
@@ -502,8 +518,8 @@ func (s *Session) Renew(ctx context.Context, local kubernetes.Interface, ns stri
 		at := tr.Status.ExpirationTimestamp.Format(time.RFC3339)
 		logrus.WithField("expires", at).Debug("agent credential renewed")
 		reason, msg := "CredentialRenewed", "renewed the credential on the manager; it expires at "+at
-		if c.SA == "" {
-			reason, msg = "CredentialExchanged", "traded the credential Fleet stored for an expiring one; it expires at "+at
+		if c.toTrade() {
+			reason, msg = "CredentialExchanged", "traded "+c.traded()+" for an expiring one; it expires at "+at
 		}
 		rec.Event(secret, corev1.EventTypeNormal, reason, msg)
 	}
@@ -523,24 +539,28 @@ func schedule(c Credential, every time.Duration) (next, lifetime, period time.Du
 		}
 	}
 	next = time.Until(issued.Add(period))
-	if c.SA == "" {
+	if c.toTrade() {
 		next, lifetime = 0, ExchangedLifetime
 	}
 	return max(next, 0), lifetime, period, expires
 }
 
 // renew asks the manager for a token of the agent's ServiceAccount (at least ten minutes long)
-// and makes it the session's credential.
+// and makes it the session's credential. A credential to trade asks for one of the ServiceAccount
+// the manager gives its cluster.
 func (s *Session) renew(ctx context.Context, kube kubernetes.Interface, c Credential, lifetime time.Duration) (*authenticationv1.TokenRequest, error) {
 	secs := int64(max(lifetime, minLifetime) / time.Second)
-	sa := registration.AgentServiceAccount
-	tr, err := kube.CoreV1().ServiceAccounts(c.ClusterNamespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+	ns, sa := c.SANamespace, c.SA
+	if c.toTrade() {
+		ns, sa = registration.AgentIdentityNamespace, registration.AgentServiceAccount(c.ClusterNamespace)
+	}
+	tr, err := kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &secs}}, metav1.CreateOptions{})
 	if err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
-	s.cred.Token, s.cred.SA = tr.Status.Token, sa
+	s.cred.Token, s.cred.SA, s.cred.SANamespace = tr.Status.Token, sa, ns
 	s.mu.Unlock()
 	return tr, nil
 }
@@ -558,7 +578,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // retryAfter is how long a failed renewal waits: a quarter of the period, within
 // renewRetryMin and renewRetryMax; an exchange of Fleet's credential, exchangeRetry.
 func retryAfter(c Credential, period time.Duration) time.Duration {
-	if c.SA == "" {
+	if c.toTrade() {
 		return exchangeRetry
 	}
 	return min(renewRetryMax, max(period/4, renewRetryMin))

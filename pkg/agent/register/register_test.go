@@ -67,7 +67,7 @@ func TestStoredRejectsABrokenFleetSecret(t *testing.T) {
 func TestStoreThenStored(t *testing.T) {
 	kube := fake.NewSimpleClientset()
 	in := &Credential{Token: "t", APIServerURL: "https://m", APIServerCA: "CA", ClusterNamespace: "cns", ClusterName: "c",
-		ClusterObjectNamespace: "fleet-default", SA: registration.AgentServiceAccount}
+		ClusterObjectNamespace: "fleet-default", SA: registration.AgentServiceAccount("cns"), SANamespace: registration.AgentIdentityNamespace}
 	if err := Store(context.Background(), kube, "cattle-fleet-system", in); err != nil {
 		t.Fatal(err)
 	}
@@ -77,6 +77,28 @@ func TestStoreThenStored(t *testing.T) {
 	}
 	if *out != *in {
 		t.Errorf("Stored = %+v, want %+v", *out, *in)
+	}
+}
+
+// A credential this manager issued before agent identities moved to their own namespace names
+// its ServiceAccount but not the namespace: it is traded at once, as Fleet's is; a current one is
+// renewed on schedule.
+func TestEarlierIdentityIsTraded(t *testing.T) {
+	kube := fake.NewSimpleClientset(agentSecret(map[string][]byte{"token": []byte("t"), "apiServerURL": []byte("https://m"),
+		"clusterNamespace": []byte("cns"), "clusterName": []byte("c"), "serviceAccount": []byte("fleet-agent")}))
+	c, err := Stored(context.Background(), kube, "cattle-fleet-system")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.toTrade() || !strings.Contains(c.traded(), "earlier agent identity (cns/fleet-agent)") {
+		t.Errorf("toTrade = %v, traded = %q: want the earlier identity traded", c.toTrade(), c.traded())
+	}
+	if next, lifetime, _, _ := schedule(*c, 0); next != 0 || lifetime != ExchangedLifetime {
+		t.Errorf("schedule = %s, %s: want at once, for %s", next, lifetime, ExchangedLifetime)
+	}
+	c.SA, c.SANamespace = registration.AgentServiceAccount("cns"), registration.AgentIdentityNamespace
+	if next, _, _, _ := schedule(*c, 0); c.toTrade() || next == 0 {
+		t.Errorf("a current credential: toTrade = %v, next = %s; want renewed on schedule", c.toTrade(), next)
 	}
 }
 

@@ -19,28 +19,36 @@ import (
 
 // Apply sets of a Cluster's agent: its identity and permissions (given at registration, or when
 // a Cluster registered elsewhere is taken over), and the right of the identities already in its
-// cluster namespace to trade their credential (taking over only).
+// cluster namespace to trade their credential (taking over only). legacyIdentitySet is the
+// identity this manager gave before agent ServiceAccounts moved to one namespace (a
+// ServiceAccount in the cluster namespace and a ClusterRoleBinding per cluster): a Cluster that
+// has one keeps it, so its agent goes on working until it has traded its credential, and loses
+// it with the Cluster.
 const (
-	identitySet = "fleet-agent-identity"
-	exchangeSet = "fleet-agent-credential-exchange"
+	identitySet       = "fleet-agent-identity-v2"
+	exchangeSet       = "fleet-agent-credential-exchange"
+	legacyIdentitySet = "fleet-agent-identity"
 )
 
-// identity applies a Cluster's agent identity in its cluster namespace and what it may do: read
-// its BundleDeployments and Contents, write their status and its own Cluster's status, and renew
-// its credential.
+// identity applies a Cluster's agent identity, its ServiceAccount in the agent identity namespace,
+// and what it may do: read its BundleDeployments (a Role in its cluster namespace), write their
+// status and its own Cluster's status, and renew its credential. Contents it reads through the
+// one binding shared by every agent (sharedRoles).
 func identity(a apply.Apply, c *fleet.Cluster) error {
-	ns, sa := target.ClusterNamespace(c), registration.AgentServiceAccount
+	ns := target.ClusterNamespace(c)
+	idNS, sa := registration.AgentIdentityNamespace, registration.AgentServiceAccount(ns)
 	statusRole := names.SafeConcatName("fleet-agent", c.Name)
-	agent := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}}
+	labels := map[string]string{fleet.ClusterLabel: c.Name, fleet.ClusterNamespaceLabel: c.Namespace}
+	own := metav1.ObjectMeta{Name: sa, Namespace: idNS, Labels: labels}
+	agent := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: idNS, Name: sa}}
 	err := a.WithSetID(identitySet).WithOwner(c).ApplyObjects(
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns}},
-		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns}, Rules: registration.AgentRules()},
-		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns}, RoleRef: roleRef("Role", sa), Subjects: agent},
+		&corev1.ServiceAccount{ObjectMeta: own},
+		&rbacv1.Role{ObjectMeta: own, Rules: registration.TokenRules(sa)},
+		&rbacv1.RoleBinding{ObjectMeta: own, RoleRef: roleRef("Role", sa), Subjects: agent},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: registration.AgentRole, Namespace: ns}, Rules: registration.AgentRules()},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: registration.AgentRole, Namespace: ns}, RoleRef: roleRef("Role", registration.AgentRole), Subjects: agent},
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: statusRole, Namespace: c.Namespace}, Rules: registration.ClusterStatusRules(c.Name)},
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: statusRole, Namespace: c.Namespace}, RoleRef: roleRef("Role", statusRole), Subjects: agent},
-		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: names.SafeConcatName("fleet-content", ns),
-			Labels: map[string]string{fleet.ClusterLabel: c.Name, fleet.ClusterNamespaceLabel: c.Namespace}},
-			RoleRef: roleRef("ClusterRole", registration.ContentReaderRole), Subjects: agent},
 	)
 	if err != nil {
 		return fmt.Errorf("granting the agent identity of cluster %s/%s: %w", c.Namespace, c.Name, err)
@@ -57,7 +65,7 @@ func roleRef(kind, name string) rbacv1.RoleRef {
 // the namespace (and whatever else is in it) is gone.
 func Revoke(a apply.Apply) func(*fleet.Cluster) error {
 	return func(c *fleet.Cluster) error {
-		for _, set := range []string{identitySet, exchangeSet} {
+		for _, set := range []string{identitySet, exchangeSet, legacyIdentitySet} {
 			if err := a.WithSetID(set).WithOwner(c).ApplyObjects(); err != nil {
 				return fmt.Errorf("revoking the agent of cluster %s/%s: %w", c.Namespace, c.Name, err)
 			}
@@ -67,19 +75,21 @@ func Revoke(a apply.Apply) func(*fleet.Cluster) error {
 }
 
 // adopter takes over Clusters this manager did not register but whose agent has checked in:
-// ones a Fleet manager registered before the move (or registrations of an earlier version of
-// this manager). Each gets the agent identity registration would have given it, and the
-// identities already in its cluster namespace (Fleet's, one per past registration, holding
-// tokens that never expire) may trade their token for an expiring one of that identity. The
-// agent does so as it starts: it keeps its Cluster and is not registered again. Once done, the
-// Cluster is annotated and left alone.
+// ones a Fleet manager registered before the move, and ones this manager registered before agent
+// identities moved to their own namespace (their annotation names the old identity). Each gets
+// the agent identity registration would have given it, and the identities already in its cluster
+// namespace (Fleet's, one per past registration, holding tokens that never expire; or this
+// manager's old one) may trade their token for an expiring one of that identity. The agent does
+// so as it starts: it keeps its Cluster and is not registered again. Once done, the Cluster is
+// annotated and left alone.
 type adopter struct {
 	apply    apply.Apply
 	clusters fleetcontrollers.ClusterController
 }
 
 func (a *adopter) onChange(_ string, c *fleet.Cluster) (*fleet.Cluster, error) {
-	if c == nil || c.DeletionTimestamp != nil || c.Spec.KubeConfigSecret != "" || c.Annotations[registration.IdentityAnnotation] != "" {
+	if c == nil || c.DeletionTimestamp != nil || c.Spec.KubeConfigSecret != "" ||
+		c.Annotations[registration.IdentityAnnotation] == registration.AgentIdentity(target.ClusterNamespace(c)) {
 		return c, nil
 	}
 	if c.Status.Agent.LastSeen.IsZero() {
@@ -92,10 +102,12 @@ func (a *adopter) onChange(_ string, c *fleet.Cluster) (*fleet.Cluster, error) {
 	if err := identity(a.apply, c); err != nil {
 		return c, err
 	}
+	// The agent's own token Role, bound to every ServiceAccount of the cluster namespace.
+	sa := registration.AgentServiceAccount(ns)
 	err := a.apply.WithSetID(exchangeSet).WithOwner(c).ApplyObjects(
-		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: registration.ExchangeRole, Namespace: ns}, Rules: registration.ExchangeRules()},
-		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: registration.ExchangeRole, Namespace: ns},
-			RoleRef:  roleRef("Role", registration.ExchangeRole),
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: names.SafeConcatName(sa, "exchange"), Namespace: registration.AgentIdentityNamespace,
+			Labels: map[string]string{fleet.ClusterLabel: c.Name, fleet.ClusterNamespaceLabel: c.Namespace}},
+			RoleRef:  roleRef("Role", sa),
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:serviceaccounts:" + ns}}},
 	)
 	if err != nil {
@@ -105,7 +117,7 @@ func (a *adopter) onChange(_ string, c *fleet.Cluster) (*fleet.Cluster, error) {
 	if c.Annotations == nil {
 		c.Annotations = map[string]string{}
 	}
-	c.Annotations[registration.IdentityAnnotation] = registration.AgentServiceAccount
+	c.Annotations[registration.IdentityAnnotation] = registration.AgentIdentity(ns)
 	logrus.WithFields(logfields.For("cluster-identity", c.Namespace, c.Name)).
 		Info("took over a cluster registered before this manager: its agent may trade its credential for an expiring one")
 	return a.clusters.Update(c)

@@ -20,6 +20,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/config"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/logfields"
+	"github.com/fleetgo/fleet/pkg/names"
 	"github.com/fleetgo/fleet/pkg/registration"
 	"github.com/fleetgo/fleet/pkg/target"
 )
@@ -107,16 +108,21 @@ const (
 	credentialSet  = "fleet-agent-credential"
 )
 
-// sharedRoles makes the registration namespace and applies the roles that every import token
-// (reading its agent's credential there) and agent (reading Contents) is bound to.
+// sharedRoles makes the registration namespace and the agent identity namespace, and applies the
+// roles that every import token (reading its agent's credential there) and agent (reading
+// Contents, one binding for all of them) is bound to.
 func sharedRoles(ctx context.Context, kube kubernetes.Interface, a apply.Apply, regNS string) error {
-	_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: regNS}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating namespace %s: %w", regNS, err)
+	for _, ns := range []string{regNS, registration.AgentIdentityNamespace} {
+		_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating namespace %s: %w", ns, err)
+		}
 	}
-	err = a.WithSetID(sharedRolesSet).ApplyObjects(
+	err := a.WithSetID(sharedRolesSet).ApplyObjects(
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: registration.CredentialReaderRole, Namespace: regNS}, Rules: registration.CredentialReaderRules()},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: registration.ContentReaderRole}, Rules: registration.ContentReaderRules()},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: registration.ContentReaderBinding},
+			RoleRef: roleRef("ClusterRole", registration.ContentReaderRole), Subjects: []rbacv1.Subject{registration.ContentReaders()}},
 	)
 	if err != nil {
 		return fmt.Errorf("writing the registration roles: %w", err)
@@ -198,7 +204,8 @@ func (r *registrations) credential(reg *fleet.ClusterRegistration, cluster *flee
 			registration.KeyToken: []byte(token), registration.KeyAPIServerURL: []byte(cfg.APIServerURL),
 			registration.KeyAPIServerCA: []byte(cfg.APIServerCA), registration.KeyClusterNamespace: []byte(cluster.Status.Namespace),
 			registration.KeyClusterName: []byte(cluster.Name), registration.KeyClusterObjectNamespace: []byte(cluster.Namespace),
-			registration.KeyServiceAccount: []byte(registration.AgentServiceAccount),
+			registration.KeyServiceAccount:          []byte(registration.AgentServiceAccount(cluster.Status.Namespace)),
+			registration.KeyServiceAccountNamespace: []byte(registration.AgentIdentityNamespace),
 		}}
 	if err := r.Apply.WithSetID(credentialSet).WithOwner(reg).ApplyObjects(secret); err != nil {
 		return fmt.Errorf("writing the credential of registration %s/%s: %w", reg.Namespace, reg.Name, err)
@@ -239,7 +246,7 @@ func (r *registrations) cluster(reg *fleet.ClusterRegistration) (*fleet.Cluster,
 		// registration in a storm.
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: reg.Namespace, Labels: labels, Finalizers: []string{fleet.ClusterFinalizer},
 			Annotations: map[string]string{registration.ClientIDAnnotation: reg.Spec.ClientID,
-				registration.IdentityAnnotation: registration.AgentServiceAccount}},
+				registration.IdentityAnnotation: registration.AgentIdentity(names.ClusterNamespace(reg.Namespace, name))}},
 		Spec: fleet.ClusterSpec{ClientID: reg.Spec.ClientID},
 	})
 	if apierrors.IsAlreadyExists(err) {
@@ -253,12 +260,12 @@ func (r *registrations) cluster(reg *fleet.ClusterRegistration) (*fleet.Cluster,
 
 // grant gives the Cluster's agent its identity and permissions and returns a fresh credential.
 func (r *registrations) grant(ctx context.Context, c *fleet.Cluster) (string, error) {
-	ns, sa := target.ClusterNamespace(c), registration.AgentServiceAccount
+	sa := registration.AgentServiceAccount(target.ClusterNamespace(c))
 	if err := identity(r.Apply, c); err != nil {
 		return "", err
 	}
 	secs := int64(r.CredentialLifetime / time.Second)
-	tr, err := r.Kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+	tr, err := r.Kube.CoreV1().ServiceAccounts(registration.AgentIdentityNamespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &secs}}, metav1.CreateOptions{})
 	if err != nil {
 		return "", fmt.Errorf("issuing the credential of cluster %s/%s: %w", c.Namespace, c.Name, err)
