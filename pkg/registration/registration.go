@@ -67,8 +67,9 @@ const (
 	// every request, so one per cluster made each request cost O(clusters)
 	// (benchmarks/RESULTS.md). Nothing else belongs in it.
 	AgentIdentityNamespace = "cattle-fleet-agent-identities"
-	// AgentRole names the agent's Role and RoleBinding in its cluster namespace.
-	AgentRole = "fleet-agent"
+	// AgentRole is the ClusterRole (AgentRules) every agent is bound to in its cluster namespace,
+	// by a RoleBinding of the same name there.
+	AgentRole = "fleet-agent-bundledeployments"
 	// ContentReaderRole is the ClusterRole that lets agents get Contents by name;
 	// ContentReaderBinding binds it to the ServiceAccounts of AgentIdentityNamespace.
 	ContentReaderRole    = "fleet-content-reader"

@@ -31,13 +31,14 @@ const (
 )
 
 // identity applies a Cluster's agent identity, its ServiceAccount in the agent identity namespace,
-// and what it may do: read its BundleDeployments (a Role in its cluster namespace), write their
-// status and its own Cluster's status, and renew its credential. Contents it reads through the
-// one binding shared by every agent (sharedRoles).
+// and what it may do: read its BundleDeployments (the shared ClusterRole, bound in its cluster
+// namespace), write their status and its own Cluster's status, and renew its credential.
+// Contents it reads through the one binding shared by every agent (sharedRoles).
 func identity(a apply.Apply, c *fleet.Cluster) error {
 	ns := target.ClusterNamespace(c)
 	idNS, sa := registration.AgentIdentityNamespace, registration.AgentServiceAccount(ns)
-	statusRole := names.SafeConcatName("fleet-agent", c.Name)
+	// (Names other than those of legacyIdentitySet's objects, which stay beside these.)
+	statusRole := names.SafeConcatName("fleet-agent-status", c.Name)
 	labels := map[string]string{fleet.ClusterLabel: c.Name, fleet.ClusterNamespaceLabel: c.Namespace}
 	own := metav1.ObjectMeta{Name: sa, Namespace: idNS, Labels: labels}
 	agent := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: idNS, Name: sa}}
@@ -45,8 +46,7 @@ func identity(a apply.Apply, c *fleet.Cluster) error {
 		&corev1.ServiceAccount{ObjectMeta: own},
 		&rbacv1.Role{ObjectMeta: own, Rules: registration.TokenRules(sa)},
 		&rbacv1.RoleBinding{ObjectMeta: own, RoleRef: roleRef("Role", sa), Subjects: agent},
-		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: registration.AgentRole, Namespace: ns}, Rules: registration.AgentRules()},
-		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: registration.AgentRole, Namespace: ns}, RoleRef: roleRef("Role", registration.AgentRole), Subjects: agent},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: registration.AgentRole, Namespace: ns}, RoleRef: roleRef("ClusterRole", registration.AgentRole), Subjects: agent},
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: statusRole, Namespace: c.Namespace}, Rules: registration.ClusterStatusRules(c.Name)},
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: statusRole, Namespace: c.Namespace}, RoleRef: roleRef("Role", statusRole), Subjects: agent},
 	)

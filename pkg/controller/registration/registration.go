@@ -109,8 +109,9 @@ const (
 )
 
 // sharedRoles makes the registration namespace and the agent identity namespace, and applies the
-// roles that every import token (reading its agent's credential there) and agent (reading
-// Contents, one binding for all of them) is bound to.
+// roles that every import token (reading its agent's credential there) and agent (reading its
+// BundleDeployments, bound in its cluster namespace; reading Contents, one binding for all of
+// them) is bound to.
 func sharedRoles(ctx context.Context, kube kubernetes.Interface, a apply.Apply, regNS string) error {
 	for _, ns := range []string{regNS, registration.AgentIdentityNamespace} {
 		_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
@@ -121,6 +122,7 @@ func sharedRoles(ctx context.Context, kube kubernetes.Interface, a apply.Apply, 
 	err := a.WithSetID(sharedRolesSet).ApplyObjects(
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: registration.CredentialReaderRole, Namespace: regNS}, Rules: registration.CredentialReaderRules()},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: registration.ContentReaderRole}, Rules: registration.ContentReaderRules()},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: registration.AgentRole}, Rules: registration.AgentRules()},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: registration.ContentReaderBinding},
 			RoleRef: roleRef("ClusterRole", registration.ContentReaderRole), Subjects: []rbacv1.Subject{registration.ContentReaders()}},
 	)
