@@ -2,6 +2,7 @@ package bundlereader
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
 
@@ -13,7 +14,8 @@ import (
 
 // imageScans are the ImageScans the bundle folder's fleet.yaml declares (imageScans[]): named
 // after the bundle and the scan (or its position), writing to the GitRepo the run is for, and
-// labelled with it so a later run prunes those no longer declared.
+// labelled with it so a later run prunes those no longer declared (and with the GitRepo's shard,
+// if it has one).
 func imageScans(root string, d BundleDir, bundle string, o Options) ([]*fleet.ImageScan, error) {
 	if d.FleetYAML == "" {
 		return nil, nil
@@ -21,6 +23,11 @@ func imageScans(root string, d BundleDir, bundle string, o Options) ([]*fleet.Im
 	fy, err := readFleetYAML(root, d)
 	if err != nil || len(fy.ImageScans) == 0 {
 		return nil, err
+	}
+	labels := map[string]string{fleet.RepoLabel: o.Name}
+	if shard := o.Labels[fleet.ShardLabel]; shard != "" {
+		// The GitRepo's shard handles its ImageScans, as it handles its Bundles.
+		labels[fleet.ShardLabel] = shard
 	}
 	var out []*fleet.ImageScan
 	for i, s := range fy.ImageScans {
@@ -48,7 +55,7 @@ func imageScans(root string, d BundleDir, bundle string, o Options) ([]*fleet.Im
 		out = append(out, &fleet.ImageScan{
 			TypeMeta: metav1.TypeMeta{APIVersion: fleet.SchemeGroupVersion.String(), Kind: "ImageScan"},
 			ObjectMeta: metav1.ObjectMeta{Name: names.SafeConcatName(bundle, name), Namespace: o.Namespace,
-				Labels: map[string]string{fleet.RepoLabel: o.Name}},
+				Labels: maps.Clone(labels)},
 			Spec: fleet.ImageScanSpec{TagName: tagName, GitRepoName: o.Name, Image: s.Image, Interval: metav1.Duration{Duration: interval},
 				SecretRef: s.SecretRef, Suspend: s.Suspend, Policy: s.Policy},
 		})

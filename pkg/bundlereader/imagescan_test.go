@@ -13,6 +13,11 @@ import (
 
 func readScans(t *testing.T, fleetYAML string) (Result, error) {
 	t.Helper()
+	return readScansWith(t, fleetYAML, Options{Name: "repo", Namespace: "ns"})
+}
+
+func readScansWith(t *testing.T, fleetYAML string, o Options) (Result, error) {
+	t.Helper()
 	dir := t.TempDir()
 	for name, data := range map[string]string{"app/fleet.yaml": fleetYAML, "app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"} {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
@@ -22,7 +27,34 @@ func readScans(t *testing.T, fleetYAML string) (Result, error) {
 			t.Fatal(err)
 		}
 	}
-	return ReadAll(context.Background(), dir, []string{"app"}, Options{Name: "repo", Namespace: "ns"})
+	return ReadAll(context.Background(), dir, []string{"app"}, o)
+}
+
+// A sharded GitRepo's ImageScans carry its shard label (as its Bundles do), so its shard handles
+// them; other labels of the GitRepo stay on the Bundles.
+func TestImageScansOfAShardedGitRepo(t *testing.T) {
+	r, err := readScansWith(t, "imageScans:\n- image: reg.example/web\n",
+		Options{Name: "repo", Namespace: "ns", Labels: map[string]string{fleet.ShardLabel: "shard-a", "team": "x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.ImageScans) != 1 || len(r.Bundles) != 1 {
+		t.Fatalf("%d scans, %d bundles", len(r.ImageScans), len(r.Bundles))
+	}
+	want := map[string]string{fleet.RepoLabel: "repo", fleet.ShardLabel: "shard-a"}
+	if got := r.ImageScans[0].Labels; len(got) != len(want) || got[fleet.ShardLabel] != "shard-a" || got[fleet.RepoLabel] != "repo" {
+		t.Errorf("scan labels %v, want %v", got, want)
+	}
+	if r.Bundles[0].Labels[fleet.ShardLabel] != "shard-a" {
+		t.Errorf("bundle labels %v lack the shard", r.Bundles[0].Labels)
+	}
+	r, err = readScans(t, "imageScans:\n- image: reg.example/web\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.ImageScans[0].Labels[fleet.ShardLabel]; ok {
+		t.Errorf("an unsharded GitRepo's scan has a shard label: %v", r.ImageScans[0].Labels)
+	}
 }
 
 func TestImageScansOfFleetYAML(t *testing.T) {

@@ -248,8 +248,10 @@ func bundle(op *fleet.HelmOp, version string) *fleet.Bundle {
 		labels[k] = v
 	}
 	labels[fleet.HelmNameLabel] = op.Name
+	// The Bundle (and its BundleDeployments) belong to the HelmOp's shard, whatever spec.labels
+	// say: the shard that handles the HelmOp is the one that handles its Bundle.
+	delete(labels, fleet.ShardLabel)
 	if shard := op.Labels[fleet.ShardLabel]; shard != "" {
-		// The Bundle (and its BundleDeployments) belong to the HelmOp's shard.
 		labels[fleet.ShardLabel] = shard
 	}
 	if len(spec.Targets) == 0 {
