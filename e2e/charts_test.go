@@ -33,9 +33,12 @@ var _ = Describe("charts", func() {
 		shard, err := managerKube.AppsV1().Deployments("fleet-chart").Get(ctx, "fleet-controller-shard-east", metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(shard.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--shard-id=east"))
+		// Its GitRepos' Jobs go to its nodes too.
+		Expect(shard.Spec.Template.Spec.Containers[0].Args).To(ContainElement(`--shard-node-selector={"zone":"east"}`))
 		Expect(shard.Spec.Template.Spec.NodeSelector).To(Equal(map[string]string{"zone": "east"}))
 		Expect(shard.Spec.Template.Labels).To(HaveKeyWithValue("fleet.cattle.io/shard-id", "east"))
 		Expect(d.Spec.Template.Spec.Containers[0].Args).NotTo(ContainElement(HavePrefix("--shard-id")))
+		Expect(d.Spec.Template.Spec.Containers[0].Args).NotTo(ContainElement(HavePrefix("--shard-node-selector")))
 		cm, err := managerKube.CoreV1().ConfigMaps("fleet-chart").Get(ctx, "fleet-controller", metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(cm.Data["config"]).To(ContainSubstring(`"apiServerURL":"https://manager.example:6443"`))

@@ -1,8 +1,11 @@
 package cmd
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	runtimedebug "runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -59,6 +62,7 @@ func newController() *cobra.Command {
 	fl.BoolVar(&gitops, "gitops", true, "run the GitRepo controller and the webhook receiver (false: Bundles come from elsewhere)")
 	fl.StringVar(&o.WebhookAddr, "webhook-addr", ":8084", "address of the git providers' push webhook receiver (empty disables)")
 	fl.StringVar(&o.ShardID, "shard-id", "", "handle only GitRepos, Bundles, BundleDeployments, HelmOps and ImageScans labelled "+fleet.ShardLabel+"=ID (empty: the unlabelled ones, and everything that is one per management cluster)")
+	fl.Var(jsonMap{&o.ShardNodeSelector}, "shard-node-selector", `nodeSelector of the GitRepo Jobs this controller runs, as JSON ({"kubernetes.io/hostname": "node0"}): a shard's nodes`)
 	fl.BoolVar(&o.ImageScanEnabled, "imagescan-enabled", false, "run ImageScans: scan registries and commit newer image tags to their GitRepos' repositories")
 	fl.StringVar(&o.GitJobImage, "git-job-image", "", "image (with the fleet binary) of the Jobs that clone GitRepos and apply them; empty runs them in this process")
 	fl.IntVar(&o.GitRuns, "git-runs", 4, "GitRepo clone-and-apply runs at once when they run in this process")
@@ -71,3 +75,28 @@ func newController() *cobra.Command {
 	fl.IntVar(&gcPercent, "gc-percent", 50, "heap growth (percent) that triggers a garbage collection, unless GOGC is set")
 	return c
 }
+
+// jsonMap is a flag whose value is a JSON object of strings (Fleet passes a shard's nodeSelector
+// this way).
+type jsonMap struct{ m *map[string]string }
+
+func (j jsonMap) String() string {
+	if j.m == nil || len(*j.m) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(*j.m)
+	return string(b)
+}
+
+func (j jsonMap) Set(s string) error {
+	m := map[string]string{}
+	if strings.TrimSpace(s) != "" && strings.TrimSpace(s) != "null" {
+		if err := json.Unmarshal([]byte(s), &m); err != nil {
+			return fmt.Errorf("want a JSON object of strings, like {\"kubernetes.io/hostname\": \"node0\"}: %w", err)
+		}
+	}
+	*j.m = m
+	return nil
+}
+
+func (j jsonMap) Type() string { return "json" }

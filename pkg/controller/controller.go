@@ -114,6 +114,9 @@ type Options struct {
 	// GitOps objects labelled fleet.cattle.io/shard-ref=ID (shard.go) and leaves everything
 	// that is one per management cluster to the unsharded controller.
 	ShardID string
+	// ShardNodeSelector is the nodeSelector of the GitRepo Jobs this controller runs (a shard's
+	// nodes; Jobs only, with GitJobImage).
+	ShardNodeSelector map[string]string
 }
 
 // Client rate defaults: generous enough that a pass over thousands of clusters is not held back
@@ -423,7 +426,7 @@ func startGitOps(ctx context.Context, cfg *rest.Config, scf lassocontroller.Shar
 		job := bf.Batch().V1().Job()
 		// A Job's ConfigMap is not cached (the ConfigMap cache holds the system namespace only): the
 		// set lists ConfigMaps from the apiserver, once per new commit.
-		jobs = &gitrepo.JobRunner{Jobs: job, Image: o.GitJobImage,
+		jobs = &gitrepo.JobRunner{Jobs: job, Image: o.GitJobImage, NodeSelector: o.ShardNodeSelector,
 			Apply: children.WithCacheTypes(job).WithGVK(corev1.SchemeGroupVersion.WithKind("ConfigMap")).WithDynamicLookup()}
 	}
 	gitrepo.Register(ctx, gitrepo.Deps{Kube: kube, GitRepos: f.GitRepo(), Bundles: f.Bundle(), BundleDeployments: f.BundleDeployment(),

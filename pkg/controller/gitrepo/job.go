@@ -52,6 +52,9 @@ type JobRunner struct {
 	// Apply writes a GitRepo's Job set; it must cache Jobs, ServiceAccounts, Roles and
 	// RoleBindings.
 	Apply wapply.Apply
+	// NodeSelector, when set, is the Jobs' pods' nodeSelector (a shard's, so its GitRepos are
+	// cloned on its nodes).
+	NodeSelector map[string]string
 }
 
 // Limits of a GitRepo Job: the kubelet ends one running longer than jobDeadline (a stalled git
@@ -266,7 +269,7 @@ func (h *handler) jobPod(gr *fleet.GitRepo, commit string, cm *corev1.ConfigMap)
 	requests := corev1.ResourceRequirements{Requests: corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse(jobCPURequest), corev1.ResourceMemory: resource.MustParse(jobMemRequest)}}
 	return &corev1.PodSpec{
-		RestartPolicy: corev1.RestartPolicyNever, Volumes: volumes,
+		RestartPolicy: corev1.RestartPolicyNever, Volumes: volumes, NodeSelector: maps.Clone(h.JobRunner.NodeSelector),
 		SecurityContext: &corev1.PodSecurityContext{RunAsUser: &uid, RunAsNonRoot: boolPtr(true), FSGroup: &uid},
 		InitContainers: []corev1.Container{{Name: "gitcloner", Image: h.JobRunner.Image, Command: []string{"fleet"}, Args: clone,
 			Env: env, VolumeMounts: mounts, Resources: requests, TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError}},

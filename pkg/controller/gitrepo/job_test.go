@@ -29,3 +29,23 @@ func TestJobApplyArgsCarryGitRepoOptions(t *testing.T) {
 		t.Errorf("old flag name used: %q", joined)
 	}
 }
+
+// A shard's GitRepo Jobs run on its nodes (--shard-node-selector); without one, anywhere.
+func TestJobPodNodeSelector(t *testing.T) {
+	gr := &fleet.GitRepo{}
+	gr.Name, gr.Namespace, gr.Spec.Repo = "repo", "fleet-default", "https://git.example/repo"
+	cm, err := jobConfigMap(gr, "repo-abc", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sel := range []map[string]string{{"zone": "east"}, nil} {
+		h := &handler{Deps: Deps{JobRunner: &JobRunner{Image: "fleet:dev", NodeSelector: sel}}}
+		p, err := h.jobPod(gr, "c1", cm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.NodeSelector) != len(sel) || p.NodeSelector["zone"] != sel["zone"] {
+			t.Errorf("nodeSelector %v, want %v", p.NodeSelector, sel)
+		}
+	}
+}
