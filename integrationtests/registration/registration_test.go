@@ -584,6 +584,66 @@ var _ = Describe("cluster registration", Ordered, func() {
 		Expect(apierrors.IsNotFound(err)).To(BeTrue())
 	})
 
+	It("takes over a cluster registered before agent identities moved: its agent trades the earlier credential for its own ServiceAccount's token", func(ctx context.Context) {
+		// A Cluster as an earlier build left it: its agent's ServiceAccount in the cluster
+		// namespace, a credential of that ServiceAccount without serviceAccountNamespace, the
+		// earlier identity annotation, and an agent that has checked in.
+		_, err := api.Cluster().Create(&fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "earlier", Namespace: fleet.DefaultNamespace,
+			Annotations: map[string]string{registration.IdentityAnnotation: "fleet-agent"}}})
+		Expect(err).NotTo(HaveOccurred())
+		var ns string
+		Eventually(func() string {
+			c, _ := api.Cluster().Get(fleet.DefaultNamespace, "earlier", metav1.GetOptions{})
+			if c != nil {
+				ns = c.Status.Namespace
+			}
+			return ns
+		}).ShouldNot(BeEmpty())
+		_, err = managerKube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "fleet-agent"}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		tr, err := managerKube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "fleet-agent", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		mcfg := manager.RESTConfig()
+		earlier := &register.Credential{Token: tr.Status.Token, APIServerURL: mcfg.Host, APIServerCA: string(mcfg.CAData),
+			ClusterNamespace: ns, ClusterName: "earlier", ClusterObjectNamespace: fleet.DefaultNamespace, SA: "fleet-agent"}
+		kube, fl := asAgent(earlier)
+		ids := kube.CoreV1().ServiceAccounts(registration.AgentIdentityNamespace)
+		own := registration.AgentServiceAccount(ns)
+		_, err = ids.CreateToken(ctx, own, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "no trade before the take-over: %v", err)
+		_, err = managerKube.CoreV1().ServiceAccounts(registration.AgentIdentityNamespace).Get(ctx, own, metav1.GetOptions{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no identity before an agent checks in: %v", err)
+
+		now := metav1.Now().UTC().Format(time.RFC3339)
+		_, err = api.Cluster().Patch(fleet.DefaultNamespace, "earlier", types.MergePatchType, []byte(`{"status":{"agent":{"lastSeen":"`+now+`"}}}`), "status")
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() string {
+			c, _ := api.Cluster().Get(fleet.DefaultNamespace, "earlier", metav1.GetOptions{})
+			if c == nil {
+				return ""
+			}
+			return c.Annotations[registration.IdentityAnnotation]
+		}).Should(Equal(registration.AgentIdentity(ns)), "the manager takes the cluster over")
+
+		var traded *authenticationv1.TokenRequest
+		Eventually(func() error {
+			traded, err = ids.CreateToken(ctx, own, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+			return err
+		}).Should(Succeed(), "the earlier credential trades for a token of the cluster's own ServiceAccount")
+		_, err = ids.CreateToken(ctx, registration.AgentServiceAccount(storedCredential(downA).ClusterNamespace), &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "and for no other cluster's: %v", err)
+		_, err = fl.BundleDeployment().List(storedCredential(downA).ClusterNamespace, metav1.ListOptions{})
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the earlier credential reads no other cluster's deployments: %v", err)
+
+		now2 := register.Credential{Token: traded.Status.Token, APIServerURL: mcfg.Host, APIServerCA: string(mcfg.CAData)}
+		_, fl2 := asAgent(&now2)
+		_, err = fl2.BundleDeployment().List(ns, metav1.ListOptions{})
+		Expect(err).NotTo(HaveOccurred(), "the traded credential reads its cluster's BundleDeployments")
+		_, err = fl2.Cluster().Patch(fleet.DefaultNamespace, "earlier", types.MergePatchType, []byte(`{"status":{"agent":{"lastSeen":"`+now+`"}}}`), "status")
+		Expect(err).NotTo(HaveOccurred(), "and checks in on its Cluster")
+		Expect(api.Cluster().Delete(fleet.DefaultNamespace, "earlier", &metav1.DeleteOptions{})).To(Succeed())
+	})
+
 	It("keeps a renewed credential working, and a deleted Cluster's agent loses access", func() {
 		stopA()
 		first := storedCredential(downA).Token

@@ -218,7 +218,7 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 	}
 	if o.ShardID == "" {
 		// Registrations are the unsharded controller's only (a shard does not cache them).
-		if err := f.ClusterRegistration().Informer().SetTransform(stripManagedFields); err != nil {
+		if err := f.ClusterRegistration().Informer().SetTransform(slimOwned); err != nil {
 			return err
 		}
 	}
@@ -360,12 +360,12 @@ func trimCaches(f fleetcontrollers.Interface, c corecontrollers.Interface, r rba
 		{f.Cluster().Informer(), stripManagedFields},
 		{f.ClusterGroup().Informer(), stripManagedFields},
 		{f.GitRepo().Informer(), stripManagedFields},
-		{c.Namespace().Informer(), stripManagedFields},
-		{c.Secret().Informer(), stripManagedFields},
-		{c.ServiceAccount().Informer(), stripManagedFields},
-		{r.Role().Informer(), stripManagedFields},
-		{r.RoleBinding().Informer(), stripManagedFields},
-		{r.ClusterRoleBinding().Informer(), stripManagedFields},
+		{c.Namespace().Informer(), slimOwned},
+		{c.Secret().Informer(), slimOwned},
+		{c.ServiceAccount().Informer(), slimOwned},
+		{r.Role().Informer(), slimOwned},
+		{r.RoleBinding().Informer(), slimOwned},
+		{r.ClusterRoleBinding().Informer(), slimOwned},
 	} {
 		if err := t.informer.SetTransform(t.transform); err != nil {
 			return err

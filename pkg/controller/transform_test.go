@@ -3,11 +3,16 @@ package controller
 import (
 	"encoding/json"
 	"testing"
+	"unsafe"
 
+	"github.com/rancher/wrangler/v3/pkg/apply"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/registration"
 )
 
 func deployment(stagedReplicas float64) *fleet.BundleDeployment {
@@ -76,5 +81,71 @@ func TestSlimContent(t *testing.T) {
 	got := out.(*fleet.Content)
 	if got.Content != nil || got.SHA256Sum != "1" || got.Status.ReferenceCount != 3 {
 		t.Fatalf("only the manifest is dropped: %+v", got)
+	}
+}
+
+// decoded is what an informer would cache: the object as the apiserver sends it.
+func decoded[T any](t *testing.T, obj T) T {
+	t.Helper()
+	b, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out T
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestSlimOwned(t *testing.T) {
+	role := func(cluster string) *rbacv1.Role {
+		return &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "fleet-agent-status-" + cluster, Namespace: "fleet-default",
+			Labels:        map[string]string{fleet.ClusterLabel: cluster, apply.LabelHash: "abc"},
+			Annotations:   map[string]string{apply.LabelApplied: "H4sI-" + cluster, "objectset.rio.cattle.io/id": "fleet-agent-identity-v2"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "fleet"}}},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"fleet.cattle.io"}, Resources: []string{"clusters/status"}, Verbs: []string{"patch"}, ResourceNames: []string{cluster}}}}
+	}
+	a, b := decoded(t, role("one")), decoded(t, role("two"))
+	want := decoded(t, a)
+	want.ManagedFields = nil
+	out, _ := slimOwned(a)
+	_, _ = slimOwned(b)
+	if !equality.Semantic.DeepEqual(out, want) {
+		t.Fatalf("the cached role differs from the stored one:\n%+v\n%+v", out, want)
+	}
+	same := func(what, x, y string) {
+		if x != y || unsafe.StringData(x) != unsafe.StringData(y) {
+			t.Errorf("%s: one copy expected for %q and %q", what, x, y)
+		}
+	}
+	same("namespace", a.Namespace, b.Namespace)
+	same("verb", a.Rules[0].Verbs[0], b.Rules[0].Verbs[0])
+	same("set ID", a.Annotations["objectset.rio.cattle.io/id"], b.Annotations["objectset.rio.cattle.io/id"])
+	for k := range a.Labels {
+		for l := range b.Labels {
+			if k == l {
+				same("label key", k, l)
+			}
+		}
+	}
+
+	rb := decoded(t, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "fleet-default"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "x"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "sa", Namespace: "ids"}}})
+	want2 := decoded(t, rb)
+	if out, _ := slimOwned(rb); !equality.Semantic.DeepEqual(out, want2) {
+		t.Fatalf("the cached binding differs from the stored one:\n%+v\n%+v", out, want2)
+	}
+
+	cred := decoded(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "c-1", Namespace: "cattle-fleet-clusters-system"},
+		Type: registration.CredentialSecretType, Data: map[string][]byte{registration.KeyToken: []byte("t")}})
+	other := decoded(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "git", Namespace: "fleet-default"},
+		Type: corev1.SecretTypeBasicAuth, Data: map[string][]byte{"password": []byte("p")}})
+	if out, _ := slimOwned(cred); out.(*corev1.Secret).Data != nil || out.(*corev1.Secret).Name != "c-1" {
+		t.Error("a registration credential's data is not cached")
+	}
+	if out, _ := slimOwned(other); string(out.(*corev1.Secret).Data["password"]) != "p" {
+		t.Error("other Secrets keep their data (GitRepo credentials are read from the cache)")
 	}
 }

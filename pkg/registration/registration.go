@@ -38,6 +38,10 @@ const (
 	// fleet-agent chart.
 	ValuesKey = "values"
 
+	// CredentialSecretType is the type of the Secret (registration namespace) an agent picks its
+	// credential up from.
+	CredentialSecretType = "fleet.cattle.io/cluster-registration-credential"
+
 	// Keys of the bootstrap Secret, the credential Secret and the agent Secret.
 	KeyToken                  = "token"
 	KeyAPIServerURL           = "apiServerURL"

@@ -201,7 +201,7 @@ func (r *registrations) credential(reg *fleet.ClusterRegistration, cluster *flee
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: registration.CredentialSecret(reg.Spec.ClientID, reg.Spec.ClientRandom),
 		Namespace: r.RegistrationNamespace,
 		Labels:    map[string]string{fleet.ClusterLabel: cluster.Name, fleet.ClusterNamespaceLabel: cluster.Namespace}},
-		Type: "fleet.cattle.io/cluster-registration-credential",
+		Type: registration.CredentialSecretType,
 		Data: map[string][]byte{
 			registration.KeyToken: []byte(token), registration.KeyAPIServerURL: []byte(cfg.APIServerURL),
 			registration.KeyAPIServerCA: []byte(cfg.APIServerCA), registration.KeyClusterNamespace: []byte(cluster.Status.Namespace),
