@@ -307,9 +307,7 @@ func (h *handler) plan(b *fleet.Bundle, contentName string) ([]planned, error) {
 		}
 		clusters, groups = append(clusters, cs...), append(groups, gs...)
 	}
-	slices.SortFunc(clusters, func(a, b *fleet.Cluster) int {
-		return compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
-	})
+	slices.SortFunc(clusters, byKey)
 	// Selectors are parsed once per pass, not once per cluster.
 	gm, err := target.NewGroupMatcher(groups)
 	if err != nil {
@@ -687,6 +685,17 @@ func labelsContain(have, want map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// byKey orders Clusters by their "namespace/name" keys. It compares names alone within a
+// namespace, the common case, so that sorting ten thousand Clusters on every pass allocates
+// nothing; across namespaces it compares the keys themselves (a namespace may be a prefix of
+// another, where the two orders differ).
+func byKey(a, b *fleet.Cluster) int {
+	if a.Namespace == b.Namespace {
+		return compare(a.Name, b.Name)
+	}
+	return compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 }
 
 func compare(a, b string) int {
