@@ -82,10 +82,12 @@ func slimContent(obj interface{}) (interface{}, error) {
 // slimOwned is for the kinds the manager keeps several of per registered cluster (identities,
 // roles and bindings, credentials, the cluster namespace, registrations): they repeat each
 // other's strings (label and annotation keys, the set's ID, hash and owner, the cluster's names,
-// role rules), so it shares them. Measured on a 1,000-cluster run's objects, a cached binding
-// takes 1.9 KiB instead of 2.5, a role 1.9 instead of 2.4, a ServiceAccount 1.6 instead of 2.0. The applied-state annotation, unique to each object, is kept as it is: the apply sets
-// compare against it. A registration credential's data is for the agent that picks it up, never
-// read back by the manager (its set is written once and later deleted), so the cache drops it.
+// role rules), so it shares them. The applied-state annotation, unique to each object, is kept
+// as it is: the apply sets compare against it. A registration credential's data is for the agent
+// that picks it up and is never read back by the manager (its set is written once and later
+// deleted), so the cache drops it. Measured on a 1,000-cluster run's objects, a cached binding
+// takes 1.9 KiB instead of 2.5, a role 1.9 instead of 2.4, a ServiceAccount 1.6 instead of 2.0
+// and a credential 2.1 instead of 5.1.
 func slimOwned(obj interface{}) (interface{}, error) {
 	obj, _ = stripManagedFields(obj)
 	m, err := meta.Accessor(obj)
@@ -122,12 +124,12 @@ func slimMeta(m metav1.Object) {
 	}
 }
 
-// internMap shares a map's keys and values, but for the value of unique (which no other
+// internMap shares a map's keys and values, but for the value of key own (which no other
 // object has).
-func internMap(in map[string]string, unique string) map[string]string {
+func internMap(in map[string]string, own string) map[string]string {
 	out := make(map[string]string, len(in))
 	for k, v := range in {
-		if k != unique {
+		if k != own {
 			v = intern(v)
 		}
 		out[intern(k)] = v
