@@ -635,8 +635,8 @@ var _ = Describe("cluster registration", Ordered, func() {
 		_, err = fl.BundleDeployment().List(storedCredential(downA).ClusterNamespace, metav1.ListOptions{})
 		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the earlier credential reads no other cluster's deployments: %v", err)
 
-		now2 := register.Credential{Token: traded.Status.Token, APIServerURL: mcfg.Host, APIServerCA: string(mcfg.CAData)}
-		_, fl2 := asAgent(&now2)
+		tradedCred := register.Credential{Token: traded.Status.Token, APIServerURL: mcfg.Host, APIServerCA: string(mcfg.CAData)}
+		_, fl2 := asAgent(&tradedCred)
 		_, err = fl2.BundleDeployment().List(ns, metav1.ListOptions{})
 		Expect(err).NotTo(HaveOccurred(), "the traded credential reads its cluster's BundleDeployments")
 		_, err = fl2.Cluster().Patch(fleet.DefaultNamespace, "earlier", types.MergePatchType, []byte(`{"status":{"agent":{"lastSeen":"`+now+`"}}}`), "status")
