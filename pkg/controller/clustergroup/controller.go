@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,15 +25,18 @@ type handler struct {
 	now      func() time.Time
 }
 
-// Register starts reconciling ClusterGroups, again whenever a Cluster of their namespace changes.
+// Register starts reconciling ClusterGroups, again whenever what their status reads of a Cluster
+// of their namespace changes.
 func Register(ctx context.Context, groups fleetcontrollers.ClusterGroupController, clusters fleetcontrollers.ClusterController) {
 	h := &handler{groups: groups, clusters: clusters.Cache(), now: time.Now}
 	fleetcontrollers.RegisterClusterGroupStatusHandler(ctx, groups, "", "clustergroup-status", h.status)
-	clusters.OnChange(ctx, "clustergroup-from-cluster", func(_ string, c *fleet.Cluster) (*fleet.Cluster, error) {
-		if c == nil {
+	seen := &rolledUp{m: map[string]string{}}
+	clusters.OnChange(ctx, "clustergroup-from-cluster", func(key string, c *fleet.Cluster) (*fleet.Cluster, error) {
+		if !seen.changed(key, c) {
 			return c, nil
 		}
-		gs, err := groups.Cache().List(c.Namespace, labels.Everything())
+		ns, _, _ := strings.Cut(key, "/")
+		gs, err := groups.Cache().List(ns, labels.Everything())
 		if err != nil {
 			return c, err
 		}
@@ -40,6 +45,31 @@ func Register(ctx context.Context, groups fleetcontrollers.ClusterGroupControlle
 		}
 		return c, nil
 	})
+}
+
+// rolledUp remembers what the groups' roll-up last read of each Cluster: its labels (the groups'
+// selectors) and its summary, resource counts and state. Every agent check-in updates its
+// Cluster; at thousands of clusters re-rolling every group of the namespace for each would keep
+// a core busy, for a status that did not change.
+type rolledUp struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+// changed records c (nil: deleted) under key and says whether its groups must roll up again.
+func (r *rolledUp) changed(key string, c *fleet.Cluster) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c == nil {
+		delete(r.m, key)
+		return true
+	}
+	fp := fmt.Sprint(c.Labels, c.Status.Summary, c.Status.ResourceCounts, c.Status.Display.State)
+	if old, ok := r.m[key]; ok && old == fp {
+		return false
+	}
+	r.m[key] = fp
+	return true
 }
 
 // status rolls up the ClusterGroup's clusters (the generated status handler writes it when it
