@@ -157,14 +157,14 @@ func (h *handler) watchTargeting(ctx context.Context, d Deps) {
 		}
 	}
 	// Clusters and groups change status all the time; only what targeting reads re-plans bundles.
-	seen := &fingerprints{m: map[string]string{}}
+	seen := &index.Fingerprints{}
 	d.Clusters.OnChange(ctx, "bundle-from-cluster", func(key string, c *fleet.Cluster) (*fleet.Cluster, error) {
 		if c == nil {
-			seen.forget("cluster/" + key)
+			seen.Forget("cluster/" + key)
 			return c, nil
 		}
 		offline := summary.Offline(c, h.checkin(), h.now())
-		if seen.changed("cluster/"+key, fmt.Sprint(c.Labels, c.Status.Namespace, offline, c.Spec.Paused, c.Spec.TemplateValues, c.Annotations,
+		if seen.Changed("cluster/"+key, fmt.Sprint(c.Labels, c.Status.Namespace, offline, c.Spec.Paused, c.Spec.TemplateValues, c.Annotations,
 			c.Status.Scheduled, c.Status.ActiveSchedule)) {
 			enqueueNamespace(c.Namespace)
 		}
@@ -172,10 +172,10 @@ func (h *handler) watchTargeting(ctx context.Context, d Deps) {
 	})
 	d.ClusterGroups.OnChange(ctx, "bundle-from-clustergroup", func(key string, g *fleet.ClusterGroup) (*fleet.ClusterGroup, error) {
 		if g == nil {
-			seen.forget("group/" + key)
+			seen.Forget("group/" + key)
 			return g, nil
 		}
-		if seen.changed("group/"+key, fmt.Sprint(g.Labels, g.Spec.Selector)) {
+		if seen.Changed("group/"+key, fmt.Sprint(g.Labels, g.Spec.Selector)) {
 			enqueueNamespace(g.Namespace)
 		}
 		return g, nil
@@ -826,26 +826,4 @@ func (r *recentlyCreated) take(key string, now time.Time) (time.Duration, bool) 
 // render renders the BundleDeployment for a cluster matched by MatchTargets.
 func render(b *fleet.Bundle, ci target.ClusterInfo, m *target.Match, contentName string) (*fleet.BundleDeployment, error) {
 	return target.Deployment(b, ci, &target.Match{Targets: m.Targets, Options: target.MergedOptions(b, m.Targets)}, contentName)
-}
-
-// fingerprints remembers what targeting last saw of each cluster and group.
-type fingerprints struct {
-	mu sync.Mutex
-	m  map[string]string
-}
-
-func (f *fingerprints) changed(key, fp string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.m[key] == fp {
-		return false
-	}
-	f.m[key] = fp
-	return true
-}
-
-func (f *fingerprints) forget(key string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.m, key)
 }

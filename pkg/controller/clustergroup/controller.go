@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/controller/index"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/summary"
 	"github.com/fleetgo/fleet/pkg/target"
@@ -30,9 +30,9 @@ type handler struct {
 func Register(ctx context.Context, groups fleetcontrollers.ClusterGroupController, clusters fleetcontrollers.ClusterController) {
 	h := &handler{groups: groups, clusters: clusters.Cache(), now: time.Now}
 	fleetcontrollers.RegisterClusterGroupStatusHandler(ctx, groups, "", "clustergroup-status", h.status)
-	seen := &rolledUp{m: map[string]string{}}
+	seen := &index.Fingerprints{}
 	clusters.OnChange(ctx, "clustergroup-from-cluster", func(key string, c *fleet.Cluster) (*fleet.Cluster, error) {
-		if !seen.changed(key, c) {
+		if !rollUpAgain(seen, key, c) {
 			return c, nil
 		}
 		ns, _, _ := strings.Cut(key, "/")
@@ -47,29 +47,22 @@ func Register(ctx context.Context, groups fleetcontrollers.ClusterGroupControlle
 	})
 }
 
-// rolledUp remembers what the groups' roll-up last read of each Cluster: its labels (the groups'
-// selectors) and its summary, resource counts and state. Every agent check-in updates its
-// Cluster; at thousands of clusters re-rolling every group of the namespace for each would keep
-// a core busy, for a status that did not change.
-type rolledUp struct {
-	mu sync.Mutex
-	m  map[string]string
+// groupInputs is what the groups' roll-up reads of a Cluster: its labels (the groups' selectors)
+// and its summary, resource counts and state. Every agent check-in updates its Cluster; at
+// thousands of clusters re-rolling every group of the namespace for each would keep a core
+// busy, for a status that did not change.
+func groupInputs(c *fleet.Cluster) string {
+	return fmt.Sprint(c.Labels, c.Status.Summary, c.Status.ResourceCounts, c.Status.Display.State)
 }
 
-// changed records c (nil: deleted) under key and says whether its groups must roll up again.
-func (r *rolledUp) changed(key string, c *fleet.Cluster) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// rollUpAgain records c (nil: deleted, it leaves its groups) under key and says whether its
+// groups must roll up again.
+func rollUpAgain(seen *index.Fingerprints, key string, c *fleet.Cluster) bool {
 	if c == nil {
-		delete(r.m, key)
+		seen.Forget(key)
 		return true
 	}
-	fp := fmt.Sprint(c.Labels, c.Status.Summary, c.Status.ResourceCounts, c.Status.Display.State)
-	if old, ok := r.m[key]; ok && old == fp {
-		return false
-	}
-	r.m[key] = fp
-	return true
+	return seen.Changed(key, groupInputs(c))
 }
 
 // status rolls up the ClusterGroup's clusters (the generated status handler writes it when it

@@ -7,20 +7,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/controller/index"
 )
 
 func TestGroupsRollUpOnlyWhatTheyRead(t *testing.T) {
-	r := &rolledUp{m: map[string]string{}}
+	r := &index.Fingerprints{}
 	c := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-default", Name: "a", Labels: map[string]string{"env": "prod"}}}
 	c.Status.Summary = fleet.BundleSummary{Ready: 1, DesiredReady: 1}
 	key := "fleet-default/a"
-	if !r.changed(key, c) {
+	if !rollUpAgain(r, key, c) {
 		t.Fatal("a new cluster rolls its groups up")
 	}
 	checkedIn := c.DeepCopy()
 	checkedIn.Status.Agent.LastSeen = metav1.NewTime(time.Now())
 	checkedIn.ResourceVersion = "2"
-	if r.changed(key, checkedIn) {
+	if rollUpAgain(r, key, checkedIn) {
 		t.Fatal("a check-in changes nothing a group's status reads")
 	}
 	for what, mutate := range map[string]func(*fleet.Cluster){
@@ -31,12 +32,12 @@ func TestGroupsRollUpOnlyWhatTheyRead(t *testing.T) {
 	} {
 		next := c.DeepCopy()
 		mutate(next)
-		if !r.changed(key, next) {
+		if !rollUpAgain(r, key, next) {
 			t.Errorf("a change of its %s rolls its groups up", what)
 		}
-		r.changed(key, c) // back to the first
+		rollUpAgain(r, key, c) // back to the first
 	}
-	if !r.changed(key, nil) || !r.changed(key, c) {
+	if !rollUpAgain(r, key, nil) || !rollUpAgain(r, key, c) {
 		t.Fatal("a deleted cluster rolls its groups up, and a new one of the same name too")
 	}
 }
