@@ -469,7 +469,10 @@ func createBundles(ctx context.Context, e *env, bundles, n int, timeout time.Dur
 func deleteBundles(ctx context.Context, e *env, bundles, n int, timeout time.Duration) (Phase, error) {
 	bw := bdWatcher(ctx, e)
 	defer bw.cancel()
-	before := e.usage("")
+	m, err := startMeter(ctx, e)
+	if err != nil {
+		return Phase{}, err
+	}
 	ours := func(bd *fleet.BundleDeployment) bool {
 		return strings.HasPrefix(bd.Labels[fleet.BundleLabel], "bench-")
 	}
@@ -489,8 +492,7 @@ func deleteBundles(ctx context.Context, e *env, bundles, n int, timeout time.Dur
 		return Phase{}, fmt.Errorf("deleting %d x %d: %v left: %w", bundles, n, counts, err)
 	}
 	p := Phase{Name: fmt.Sprintf("delete %d bundles x %d clusters", bundles, n), Seconds: took.Seconds(), Objects: bundles * n, Series: series}
-	p.finish(e, before)
-	return p, nil
+	return p, m.done(ctx, &p)
 }
 
 // idle measures what standing still costs: manager CPU and every apiserver request while the

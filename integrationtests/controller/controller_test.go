@@ -334,6 +334,8 @@ var _ = Describe("status", func() {
 		ns := newNamespace(ctx)
 		newCluster(ns, "a", map[string]string{"x": "1"})
 		newCluster(ns, "b", map[string]string{"x": "1"})
+		// Longer than three check-in intervals: the agents go on checking in, or Offline they are.
+		keepCheckingIn(ns, "a", "b")
 		newBundle(ns, "app", fleet.BundleSpec{Targets: []fleet.BundleTarget{{ClusterSelector: sel("x", "1")}}})
 		Eventually(clusterNames(ns, "app")).Should(HaveLen(2))
 		Eventually(func() string { return bundleStatus(ns, "app")().Display.ReadyClusters }).Should(Equal("0/2"))

@@ -190,7 +190,8 @@ type wiring struct {
 	children apply.Apply
 	recorder record.EventRecorder
 	checkin  func() time.Duration
-	// configChanged, once agent management runs, brings every Cluster's agent up to date.
+	// configChanged brings every Cluster back (its agent Bundle, its staleness) once the Cluster
+	// controller runs.
 	configChanged atomic.Pointer[func()]
 }
 
@@ -288,11 +289,14 @@ func startClusters(ctx context.Context, w *wiring, o Options) {
 	steps := []cluster.StatusStep{clusterimport.Register(ctx, clusterimport.Deps{Kube: kube, Clusters: f.Cluster(),
 		Tokens: f.ClusterRegistrationToken(), Settings: settings, Config: o.Config})}
 	if o.ManageAgents && o.AgentImage != "" {
-		recheck, agentStatus := agentmanagement.Register(ctx, agentmanagement.Deps{Clusters: f.Cluster(), Bundles: f.Bundle(),
+		agentStatus := agentmanagement.Register(ctx, agentmanagement.Deps{Clusters: f.Cluster(), Bundles: f.Bundle(),
 			BundleDeployments: f.BundleDeployment(), Settings: settings, AgentConfig: clusterimport.AgentConfig(c.Secret().Cache())})
-		w.configChanged.Store(&recheck)
 		steps = append(steps, agentStatus)
 	}
+	// A new configuration brings every Cluster back: its agent Bundle (agent management's
+	// handler) and its staleness (the check-in interval) may change.
+	recheck := cluster.Recheck(f.Cluster())
+	w.configChanged.Store(&recheck)
 	steps = append(steps, schedule.Register(ctx, schedule.Deps{Schedules: f.Schedule(), Clusters: f.Cluster(),
 		ClusterGroups: f.ClusterGroup().Cache(), Now: o.Clock}))
 	cluster.Register(ctx, cluster.Deps{Clusters: f.Cluster(), BundleDeployments: f.BundleDeployment(), Namespaces: c.Namespace(),

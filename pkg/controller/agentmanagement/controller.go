@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -73,10 +72,10 @@ type rendering struct {
 	bundle    *fleet.Bundle
 }
 
-// Register starts managing agents. It returns a function that re-checks every Cluster (call it
-// when the manager's configuration changes) and the status step saying what each Cluster's
-// agent was given, which the cluster controller's status handler calls.
-func Register(ctx context.Context, d Deps) (recheck func(), status func(*fleet.Cluster, fleet.ClusterStatus) (fleet.ClusterStatus, error)) {
+// Register starts managing agents. It returns the status step saying what each Cluster's agent
+// was given, which the cluster controller's status handler calls. A configuration change brings
+// every Cluster back through the cluster controller (cluster.Recheck), this handler included.
+func Register(ctx context.Context, d Deps) (status func(*fleet.Cluster, fleet.ClusterStatus) (fleet.ClusterStatus, error)) {
 	h := &handler{Deps: d}
 	d.Clusters.OnChange(ctx, "agent-bundle", h.onChange)
 	_, _ = d.BundleDeployments.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -84,15 +83,7 @@ func Register(ctx context.Context, d Deps) (recheck func(), status func(*fleet.C
 		UpdateFunc: func(_, cur interface{}) { h.enqueueFor(cur) },
 		DeleteFunc: h.enqueueFor,
 	})
-	return func() {
-		clusters, err := d.Clusters.Cache().List("", labels.Everything())
-		if err != nil {
-			return
-		}
-		for _, c := range clusters {
-			d.Clusters.Enqueue(c.Namespace, c.Name)
-		}
-	}, h.status
+	return h.status
 }
 
 // enqueueFor brings a Cluster back when its agent's BundleDeployment changes.

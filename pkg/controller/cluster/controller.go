@@ -151,9 +151,41 @@ func (h *handler) OnChange(key string, c *fleet.Cluster) (*fleet.Cluster, error)
 		// and a registering agent's credential waits on it.
 		c = updated
 	}
-	// Staleness is a matter of time passing: look again one interval from now.
-	h.clusters.EnqueueAfter(c.Namespace, c.Name, h.interval())
+	// Staleness is a matter of time passing: look again when the agent would count as offline.
+	// Each check-in comes as an event of its own, so looking every interval (as this did) ran
+	// every Cluster's handlers twice per interval for nothing.
+	if d, ok := h.recheckIn(c); ok {
+		h.clusters.EnqueueAfter(c.Namespace, c.Name, d)
+	}
 	return c, h.ensureNamespace(c, target.ClusterNamespace(c))
+}
+
+// recheckIn is how long until the Cluster turns Offline if its agent does not check in again
+// (summary.Offline), just past that moment. There is none for a cluster whose agent never checked
+// in or that is Offline already: only a check-in changes those.
+func (h *handler) recheckIn(c *fleet.Cluster) (time.Duration, bool) {
+	seen, interval := c.Status.Agent.LastSeen, h.interval()
+	if seen.IsZero() || interval <= 0 {
+		return 0, false
+	}
+	now := h.now()
+	if summary.Offline(c, interval, now) {
+		return 0, false
+	}
+	return seen.Add(summary.OfflineAfter*interval).Sub(now) + time.Second, true
+}
+
+// Recheck brings every Cluster back, for a new check-in interval to decide their staleness.
+func Recheck(clusters fleetcontrollers.ClusterController) func() {
+	return func() {
+		all, err := clusters.Cache().List("", labels.Everything())
+		if err != nil {
+			return
+		}
+		for _, c := range all {
+			clusters.Enqueue(c.Namespace, c.Name)
+		}
+	}
 }
 
 // statusHandler rolls the cluster's BundleDeployments up once its namespace exists, then runs the

@@ -3,6 +3,11 @@ package cluster
 import (
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/summary"
 )
 
 func TestDelay(t *testing.T) {
@@ -31,5 +36,47 @@ func TestDelay(t *testing.T) {
 		if got := h.delay(c.key, c.base); got != c.want {
 			t.Errorf("delay(%s, %s) = %s, want %s", c.key, c.base, got, c.want)
 		}
+	}
+}
+
+func TestRecheckIn(t *testing.T) {
+	now := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+	interval := 15 * time.Minute
+	h := &handler{now: func() time.Time { return now }, interval: func() time.Duration { return interval }}
+	seen := func(ago time.Duration) *fleet.Cluster {
+		c := &fleet.Cluster{}
+		if ago >= 0 {
+			c.Status.Agent.LastSeen = metav1.NewTime(now.Add(-ago))
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		name string
+		c    *fleet.Cluster
+		want time.Duration
+		ok   bool
+	}{
+		{"never checked in", seen(-1), 0, false},
+		{"just checked in", seen(0), 45*time.Minute + time.Second, true},
+		{"one interval ago", seen(interval), 30*time.Minute + time.Second, true},
+		{"about to turn Offline", seen(45*time.Minute - time.Second), 2 * time.Second, true},
+		{"three intervals ago to the second: not Offline yet", seen(45 * time.Minute), time.Second, true},
+		{"Offline since a second ago", seen(45*time.Minute + time.Second), 0, false},
+		{"Offline for an hour", seen(105 * time.Minute), 0, false},
+	} {
+		got, ok := h.recheckIn(tc.c)
+		if ok != tc.ok || (ok && got != tc.want) {
+			t.Errorf("%s: recheckIn = %v, %v; want %v, %v", tc.name, got, ok, tc.want, tc.ok)
+		}
+		// Whenever a recheck is due, the Cluster is Offline by then and not a second before.
+		if ok {
+			if summary.Offline(tc.c, interval, now.Add(got-time.Second)) || !summary.Offline(tc.c, interval, now.Add(got)) {
+				t.Errorf("%s: the recheck in %v does not follow the Offline rule", tc.name, got)
+			}
+		}
+	}
+	interval = 0
+	if _, ok := h.recheckIn(seen(0)); ok {
+		t.Error("no interval configured: want no recheck")
 	}
 }
