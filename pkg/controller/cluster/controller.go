@@ -34,10 +34,11 @@ const (
 	StateOffline = "Offline"
 	// statusDelay coalesces the roll-ups that agents' reports (status changes) trigger.
 	statusDelay = 500 * time.Millisecond
-	// specDelay coalesces the roll-ups that new or re-specified BundleDeployments trigger: they
-	// only add targets waiting to be applied, and while Bundles roll out to thousands of
-	// clusters a longer window saves one status write per cluster and Bundle. An agent's report
-	// within the window brings the roll-up forward.
+	// specDelay coalesces the roll-ups that new, re-specified or deleted BundleDeployments
+	// trigger: they only add targets waiting to be applied (or take them away), and while
+	// Bundles roll out to (or leave) thousands of clusters a longer window saves one status
+	// write per cluster and Bundle. An agent's report within the window brings the roll-up
+	// forward.
 	specDelay = 5 * time.Second
 	// busyDelay replaces specDelay for a cluster whose status was written within the last
 	// busyDelay: under a rollout of many Bundles a cluster's roll-up then follows its new
@@ -100,18 +101,24 @@ func Register(ctx context.Context, d Deps) {
 		}
 	}
 	_, _ = d.BundleDeployments.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj interface{}) { enqueue(obj, specDelay) },
-		DeleteFunc: func(obj interface{}) { enqueue(obj, statusDelay) },
-		UpdateFunc: func(old, cur interface{}) {
-			o, ok1 := old.(*fleet.BundleDeployment)
-			c, ok2 := cur.(*fleet.BundleDeployment)
-			if ok1 && ok2 && o.Generation != c.Generation {
-				enqueue(cur, specDelay)
-				return
-			}
-			enqueue(cur, statusDelay)
-		},
+		AddFunc:    func(obj interface{}) { enqueue(obj, changeDelay(nil, obj)) },
+		DeleteFunc: func(obj interface{}) { enqueue(obj, changeDelay(obj, nil)) },
+		UpdateFunc: func(old, cur interface{}) { enqueue(cur, changeDelay(old, cur)) },
 	})
+}
+
+// changeDelay is the base delay (specDelay or statusDelay) of the roll-up that a BundleDeployment
+// change asks for: old is nil for a new one, cur nil for a deleted one. A report of its agent
+// (a status change) shows soon; what the manager did (a new deployment, a new spec, a deletion)
+// comes in numbers, one per cluster of a Bundle, and is coalesced: a cluster whose Bundles go
+// one after the other has its status written once or twice, not once each.
+func changeDelay(old, cur interface{}) time.Duration {
+	o, ok1 := old.(*fleet.BundleDeployment)
+	c, ok2 := cur.(*fleet.BundleDeployment)
+	if ok1 && ok2 && o.Generation == c.Generation {
+		return statusDelay
+	}
+	return specDelay
 }
 
 // delay is how long a roll-up that a BundleDeployment change asks for with base (specDelay or

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/summary"
@@ -78,5 +79,28 @@ func TestRecheckIn(t *testing.T) {
 	interval = 0
 	if _, ok := h.recheckIn(seen(0)); ok {
 		t.Error("no interval configured: want no recheck")
+	}
+}
+
+func TestChangeDelay(t *testing.T) {
+	bd := func(generation int64, ready bool) *fleet.BundleDeployment {
+		b := &fleet.BundleDeployment{}
+		b.Generation, b.Status.Ready = generation, ready
+		return b
+	}
+	for _, tc := range []struct {
+		name     string
+		old, cur interface{}
+		want     time.Duration
+	}{
+		{"created", nil, bd(1, false), specDelay},
+		{"deleted", bd(1, true), nil, specDelay},
+		{"deleted, its last state unknown", cache.DeletedFinalStateUnknown{Obj: bd(1, true)}, nil, specDelay},
+		{"a new spec", bd(1, true), bd(2, true), specDelay},
+		{"the agent's report", bd(1, false), bd(1, true), statusDelay},
+	} {
+		if got := changeDelay(tc.old, tc.cur); got != tc.want {
+			t.Errorf("%s: changeDelay = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
