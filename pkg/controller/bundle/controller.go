@@ -8,6 +8,7 @@
 package bundle
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -83,6 +84,7 @@ type handler struct {
 	checkin  func() time.Duration
 	now      func() time.Time
 	memo     *renderMemo
+	facts    *clusterFacts
 	created  *recentlyCreated
 	// writeSlots holds one token per BundleDeployment write in flight.
 	writeSlots chan struct{}
@@ -99,7 +101,7 @@ func Register(ctx context.Context, d Deps) {
 		bundles: d.Bundles, bds: d.BundleDeployments, bdCache: d.BundleDeployments.Cache(),
 		clusters: d.Clusters.Cache(), groups: d.ClusterGroups.Cache(), contents: d.Contents,
 		mappings: d.Mappings.Cache(), policies: d.Policies, nsCache: d.Namespaces, checkin: d.CheckinInterval, now: time.Now,
-		memo: newRenderMemo(), created: &recentlyCreated{m: map[string]createdEntry{}},
+		memo: newRenderMemo(), facts: newClusterFacts(), created: &recentlyCreated{m: map[string]createdEntry{}},
 		writeSlots: make(chan struct{}, maxWritesInFlight),
 		cpu:        make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1)),
 	}
@@ -161,6 +163,7 @@ func (h *handler) watchTargeting(ctx context.Context, d Deps) {
 	d.Clusters.OnChange(ctx, "bundle-from-cluster", func(key string, c *fleet.Cluster) (*fleet.Cluster, error) {
 		if c == nil {
 			seen.Forget("cluster/" + key)
+			h.facts.forget(key)
 			return c, nil
 		}
 		offline := summary.Offline(c, h.checkin(), h.now())
@@ -327,12 +330,13 @@ func (h *handler) plan(b *fleet.Bundle, contentName string) ([]planned, error) {
 			continue
 		}
 		// The cluster controller records the namespace once it has created it.
-		ns := target.ClusterNamespace(c)
+		facts := h.facts.of(c)
+		ns := facts.namespace
 		if c.Status.Namespace != ns {
 			out = append(out, planned{cluster: c, info: ci})
 			continue
 		}
-		fp := clusterFingerprint(ci, m)
+		fp := clusterFingerprint(facts.hash, ci, m)
 		if err := h.memo.check(b, ci, m, contentName, fp); err != nil {
 			errs = append(errs, fmt.Errorf("cluster %s: %w", c.Name, err))
 			continue
@@ -566,6 +570,17 @@ func (h *handler) write(cur, next *fleet.BundleDeployment) (*fleet.BundleDeploym
 	return bd, nil
 }
 
+// inClusterOrder sorts BundleDeployments by their cluster namespace. Bundles deleted together
+// (a GitRepo's, a benchmark's) then reach each cluster at about the same moment, and its status
+// roll-up, which waits a few seconds, counts all their deletions at once; in the index's order
+// (random) each Bundle reached a cluster at another time, and at 10,000 clusters the Cluster
+// statuses were written 42,658 times for 50,000 deletions.
+func inClusterOrder(bds []*fleet.BundleDeployment) {
+	slices.SortFunc(bds, func(a, b *fleet.BundleDeployment) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+}
+
 // finalizeParallel bounds the deletes in flight for one deleted Bundle.
 const finalizeParallel = 16
 
@@ -578,6 +593,7 @@ func (h *handler) finalize(b *fleet.Bundle) (*fleet.Bundle, error) {
 	}
 	// In parallel: a Bundle on ten thousand clusters has as many BundleDeployments, and one
 	// delete after another would take minutes.
+	inClusterOrder(existing)
 	var g errgroup.Group
 	g.SetLimit(finalizeParallel)
 	for _, bd := range existing {

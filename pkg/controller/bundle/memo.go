@@ -63,17 +63,6 @@ func (r *renderMemo) setContentName(b *fleet.Bundle, name string) {
 	r.contents[b.UID] = contentMemo{generation: b.Generation, name: name}
 }
 
-// clusterFingerprint hashes everything of a cluster that rendering reads.
-func clusterFingerprint(ci target.ClusterInfo, m *target.Match) [sha256.Size]byte {
-	c := ci.Cluster
-	groups := make([]string, 0, len(ci.Groups))
-	for _, g := range ci.Groups {
-		groups = append(groups, g.Name)
-	}
-	return sha256.Sum256(fmt.Append(nil, c.Name, c.Namespace, c.Labels, c.Annotations, c.Spec.TemplateValues,
-		c.Spec.Paused, c.Status.Namespace, c.Status.Scheduled, c.Status.ActiveSchedule, groups, m.Targets))
-}
-
 // bundle returns the memo of b for content, starting afresh when the Bundle's generation,
 // content or labels (deployments copy some of them) changed. Callers hold r.mu.
 func (r *renderMemo) bundle(b *fleet.Bundle, content string) *bundleMemo {

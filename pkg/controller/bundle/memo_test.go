@@ -17,7 +17,7 @@ func TestRenderMemo(t *testing.T) {
 	m := &target.Match{Targets: []int{0}}
 	memo := newRenderMemo()
 	bd := &fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{UID: "bd1", Generation: 1}}
-	fp := func() [32]byte { return clusterFingerprint(ci, m) }
+	fp := func() [32]byte { return clusterFingerprint(clusterHash(c), ci, m) }
 
 	if memo.current(b, c.UID, "s-content", fp(), bd) {
 		t.Fatal("nothing written yet")
