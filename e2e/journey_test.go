@@ -85,7 +85,8 @@ var _ = Describe("the documented journey", Ordered, func() {
 			return err
 		}).Should(Succeed())
 		expectGitRepoReady(fleet.LocalNamespace, "example-local", commit, "1/1")
-		Expect(kubectlGet("clusters.fleet.cattle.io", "-n", fleet.LocalNamespace)).To(MatchRegexp(`local\s+1/1\s+\d{4}-`))
+		// The Cluster's roll-up follows its deployments' reports, a few seconds after the Bundle's.
+		Eventually(func() string { return kubectlGet("clusters.fleet.cattle.io", "-n", fleet.LocalNamespace) }).Should(MatchRegexp(`local\s+1/1\s+\d{4}-`))
 		for _, d := range []*downstreamCluster{dev, prod} {
 			Expect(notFound(func() error {
 				_, err := d.kube.CoreV1().Namespaces().Get(ctx, "fleet-example", metav1.GetOptions{})
@@ -129,7 +130,8 @@ var _ = Describe("the documented journey", Ordered, func() {
 		Eventually(configMapData(prod.kube, "example-kustomize", "api-settings")).Should(Equal(map[string]string{"environment": "prod", "logLevel": "info"}))
 		Eventually(replicas(prod, "example-kustomize", "api")).Should(Equal(int32(2)))
 		expectGitRepoReady(fleet.DefaultNamespace, "everywhere", commit, "6/6")
-		Expect(kubectlGet("clusters.fleet.cattle.io", "-n", fleet.DefaultNamespace)).To(MatchRegexp(prod.name + `\s+3/3\s+\d{4}-`))
+		// The Cluster's roll-up follows its deployments' reports, a few seconds after the Bundles'.
+		Eventually(func() string { return kubectlGet("clusters.fleet.cattle.io", "-n", fleet.DefaultNamespace) }).Should(MatchRegexp(prod.name + `\s+3/3\s+\d{4}-`))
 
 		// fleet status: the whole rollout in one view (piped: no color), and as JSON.
 		tree := fleetCmd("status", "--kubeconfig", manager.Kubeconfig, "everywhere")
