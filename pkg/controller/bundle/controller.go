@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -166,9 +167,11 @@ func (h *handler) watchTargeting(ctx context.Context, d Deps) {
 			h.facts.forget(key)
 			return c, nil
 		}
+		// What rendering reads of the Cluster (its facts' hash, which the plans then find
+		// derived for this resourceVersion), and whether it is Offline, which the roll-up reads.
 		offline := summary.Offline(c, h.checkin(), h.now())
-		if seen.Changed("cluster/"+key, fmt.Sprint(c.Labels, c.Status.Namespace, offline, c.Spec.Paused, c.Spec.TemplateValues, c.Annotations,
-			c.Status.Scheduled, c.Status.ActiveSchedule)) {
+		facts := h.facts.of(c)
+		if seen.Changed("cluster/"+key, string(facts.hash[:])+strconv.FormatBool(offline)) {
 			enqueueNamespace(c.Namespace)
 		}
 		return c, nil
@@ -709,19 +712,9 @@ func labelsContain(have, want map[string]string) bool {
 // another, where the two orders differ).
 func byKey(a, b *fleet.Cluster) int {
 	if a.Namespace == b.Namespace {
-		return compare(a.Name, b.Name)
+		return strings.Compare(a.Name, b.Name)
 	}
-	return compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
-}
-
-func compare(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 }
 
 // resourceKeys are the objects the Bundle's BundleDeployments reported deploying, each once,

@@ -18,7 +18,8 @@ import (
 // plan visits every Cluster its Bundle may target, and a Bundle is planned again whenever one of
 // its deployments reports; at 10,000 clusters deriving these each time (a SHA-256 and a sorted
 // print of its labels and annotations, per cluster and plan) was a quarter of the plans' CPU.
-// Between two check-ins of a cluster every plan reads the same resourceVersion.
+// Between two check-ins of a cluster every plan reads the same resourceVersion. The targeting
+// watch derives them first, on the Cluster's event, and re-plans only when the hash changes.
 type clusterFacts struct {
 	mu sync.Mutex
 	m  map[clusterKey]clusterFact
