@@ -504,10 +504,17 @@ func idle(ctx context.Context, e *env, d time.Duration) (Phase, error) {
 		return Phase{}, err
 	}
 	if profileDir != "" && e.profiles != "" {
+		// The first minute (the rollout's tail) and the rest (check-ins only) apart.
 		go func() {
-			secs := int(min(d, time.Minute).Seconds())
-			if err := proc.SaveProfile(e.profiles, profileDir, fmt.Sprintf("profile?seconds=%d", secs), "idle-cpu.pprof"); err != nil {
+			first := min(d, time.Minute)
+			if err := proc.SaveProfile(e.profiles, profileDir, fmt.Sprintf("profile?seconds=%d", int(first.Seconds())), "idle-cpu.pprof"); err != nil {
 				fmt.Fprintln(os.Stderr, "idle profile:", err)
+				return
+			}
+			if rest := int((d - first - 5*time.Second).Seconds()); rest > 0 {
+				if err := proc.SaveProfile(e.profiles, profileDir, fmt.Sprintf("profile?seconds=%d", rest), "idle-cpu-rest.pprof"); err != nil {
+					fmt.Fprintln(os.Stderr, "idle profile:", err)
+				}
 			}
 		}()
 	}

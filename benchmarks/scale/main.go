@@ -123,7 +123,7 @@ func main() {
 	only := flag.Int("clusters", 0, "run only the plan of this many clusters (-1: none, only the shards)")
 	checkin := flag.Duration("checkin", 15*time.Minute, "the simulated agents' check-in interval (the manager's agentCheckinInterval; Fleet's default is 15m)")
 	shards := flag.Bool("shards", true, "run the two-shard experiment")
-	flag.StringVar(&profileDir, "profile", "", "save the manager's CPU profile of the idle phase (its first minute) and its heap after the registration storm and after each size's rollouts here")
+	flag.StringVar(&profileDir, "profile", "", "save the manager's CPU profiles of the idle phase (its first minute and the rest apart) and its heap after the registration storm and after each size's rollouts here")
 	flag.BoolVar(&stormOnly, "storm-only", false, "run only the registration storm (and its plain-client run) at each size")
 	plotOnly := flag.Bool("plot-only", false, "run nothing: draw the growth plots from the results in -out")
 	flag.Parse()
