@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corecontrollers "github.com/rancher/wrangler/v3/pkg/generated/controllers/core/v1"
@@ -81,6 +82,26 @@ type handler struct {
 	now        func() time.Time
 	// written is when each cluster's status was last written, by namespace/name.
 	written sync.Map
+	// events counts each cluster's BundleDeployment events (namespace/name -> *atomic.Uint64),
+	// from its first roll-up on.
+	events sync.Map
+	// rollups holds each cluster's last roll-up that found nothing to write (namespace/name ->
+	// rollup): until one of its inputs changes, a check-in (which changes only the agent's part
+	// of the status) is not rolled up again.
+	rollups sync.Map
+}
+
+// rollup is what a roll-up was made from and what it showed.
+type rollup struct {
+	// events is the cluster's count of BundleDeployment events when it listed them.
+	events uint64
+	// phase is the agent's: StateWaitCheckIn, StateOffline or "" (checking in); offline is the
+	// check-in an Offline message names.
+	phase    string
+	offline  time.Time
+	interval time.Duration
+	// state and ready are the Display it produced.
+	state, ready string
 }
 
 // Register starts reconciling Clusters, again whenever a BundleDeployment in a cluster's
@@ -96,6 +117,7 @@ func Register(ctx context.Context, d Deps) {
 		}
 		if bd, ok := obj.(*fleet.BundleDeployment); ok {
 			if ns, name := bd.Labels[fleet.ClusterNamespaceLabel], bd.Labels[fleet.ClusterLabel]; ns != "" && name != "" {
+				h.changed(ns + "/" + name)
 				d.Clusters.EnqueueAfter(ns, name, h.delay(ns+"/"+name, delay))
 			}
 		}
@@ -142,6 +164,8 @@ func (h *handler) delay(key string, base time.Duration) time.Duration {
 func (h *handler) OnChange(key string, c *fleet.Cluster) (*fleet.Cluster, error) {
 	if c == nil {
 		h.written.Delete(key)
+		h.events.Delete(key)
+		h.rollups.Delete(key)
 		return nil, nil
 	}
 	if c.DeletionTimestamp != nil {
@@ -199,14 +223,10 @@ func Recheck(clusters fleetcontrollers.ClusterController) func() {
 // other controllers' steps (the generated status handler writes the status when it changed).
 func (h *handler) statusHandler(c *fleet.Cluster, status fleet.ClusterStatus) (fleet.ClusterStatus, error) {
 	if ns := target.ClusterNamespace(c); c.DeletionTimestamp == nil && h.namespaceExists(ns) {
-		rolled, err := h.status(c, ns)
-		if err != nil {
+		var err error
+		if status, err = h.rollUp(c, ns, status); err != nil {
 			return status, err
 		}
-		if !equality.Semantic.DeepEqual(rolled, c.Status) {
-			h.written.Store(c.Namespace+"/"+c.Name, h.now())
-		}
-		status = rolled
 	}
 	for _, step := range h.steps {
 		var err error
@@ -215,6 +235,62 @@ func (h *handler) statusHandler(c *fleet.Cluster, status fleet.ClusterStatus) (f
 		}
 	}
 	return status, nil
+}
+
+// changed counts an event of one of the cluster's BundleDeployments (by namespace/name). Only
+// clusters rolled up before are counted: a count begins with the first roll-up.
+func (h *handler) changed(key string) {
+	if n, ok := h.events.Load(key); ok {
+		n.(*atomic.Uint64).Add(1)
+	}
+}
+
+// rollUp returns the status with the cluster's BundleDeployments rolled up into it. When nothing
+// the roll-up reads changed since the last one that found the status as it should be (no
+// BundleDeployment event, the same agent phase and interval, and the status still showing what
+// that roll-up produced), status already is the roll-up: most Cluster events are check-ins,
+// and at thousands of clusters listing and summing each cluster's deployments again for every
+// one of them was a good part of the manager's idle work.
+func (h *handler) rollUp(c *fleet.Cluster, ns string, status fleet.ClusterStatus) (fleet.ClusterStatus, error) {
+	key := c.Namespace + "/" + c.Name
+	n, _ := h.events.LoadOrStore(key, new(atomic.Uint64))
+	// Read before listing: an event after this makes the remembered roll-up stale.
+	was := rollup{events: n.(*atomic.Uint64).Load(), interval: h.interval()}
+	was.phase = h.phase(c)
+	if was.phase == StateOffline {
+		was.offline = c.Status.Agent.LastSeen.Time
+	}
+	if m, ok := h.rollups.Load(key); ok {
+		m := m.(rollup)
+		if m.events == was.events && m.phase == was.phase && m.offline.Equal(was.offline) && m.interval == was.interval &&
+			status.Namespace == ns && status.Display.State == m.state && status.Display.ReadyBundles == m.ready {
+			return status, nil
+		}
+	}
+	rolled, err := h.status(c, ns)
+	if err != nil {
+		return status, err
+	}
+	if equality.Semantic.DeepEqual(rolled, c.Status) {
+		was.state, was.ready = rolled.Display.State, rolled.Display.ReadyBundles
+		h.rollups.Store(key, was)
+	} else {
+		h.rollups.Delete(key)
+		h.written.Store(key, h.now())
+	}
+	return rolled, nil
+}
+
+// phase is the agent's as the roll-up shows it: StateWaitCheckIn before its first check-in,
+// StateOffline when it stopped checking in, "" while it checks in.
+func (h *handler) phase(c *fleet.Cluster) string {
+	switch {
+	case c.Status.Agent.LastSeen.IsZero():
+		return StateWaitCheckIn
+	case summary.Offline(c, h.interval(), h.now()):
+		return StateOffline
+	}
+	return ""
 }
 
 // namespaceExists looks in the cache, then (for one just created) on the apiserver.
@@ -290,11 +366,11 @@ func (h *handler) status(c *fleet.Cluster, ns string) (fleet.ClusterStatus, erro
 	ready, reason, message := corev1.ConditionTrue, "", ""
 	state := string(summary.WorstState(s))
 	lastSeen := c.Status.Agent.LastSeen
-	switch {
-	case lastSeen.IsZero():
+	switch phase := h.phase(c); {
+	case phase == StateWaitCheckIn:
 		state = StateWaitCheckIn
 		ready, reason, message = corev1.ConditionFalse, StateWaitCheckIn, "the agent has not checked in yet"
-	case summary.Offline(c, h.interval(), h.now()):
+	case phase == StateOffline:
 		state = StateOffline
 		ready, reason = corev1.ConditionUnknown, StateOffline
 		message = fmt.Sprintf("the agent has not checked in since %s", lastSeen.UTC().Format(time.RFC3339))
