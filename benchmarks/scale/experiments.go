@@ -498,6 +498,13 @@ func deleteBundles(ctx context.Context, e *env, bundles, n int, timeout time.Dur
 // idle measures what standing still costs: manager CPU and every apiserver request while the
 // simulated agents keep checking in.
 func idle(ctx context.Context, e *env, d time.Duration) (Phase, error) {
+	if profileDir != "" && e.profiles != "" {
+		// The heap after the largest rollout, before the window (the collection it forces is not
+		// charged to standing still).
+		if err := proc.SaveProfile(e.profiles, profileDir, "heap?gc=1", "heap-idle.pprof"); err != nil {
+			fmt.Fprintln(os.Stderr, "idle heap profile:", err)
+		}
+	}
 	before := e.usage("")
 	reqBefore, err := proc.RequestCounts(ctx, e.kube)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -203,8 +204,32 @@ func (s *Sim) run(ctx context.Context, i int, a *Agent) error {
 	go a.informer.Run(actx.Done())
 	hb := &clusterstatus.Heartbeat{Clusters: a.clusters, ClusterNamespace: a.Credential.ClusterObjectNamespace,
 		ClusterName: a.Credential.ClusterName, AgentNamespace: agentNamespace, Local: a.local, Interval: s.o.CheckinInterval}
-	go hb.Run(actx)
+	go spreadHeartbeat(actx, hb, a.ClientID)
 	return nil
+}
+
+// spreadHeartbeat checks in at once, as an agent does when it starts, then runs the agent's
+// heartbeat from a point of the interval drawn at random. Agents that registered together
+// would otherwise check in together, in waves one interval apart, and how many check-ins a
+// window of time sees would depend on where it falls; agents of a real fleet started at
+// different times, so their check-ins are spread over the interval.
+func spreadHeartbeat(ctx context.Context, hb *clusterstatus.Heartbeat, clientID string) {
+	if err := hb.CheckIn(ctx); err != nil {
+		// The heartbeat retries it as the agent does.
+		logrus.WithField("agent", clientID).WithError(err).Debug("first check-in failed")
+		hb.Run(ctx)
+		return
+	}
+	interval := hb.Interval
+	if interval <= 0 {
+		interval = clusterstatus.DefaultInterval
+	}
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(rand.N(interval)):
+	}
+	hb.Run(ctx)
 }
 
 // needsStatus: the agent has not reported the deployment the spec asks for as ready.
