@@ -253,7 +253,11 @@ func (h *handler) changed(key string) {
 // one of them was a good part of the manager's idle work.
 func (h *handler) rollUp(c *fleet.Cluster, ns string, status fleet.ClusterStatus) (fleet.ClusterStatus, error) {
 	key := c.Namespace + "/" + c.Name
-	n, _ := h.events.LoadOrStore(key, new(atomic.Uint64))
+	n, ok := h.events.Load(key)
+	if !ok {
+		// The first roll-up starts the count (no allocation on every check-in after).
+		n, _ = h.events.LoadOrStore(key, new(atomic.Uint64))
+	}
 	// Read before listing: an event after this makes the remembered roll-up stale.
 	was := rollup{events: n.(*atomic.Uint64).Load(), interval: h.interval()}
 	was.phase = h.phase(c)
