@@ -434,6 +434,52 @@ var _ = Describe("cluster registration", Ordered, func() {
 		Expect(api.Bundle().Delete(fleet.DefaultNamespace, "to-squatter", &metav1.DeleteOptions{})).To(Succeed())
 	})
 
+	It("deletes an agent's credential Secret once the agent has checked in with it, and keeps one no agent has used", func() {
+		credentials := func(cluster string) func(g Gomega) []string {
+			return func(g Gomega) []string {
+				l, err := managerKube.CoreV1().Secrets(fleet.ClustersSystemNamespace).List(context.Background(),
+					metav1.ListOptions{LabelSelector: fleet.ClusterLabel + "=" + cluster})
+				g.Expect(err).NotTo(HaveOccurred())
+				var names []string
+				for _, s := range l.Items {
+					if s.Type == registration.CredentialSecretType {
+						names = append(names, s.Name)
+					}
+				}
+				return names
+			}
+		}
+		// The first spec's agent registered and checks in every 2 seconds.
+		regs, err := api.ClusterRegistration().List(fleet.DefaultNamespace, metav1.ListOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		granted := 0
+		for _, r := range regs.Items {
+			if r.Spec.ClientID == clientID(downA) && r.Status.Granted {
+				granted++
+			}
+		}
+		Expect(granted).To(BeNumerically(">=", 1), "cluster A's registration was granted")
+		Eventually(credentials(clusterA)).Should(BeEmpty(), "the picked-up credential is not left for 40 minutes")
+
+		// A registration whose agent never checks in: its Secret waits for it.
+		reg, err := api.ClusterRegistration().Create(&fleet.ClusterRegistration{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "never-checks-in-", Namespace: fleet.DefaultNamespace},
+			Spec:       fleet.ClusterRegistrationSpec{ClientID: "never-checks-in", ClientRandom: "r4nd0m"}})
+		Expect(err).NotTo(HaveOccurred())
+		idle := registration.ClusterName("never-checks-in")
+		DeferCleanup(func() {
+			Expect(api.ClusterRegistration().Delete(reg.Namespace, reg.Name, &metav1.DeleteOptions{})).To(Succeed())
+			Expect(api.Cluster().Delete(fleet.DefaultNamespace, idle, &metav1.DeleteOptions{})).To(Succeed())
+			Eventually(func() bool {
+				_, err := api.Cluster().Get(fleet.DefaultNamespace, idle, metav1.GetOptions{})
+				return apierrors.IsNotFound(err)
+			}).Should(BeTrue())
+			Eventually(credentials(idle)).Should(BeEmpty(), "a deleted registration's Secret goes with it")
+		})
+		Eventually(credentials(idle)).Should(ConsistOf(registration.CredentialSecret("never-checks-in", "r4nd0m")))
+		Consistently(credentials(idle), 3*time.Second).Should(HaveLen(1), "no agent checked in: the Secret stays")
+	})
+
 	It("registers a second cluster with the same token as a distinct Cluster", func() {
 		kubeB := clientsetOf(downB)
 		bootstrap(kubeB, agentNS, values, map[string]string{"env": "prod", "type": "alpha"})

@@ -8,11 +8,11 @@ import (
 	"github.com/rancher/wrangler/v3/pkg/apply"
 	"github.com/sirupsen/logrus"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corecontrollers "github.com/rancher/wrangler/v3/pkg/generated/controllers/core/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
@@ -34,6 +34,8 @@ type Deps struct {
 	Tokens               fleetcontrollers.ClusterRegistrationTokenController
 	ClusterRegistrations fleetcontrollers.ClusterRegistrationController
 	Clusters             fleetcontrollers.ClusterController
+	// Secrets is the Secret cache (it must hold the registration namespace's).
+	Secrets corecontrollers.SecretCache
 	// RegistrationNamespace holds the credential Secrets (cattle-fleet-clusters-system).
 	RegistrationNamespace string
 	// CredentialLifetime is how long an agent credential is valid (at least 10 minutes).
@@ -60,13 +62,17 @@ func CheckCredentialLifetime(d time.Duration) error {
 	return nil
 }
 
-// byClientID indexes Clusters by "namespace/spec.clientID".
-const byClientID = "fleet.cattle.io/by-client-id"
+// byClientID indexes Clusters, and regByClientID ClusterRegistrations, by
+// "namespace/spec.clientID".
+const (
+	byClientID    = "fleet.cattle.io/by-client-id"
+	regByClientID = "fleet.cattle.io/registration-by-client-id"
+)
 
 // Registration's intervals.
 const (
 	// credentialSecretTTL is how long a credential Secret stays in the registration namespace
-	// for its agent to pick up.
+	// for its agent to pick up, unless the agent is seen to have picked it up sooner.
 	credentialSecretTTL = 40 * time.Minute
 	// namespacePendingRetry is how soon a registration whose Cluster has no namespace yet looks
 	// again.
@@ -93,8 +99,15 @@ func Register(ctx context.Context, d Deps) error {
 		}
 		return []string{c.Namespace + "/" + c.Spec.ClientID}, nil
 	})
+	d.ClusterRegistrations.Cache().AddIndexer(regByClientID, func(reg *fleet.ClusterRegistration) ([]string, error) {
+		if reg.Spec.ClientID == "" {
+			return nil, nil
+		}
+		return []string{reg.Namespace + "/" + reg.Spec.ClientID}, nil
+	})
 	r := &registrations{Deps: d}
 	d.ClusterRegistrations.OnChange(ctx, "clusterregistration-cleanup", r.onChange)
+	d.Clusters.OnChange(ctx, "clusterregistration-pickup", r.onCheckIn)
 	fleetcontrollers.RegisterClusterRegistrationStatusHandler(ctx, d.ClusterRegistrations, "", "clusterregistration", r.grantRegistration)
 	a := &adopter{apply: d.Apply, clusters: d.Clusters}
 	d.Clusters.OnChange(ctx, "cluster-identity", a.onChange)
@@ -141,7 +154,8 @@ func (r *registrations) log(reg *fleet.ClusterRegistration) *logrus.Entry {
 }
 
 // onChange deletes a registration's credential Secret once picked up (or the registration is
-// gone).
+// gone): at once when the Cluster's agent has checked in since the Secret was written (only an
+// agent holding a credential can), otherwise when the Secret's time is up.
 func (r *registrations) onChange(key string, reg *fleet.ClusterRegistration) (*fleet.ClusterRegistration, error) {
 	if reg == nil {
 		// Its credential Secret, if still there, goes with it.
@@ -150,12 +164,52 @@ func (r *registrations) onChange(key string, reg *fleet.ClusterRegistration) (*f
 	if reg.DeletionTimestamp != nil || !reg.Status.Granted {
 		return reg, nil
 	}
+	if r.pickedUp(reg) {
+		r.log(reg).Debug("the agent checked in with its credential: deleting the credential Secret")
+		return reg, r.Apply.WithSetID(credentialSet).WithOwner(reg).ApplyObjects()
+	}
 	// The credential Secret is for picking up, not for keeping.
 	if age := time.Since(reg.CreationTimestamp.Time); age < credentialSecretTTL {
 		r.ClusterRegistrations.EnqueueAfter(reg.Namespace, reg.Name, credentialSecretTTL-age)
 		return reg, nil
 	}
 	return reg, r.Apply.WithSetID(credentialSet).WithOwner(reg).ApplyObjects()
+}
+
+// pickedUp is whether the registration's credential Secret is still there and its Cluster's
+// agent has checked in since it was written. The check-in's time is the agent's clock: one
+// running behind leaves the Secret to its time-out, which is safe.
+func (r *registrations) pickedUp(reg *fleet.ClusterRegistration) bool {
+	secret, err := r.Secrets.Get(r.RegistrationNamespace, registration.CredentialSecret(reg.Spec.ClientID, reg.Spec.ClientRandom))
+	if err != nil || secret.DeletionTimestamp != nil || reg.Status.ClusterName == "" {
+		return false
+	}
+	cluster, err := r.Clusters.Cache().Get(reg.Namespace, reg.Status.ClusterName)
+	if err != nil {
+		return false
+	}
+	seen := cluster.Status.Agent.LastSeen
+	// Both times are in whole seconds: a check-in in the second the Secret was written counts.
+	return !seen.IsZero() && !seen.Time.Before(secret.CreationTimestamp.Time)
+}
+
+// onCheckIn looks at the Cluster's granted registrations whose credential Secret is still there
+// when its agent checks in, so that the Secret goes as soon as the agent has it. After that a
+// check-in costs an index lookup and a cache read per registration of the cluster.
+func (r *registrations) onCheckIn(_ string, c *fleet.Cluster) (*fleet.Cluster, error) {
+	if c == nil || c.Spec.ClientID == "" || c.Status.Agent.LastSeen.IsZero() {
+		return c, nil
+	}
+	regs, err := r.ClusterRegistrations.Cache().GetByIndex(regByClientID, c.Namespace+"/"+c.Spec.ClientID)
+	if err != nil {
+		return c, nil
+	}
+	for _, reg := range regs {
+		if reg.Status.Granted && reg.Status.ClusterName == c.Name && r.pickedUp(reg) {
+			r.ClusterRegistrations.Enqueue(reg.Namespace, reg.Name)
+		}
+	}
+	return c, nil
 }
 
 // grantRegistration grants a registration the Cluster, its agent identity and a credential, and
@@ -217,11 +271,12 @@ func (r *registrations) credential(reg *fleet.ClusterRegistration, cluster *flee
 
 // forgetOlder deletes the older registrations of the same agent: they are done with.
 func (r *registrations) forgetOlder(reg *fleet.ClusterRegistration) {
-	all, err := r.ClusterRegistrations.Cache().List(reg.Namespace, labels.Everything())
+	// By index: a storm of N registrations would otherwise read N registrations per grant.
+	same, err := r.ClusterRegistrations.Cache().GetByIndex(regByClientID, reg.Namespace+"/"+reg.Spec.ClientID)
 	if err != nil {
 		return
 	}
-	for _, old := range all {
+	for _, old := range same {
 		if old.Name != reg.Name && old.Spec.ClientID == reg.Spec.ClientID && old.CreationTimestamp.Before(&reg.CreationTimestamp) {
 			_ = r.ClusterRegistrations.Delete(old.Namespace, old.Name, &metav1.DeleteOptions{})
 		}
