@@ -145,6 +145,9 @@ func (e *env) startController(fleetBin, id string) error {
 		args = append(args, "--shard-id="+id)
 	}
 	cmd := exec.Command(fleetBin, args...)
+	if memLimit != "" {
+		cmd.Env = append(os.Environ(), "GOMEMLIMIT="+memLimit)
+	}
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		return err

@@ -44,6 +44,10 @@ var profileDir string
 // stormOnly runs, at each size, only the registration storm and its plain-client run.
 var stormOnly bool
 
+// memLimit, when set, is the GOMEMLIMIT the controller runs with (Go's soft memory limit, as an
+// operator would set it from the container's memory limit).
+var memLimit string
+
 // Phase is one experiment at one N.
 type Phase struct {
 	Name string `json:"name"`
@@ -83,11 +87,13 @@ func (p *Phase) raw(seconds float64, series ...Series) {
 
 // Run is every experiment at one N.
 type Run struct {
-	Date     string   `json:"date"`
-	Cores    int      `json:"cores"`
-	MemGiB   float64  `json:"memoryGiB"`
-	Clusters int      `json:"clusters"`
-	Checkin  string   `json:"checkinInterval"`
+	Date     string  `json:"date"`
+	Cores    int     `json:"cores"`
+	MemGiB   float64 `json:"memoryGiB"`
+	Clusters int     `json:"clusters"`
+	Checkin  string  `json:"checkinInterval"`
+	// MemLimit is the GOMEMLIMIT the controller ran with; empty for none (Go's default).
+	MemLimit string   `json:"gomemlimit,omitempty"`
 	Phases   []Phase  `json:"phases"`
 	Notes    []string `json:"notes,omitempty"`
 	// Servers are the apiserver's and etcd's figures after the rollouts.
@@ -124,6 +130,7 @@ func main() {
 	checkin := flag.Duration("checkin", 15*time.Minute, "the simulated agents' check-in interval (the manager's agentCheckinInterval; Fleet's default is 15m)")
 	shards := flag.Bool("shards", true, "run the two-shard experiment")
 	flag.StringVar(&profileDir, "profile", "", "save the manager's CPU profiles of the idle phase (its first minute and the rest apart) and its heap after the registration storm and after each size's rollouts here")
+	flag.StringVar(&memLimit, "gomemlimit", "", "run the controller with this GOMEMLIMIT (for example 550MiB); none by default")
 	flag.BoolVar(&stormOnly, "storm-only", false, "run only the registration storm (and its plain-client run) at each size")
 	plotOnly := flag.Bool("plot-only", false, "run nothing: draw the growth plots from the results in -out")
 	flag.Parse()
@@ -235,7 +242,7 @@ func runPlan(fleetBin string, p plan, checkin time.Duration) (r Run, err error) 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	n := p.clusters
-	r = Run{Date: time.Now().UTC().Format(time.RFC3339), Cores: runtime.NumCPU(), MemGiB: proc.MemTotalGiB(), Clusters: n, Checkin: checkin.String()}
+	r = Run{Date: time.Now().UTC().Format(time.RFC3339), Cores: runtime.NumCPU(), MemGiB: proc.MemTotalGiB(), Clusters: n, Checkin: checkin.String(), MemLimit: memLimit}
 	say := func(f string, args ...interface{}) {
 		fmt.Printf("[%d clusters] "+f+"\n", append([]interface{}{n}, args...)...)
 	}
