@@ -66,7 +66,6 @@ type Options struct {
 type Agent struct {
 	ClientID   string
 	Credential *register.Credential
-	local      *fake.Clientset
 	bds        fleetcontrollers.BundleDeploymentClient
 	clusters   fleetcontrollers.ClusterClient
 	informer   cache.SharedIndexInformer
@@ -76,7 +75,11 @@ type Agent struct {
 
 // Sim is the running simulation.
 type Sim struct {
-	o      Options
+	o Options
+	// nodes is the downstream cluster every agent's heartbeat counts the nodes of: all have one
+	// Ready node. One for all: a fake clientset per agent, kept for the heartbeat after its
+	// registration, made up much of the simulator's memory at 10,000 agents.
+	nodes  *fake.Clientset
 	mu     sync.Mutex
 	agents []*Agent
 	queue  workqueue.TypedRateLimitingInterface[item]
@@ -101,7 +104,7 @@ func New(o Options) *Sim {
 	if o.Workers <= 0 {
 		o.Workers = 32
 	}
-	return &Sim{o: o, queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[item]())}
+	return &Sim{o: o, nodes: fake.NewClientset(readyNode()), queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[item]())}
 }
 
 // Start runs the status writers until ctx ends.
@@ -157,7 +160,7 @@ func (s *Sim) register(ctx context.Context, clientID string) (*Agent, error) {
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agentNamespace}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: metav1.NamespaceSystem, UID: types.UID(clientID)}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: registration.BootstrapSecret, Namespace: agentNamespace}, Data: data},
-		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-0"}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}},
+		readyNode(),
 	}
 	if len(s.o.Labels) > 0 {
 		cfg, err := json.Marshal(map[string]interface{}{"labels": s.o.Labels})
@@ -172,7 +175,12 @@ func (s *Sim) register(ctx context.Context, clientID string) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: %w", clientID, err)
 	}
-	return &Agent{ClientID: clientID, Credential: cred, local: local}, nil
+	return &Agent{ClientID: clientID, Credential: cred}, nil
+}
+
+func readyNode() *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-0"},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
 }
 
 // run starts the agent's watch of its BundleDeployments and its heartbeat.
@@ -203,7 +211,7 @@ func (s *Sim) run(ctx context.Context, i int, a *Agent) error {
 	a.cancel = cancel
 	go a.informer.Run(actx.Done())
 	hb := &clusterstatus.Heartbeat{Clusters: a.clusters, ClusterNamespace: a.Credential.ClusterObjectNamespace,
-		ClusterName: a.Credential.ClusterName, AgentNamespace: agentNamespace, Local: a.local, Interval: s.o.CheckinInterval}
+		ClusterName: a.Credential.ClusterName, AgentNamespace: agentNamespace, Local: s.nodes, Interval: s.o.CheckinInterval}
 	go spreadHeartbeat(actx, hb, a.ClientID)
 	return nil
 }
