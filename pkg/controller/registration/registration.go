@@ -97,13 +97,13 @@ func Register(ctx context.Context, d Deps) error {
 		if c.Spec.ClientID == "" {
 			return nil, nil
 		}
-		return []string{c.Namespace + "/" + c.Spec.ClientID}, nil
+		return []string{clientIDKey(c.Namespace, c.Spec.ClientID)}, nil
 	})
 	d.ClusterRegistrations.Cache().AddIndexer(regByClientID, func(reg *fleet.ClusterRegistration) ([]string, error) {
 		if reg.Spec.ClientID == "" {
 			return nil, nil
 		}
-		return []string{reg.Namespace + "/" + reg.Spec.ClientID}, nil
+		return []string{clientIDKey(reg.Namespace, reg.Spec.ClientID)}, nil
 	})
 	r := &registrations{Deps: d}
 	d.ClusterRegistrations.OnChange(ctx, "clusterregistration-cleanup", r.onChange)
@@ -164,7 +164,7 @@ func (r *registrations) onChange(key string, reg *fleet.ClusterRegistration) (*f
 	if reg.DeletionTimestamp != nil || !reg.Status.Granted {
 		return reg, nil
 	}
-	if r.pickedUp(reg) {
+	if cluster, err := r.Clusters.Cache().Get(reg.Namespace, reg.Status.ClusterName); err == nil && r.pickedUp(reg, cluster) {
 		r.log(reg).Debug("the agent checked in with its credential: deleting the credential Secret")
 		return reg, r.Apply.WithSetID(credentialSet).WithOwner(reg).ApplyObjects()
 	}
@@ -176,16 +176,15 @@ func (r *registrations) onChange(key string, reg *fleet.ClusterRegistration) (*f
 	return reg, r.Apply.WithSetID(credentialSet).WithOwner(reg).ApplyObjects()
 }
 
-// pickedUp is whether the registration's credential Secret is still there and its Cluster's
-// agent has checked in since it was written. The check-in's time is the agent's clock: one
-// running behind leaves the Secret to its time-out, which is safe.
-func (r *registrations) pickedUp(reg *fleet.ClusterRegistration) bool {
+// clientIDKey is the key of both clientID indexes.
+func clientIDKey(namespace, clientID string) string { return namespace + "/" + clientID }
+
+// pickedUp is whether the granted registration's credential Secret is still there and the agent
+// of cluster (the registration's) has checked in since it was written. The check-in's time is
+// the agent's clock: one running behind leaves the Secret to its time-out, which is safe.
+func (r *registrations) pickedUp(reg *fleet.ClusterRegistration, cluster *fleet.Cluster) bool {
 	secret, err := r.Secrets.Get(r.RegistrationNamespace, registration.CredentialSecret(reg.Spec.ClientID, reg.Spec.ClientRandom))
-	if err != nil || secret.DeletionTimestamp != nil || reg.Status.ClusterName == "" {
-		return false
-	}
-	cluster, err := r.Clusters.Cache().Get(reg.Namespace, reg.Status.ClusterName)
-	if err != nil {
+	if err != nil || secret.DeletionTimestamp != nil {
 		return false
 	}
 	seen := cluster.Status.Agent.LastSeen
@@ -200,12 +199,12 @@ func (r *registrations) onCheckIn(_ string, c *fleet.Cluster) (*fleet.Cluster, e
 	if c == nil || c.Spec.ClientID == "" || c.Status.Agent.LastSeen.IsZero() {
 		return c, nil
 	}
-	regs, err := r.ClusterRegistrations.Cache().GetByIndex(regByClientID, c.Namespace+"/"+c.Spec.ClientID)
+	regs, err := r.ClusterRegistrations.Cache().GetByIndex(regByClientID, clientIDKey(c.Namespace, c.Spec.ClientID))
 	if err != nil {
 		return c, nil
 	}
 	for _, reg := range regs {
-		if reg.Status.Granted && reg.Status.ClusterName == c.Name && r.pickedUp(reg) {
+		if reg.Status.Granted && reg.Status.ClusterName == c.Name && r.pickedUp(reg, c) {
 			r.ClusterRegistrations.Enqueue(reg.Namespace, reg.Name)
 		}
 	}
@@ -272,12 +271,12 @@ func (r *registrations) credential(reg *fleet.ClusterRegistration, cluster *flee
 // forgetOlder deletes the older registrations of the same agent: they are done with.
 func (r *registrations) forgetOlder(reg *fleet.ClusterRegistration) {
 	// By index: a storm of N registrations would otherwise read N registrations per grant.
-	same, err := r.ClusterRegistrations.Cache().GetByIndex(regByClientID, reg.Namespace+"/"+reg.Spec.ClientID)
+	same, err := r.ClusterRegistrations.Cache().GetByIndex(regByClientID, clientIDKey(reg.Namespace, reg.Spec.ClientID))
 	if err != nil {
 		return
 	}
 	for _, old := range same {
-		if old.Name != reg.Name && old.Spec.ClientID == reg.Spec.ClientID && old.CreationTimestamp.Before(&reg.CreationTimestamp) {
+		if old.Name != reg.Name && old.CreationTimestamp.Before(&reg.CreationTimestamp) {
 			_ = r.ClusterRegistrations.Delete(old.Namespace, old.Name, &metav1.DeleteOptions{})
 		}
 	}
@@ -291,7 +290,7 @@ func (r *registrations) cluster(reg *fleet.ClusterRegistration) (*fleet.Cluster,
 		return c, nil
 	}
 	// A Cluster made ahead of time (by an admin, or to be imported) with spec.clientID.
-	if found, err := r.Clusters.Cache().GetByIndex(byClientID, reg.Namespace+"/"+reg.Spec.ClientID); err == nil && len(found) > 0 {
+	if found, err := r.Clusters.Cache().GetByIndex(byClientID, clientIDKey(reg.Namespace, reg.Spec.ClientID)); err == nil && len(found) > 0 {
 		return found[0], nil
 	}
 	labels := registration.SanitizeLabels(reg.Spec.ClusterLabels)
