@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,6 +72,33 @@ func SaveProfile(addr, dir, query, file string) error {
 	return err
 }
 
+// SaveOwnHeap writes this process's heap profile (after a collection) to file in dir.
+func SaveOwnHeap(dir, file string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, file))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	runtime.GC()
+	return pprof.WriteHeapProfile(f)
+}
+
+// SaveAPIServerProfile writes the apiserver's profile (query: "heap", "profile?seconds=30")
+// to file in dir; the apiserver serves /debug/pprof to its administrators.
+func SaveAPIServerProfile(ctx context.Context, kube kubernetes.Interface, dir, query, file string) error {
+	data, err := kube.Discovery().RESTClient().Get().AbsPath("/debug/pprof/" + query).DoRaw(ctx)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, file), data, 0o644)
+}
+
 // WriteCounts reads the apiserver's count of mutating requests by verb and resource.
 func WriteCounts(ctx context.Context, kube kubernetes.Interface) (map[string]int, error) {
 	return counts(ctx, kube, false)
@@ -79,6 +108,16 @@ func WriteCounts(ctx context.Context, kube kubernetes.Interface) (map[string]int
 // resource.
 func RequestCounts(ctx context.Context, kube kubernetes.Interface) (map[string]int, error) {
 	return counts(ctx, kube, true)
+}
+
+// IsWrite tells whether a key of RequestCounts is a mutating request.
+func IsWrite(key string) bool {
+	verb, _, _ := strings.Cut(key, " ")
+	return writeVerb(verb)
+}
+
+func writeVerb(verb string) bool {
+	return verb == "POST" || verb == "PUT" || verb == "PATCH" || verb == "APPLY" || verb == "DELETE"
 }
 
 // Delta is after minus before, leaving out what did not grow.
@@ -112,7 +151,7 @@ func counts(ctx context.Context, kube kubernetes.Interface, reads bool) (map[str
 			return ""
 		}
 		verb := get("verb")
-		if !reads && verb != "POST" && verb != "PUT" && verb != "PATCH" && verb != "DELETE" {
+		if !reads && !writeVerb(verb) {
 			continue
 		}
 		key := verb + " " + get("resource")

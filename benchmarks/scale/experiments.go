@@ -219,23 +219,31 @@ func rawCommit(ctx context.Context, e *env, b *fleet.Bundle, n int) (specs, stat
 	return
 }
 
-// meter reads what the manager used and the apiserver wrote during an experiment.
+// meter reads what the manager used and what the apiserver served during an experiment.
 type meter struct {
-	e      *env
-	before usage
-	writes map[string]int
+	e        *env
+	before   usage
+	requests map[string]int
 }
 
 func startMeter(ctx context.Context, e *env) (*meter, error) {
-	writes, err := proc.WriteCounts(ctx, e.kube)
-	return &meter{e: e, before: e.usage(""), writes: writes}, err
+	requests, err := proc.RequestCounts(ctx, e.kube)
+	return &meter{e: e, before: e.usage(""), requests: requests}, err
 }
 
-// done records the manager's CPU and peak RSS and the apiserver's writes since the start in p.
+// done records in p the manager's CPU and peak RSS and the apiserver's requests since the
+// start: its writes, and apart from them its reads (gets, lists, watches and discovery).
 func (m *meter) done(ctx context.Context, p *Phase) error {
 	p.finish(m.e, m.before)
-	after, err := proc.WriteCounts(ctx, m.e.kube)
-	p.Writes = proc.Delta(m.writes, after)
+	after, err := proc.RequestCounts(ctx, m.e.kube)
+	p.Writes, p.Reads = map[string]int{}, map[string]int{}
+	for k, v := range proc.Delta(m.requests, after) {
+		if proc.IsWrite(k) {
+			p.Writes[k] = v
+		} else {
+			p.Reads[k] = v
+		}
+	}
 	return err
 }
 

@@ -64,9 +64,10 @@ type Phase struct {
 	// CPU the manager used during the experiment, and its peak RSS so far.
 	CPU     float64 `json:"managerCPUSeconds"`
 	PeakMiB float64 `json:"managerPeakRSSMiB"`
-	// Writes the apiserver served during it (mutating requests by verb and resource); Requests
-	// all requests (idle only).
+	// Writes the apiserver served during it (mutating requests by verb and resource), Reads
+	// the other requests (gets, lists, watches, discovery); Requests all of them (idle only).
 	Writes   map[string]int `json:"writes,omitempty"`
+	Reads    map[string]int `json:"reads,omitempty"`
 	Requests map[string]int `json:"requests,omitempty"`
 	Check    string         `json:"check,omitempty"`
 	Series   []Series       `json:"series,omitempty"`
@@ -129,7 +130,7 @@ func main() {
 	only := flag.Int("clusters", 0, "run only the plan of this many clusters (-1: none, only the shards)")
 	checkin := flag.Duration("checkin", 15*time.Minute, "the simulated agents' check-in interval (the manager's agentCheckinInterval; Fleet's default is 15m)")
 	shards := flag.Bool("shards", true, "run the two-shard experiment")
-	flag.StringVar(&profileDir, "profile", "", "save the manager's CPU profiles of the idle phase (its first minute and the rest apart) and its heap after the registration storm and after each size's rollouts here")
+	flag.StringVar(&profileDir, "profile", "", "save the manager's CPU profiles of the idle phase (its first minute and the rest apart) and its heap after the registration storm and after each size's rollouts here, and the simulator's and the apiserver's heaps (sim-heap-*, apiserver-heap-*) beside them")
 	flag.StringVar(&memLimit, "gomemlimit", "", "run the controller with this GOMEMLIMIT (for example 550MiB); none by default")
 	flag.BoolVar(&stormOnly, "storm-only", false, "run only the registration storm (and its plain-client run) at each size")
 	plotOnly := flag.Bool("plot-only", false, "run nothing: draw the growth plots from the results in -out")
@@ -311,6 +312,12 @@ func runPlan(fleetBin string, p plan, checkin time.Duration) (r Run, err error) 
 		if err := proc.SaveProfile(e.profiles, profileDir, "heap?gc=1", fmt.Sprintf("heap-storm-%d.pprof", n)); err != nil {
 			say("heap profile: %v", err)
 		}
+		if err := proc.SaveOwnHeap(profileDir, fmt.Sprintf("sim-heap-storm-%d.pprof", n)); err != nil {
+			say("simulator heap profile: %v", err)
+		}
+		if err := proc.SaveAPIServerProfile(ctx, e.kube, profileDir, "heap", fmt.Sprintf("apiserver-heap-storm-%d.pprof", n)); err != nil {
+			say("apiserver heap profile: %v", err)
+		}
 	}
 	if stormOnly {
 		r.Servers = e.servers()
@@ -383,6 +390,12 @@ func runPlan(fleetBin string, p plan, checkin time.Duration) (r Run, err error) 
 	if profileDir != "" && e.profiles != "" {
 		if err := proc.SaveProfile(e.profiles, profileDir, "heap?gc=1", fmt.Sprintf("heap-%d.pprof", n)); err != nil {
 			say("heap profile: %v", err)
+		}
+		if err := proc.SaveOwnHeap(profileDir, fmt.Sprintf("sim-heap-%d.pprof", n)); err != nil {
+			say("simulator heap profile: %v", err)
+		}
+		if err := proc.SaveAPIServerProfile(ctx, e.kube, profileDir, "heap", fmt.Sprintf("apiserver-heap-%d.pprof", n)); err != nil {
+			say("apiserver heap profile: %v", err)
 		}
 	}
 	if p.badInput {

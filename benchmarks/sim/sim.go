@@ -68,7 +68,7 @@ type Agent struct {
 	Credential *register.Credential
 	bds        fleetcontrollers.BundleDeploymentClient
 	clusters   fleetcontrollers.ClusterClient
-	informer   cache.SharedIndexInformer
+	store      cache.Store
 	revisions  sync.Map // BundleDeployment name -> int: the simulated Helm revision
 	cancel     context.CancelFunc
 }
@@ -197,19 +197,25 @@ func (s *Sim) run(ctx context.Context, i int, a *Agent) error {
 	f := ff.Fleet().V1alpha1()
 	a.bds, a.clusters = f.BundleDeployment(), f.Cluster()
 	ns := a.Credential.ClusterNamespace
-	a.informer = cache.NewSharedIndexInformer(&cache.ListWatch{
-		ListFunc:  func(o metav1.ListOptions) (runtime.Object, error) { return a.bds.List(ns, o) },
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) { return a.bds.Watch(ns, o) },
-	}, &fleet.BundleDeployment{}, 0, cache.Indexers{})
 	enqueue := func(obj interface{}) {
 		if bd, ok := obj.(*fleet.BundleDeployment); ok && needsStatus(bd) {
 			s.queue.Add(item{agent: i, namespace: bd.Namespace, name: bd.Name})
 		}
 	}
-	_, _ = a.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, o interface{}) { enqueue(o) }})
+	// A plain informer, not a shared one: its handler is called directly, without a shared
+	// informer's per-listener buffer (about 16 KiB for each of thousands of agents).
+	var run cache.Controller
+	a.store, run = cache.NewInformerWithOptions(cache.InformerOptions{
+		ListerWatcher: &cache.ListWatch{
+			ListFunc:  func(o metav1.ListOptions) (runtime.Object, error) { return a.bds.List(ns, o) },
+			WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) { return a.bds.Watch(ns, o) },
+		},
+		ObjectType: &fleet.BundleDeployment{},
+		Handler:    cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, o interface{}) { enqueue(o) }},
+	})
 	actx, cancel := context.WithCancel(ctx)
 	a.cancel = cancel
-	go a.informer.Run(actx.Done())
+	go run.RunWithContext(actx)
 	hb := &clusterstatus.Heartbeat{Clusters: a.clusters, ClusterNamespace: a.Credential.ClusterObjectNamespace,
 		ClusterName: a.Credential.ClusterName, AgentNamespace: agentNamespace, Local: s.nodes, Interval: s.o.CheckinInterval}
 	go spreadHeartbeat(actx, hb, a.ClientID)
@@ -258,7 +264,7 @@ func (s *Sim) work(ctx context.Context) bool {
 	s.mu.Lock()
 	a := s.agents[it.agent]
 	s.mu.Unlock()
-	obj, exists, err := a.informer.GetStore().GetByKey(it.namespace + "/" + it.name)
+	obj, exists, err := a.store.GetByKey(it.namespace + "/" + it.name)
 	if err != nil || !exists {
 		s.queue.Forget(it)
 		return true

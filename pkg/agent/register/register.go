@@ -178,7 +178,7 @@ func Register(ctx context.Context, local kubernetes.Interface, o Options) (*Cred
 	if err != nil {
 		return nil, err
 	}
-	cfg := &rest.Config{Host: v.APIServerURL, BearerToken: v.Token, TLSClientConfig: rest.TLSClientConfig{CAData: []byte(CABundle(v.APIServerCA, o.TLSMode))},
+	cfg := &rest.Config{Host: v.APIServerURL, BearerToken: v.Token, TLSClientConfig: rest.TLSClientConfig{CAData: caData(v.APIServerCA, o.TLSMode)},
 		Timeout: requestTimeout}
 	reg, nonce, err := request(cfg, v, clientID, labels)
 	if err != nil {
@@ -424,7 +424,7 @@ func (s *Session) Credential() Credential {
 // RESTConfig reaches the manager with the session's current token.
 func (s *Session) RESTConfig() *rest.Config {
 	c := s.Credential()
-	return &rest.Config{Host: c.APIServerURL, TLSClientConfig: rest.TLSClientConfig{CAData: []byte(CABundle(c.APIServerCA, s.TLSMode))},
+	return &rest.Config{Host: c.APIServerURL, TLSClientConfig: rest.TLSClientConfig{CAData: caData(c.APIServerCA, s.TLSMode)},
 		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return &bearer{next: rt, s: s} }}
 }
 

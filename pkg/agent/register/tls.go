@@ -3,6 +3,7 @@ package register
 import (
 	"os"
 	"strings"
+	"sync"
 )
 
 // TLS modes of the agent's connection to the manager (Fleet's agentTLSMode).
@@ -39,4 +40,21 @@ func CABundle(ca, mode string) string {
 		}
 	}
 	return ca
+}
+
+// caBundles holds caData's bundles by mode and CA.
+var caBundles sync.Map
+
+// caData is CABundle as the bytes of a client configuration, read once per CA and mode and then
+// shared: a client configuration keeps its CA data for as long as its clients live, and in
+// system-store mode that is the whole system store (about 200 KiB), which a process playing
+// thousands of agents (benchmarks/sim) would otherwise hold once per agent. The bytes are
+// never modified (client-go only reads them).
+func caData(ca, mode string) []byte {
+	key := mode + "\x00" + ca
+	if b, ok := caBundles.Load(key); ok {
+		return b.([]byte)
+	}
+	b, _ := caBundles.LoadOrStore(key, []byte(CABundle(ca, mode)))
+	return b.([]byte)
 }
