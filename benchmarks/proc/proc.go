@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -84,6 +85,27 @@ func SaveOwnHeap(dir, file string) error {
 	defer f.Close()
 	runtime.GC()
 	return pprof.WriteHeapProfile(f)
+}
+
+// SaveOwnCPU writes this process's CPU profile over d to file in dir.
+func SaveOwnCPU(ctx context.Context, dir, file string, d time.Duration) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, file))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+	pprof.StopCPUProfile()
+	return nil
 }
 
 // SaveAPIServerProfile writes the apiserver's profile (query: "heap", "profile?seconds=30")

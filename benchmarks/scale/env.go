@@ -156,15 +156,17 @@ func (e *env) startController(fleetBin, id string) error {
 	return nil
 }
 
-// usage is what a controller process used: CPU seconds so far and peak RSS.
+// usage is what a controller process used: CPU seconds so far and peak RSS; others the CPU
+// seconds so far of the processes beside it (env.cpus).
 type usage struct {
 	CPU     float64 `json:"cpuSeconds"`
 	PeakMiB float64 `json:"peakRSSMiB"`
+	others  map[string]float64
 }
 
 func (e *env) usage(id string) usage {
 	pid := e.procs[id].Process.Pid
-	return usage{CPU: proc.CPUSeconds(pid), PeakMiB: proc.PeakRSS(pid)}
+	return usage{CPU: proc.CPUSeconds(pid), PeakMiB: proc.PeakRSS(pid), others: e.cpus()}
 }
 
 // token creates a ClusterRegistrationToken and returns the values its Secret hands out.
@@ -225,10 +227,10 @@ type Servers struct {
 	SimulatorPeakMiB float64 `json:"simulatorPeakRSSMiB"`
 }
 
-// servers reads the peak RSS of the cluster's kube-apiserver and etcd (found by their folder
-// in the cluster's Dir) and etcd's database size.
-func (e *env) servers() Servers {
-	var s Servers
+// serverPIDs finds the cluster's kube-apiserver and etcd processes by their folder in the
+// cluster's Dir, by name.
+func (e *env) serverPIDs() map[string]int {
+	out := map[string]int{}
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
 		data, err := os.ReadFile(p)
@@ -240,7 +242,28 @@ func (e *env) servers() Servers {
 			continue
 		}
 		cmd := strings.SplitN(string(data), "\x00", 2)[0]
-		switch filepath.Base(cmd) {
+		if name := filepath.Base(cmd); name == "kube-apiserver" || name == "etcd" {
+			out[name] = pid
+		}
+	}
+	return out
+}
+
+// cpus reads the CPU seconds so far of the apiserver, etcd and this process (the simulated
+// agents and the benchmark's caches): what shares the machine with the manager.
+func (e *env) cpus() map[string]float64 {
+	out := map[string]float64{"simulator": proc.CPUSeconds(os.Getpid())}
+	for name, pid := range e.serverPIDs() {
+		out[name] = proc.CPUSeconds(pid)
+	}
+	return out
+}
+
+// servers reads the peak RSS of the cluster's kube-apiserver and etcd and etcd's database size.
+func (e *env) servers() Servers {
+	var s Servers
+	for name, pid := range e.serverPIDs() {
+		switch name {
 		case "kube-apiserver":
 			s.APIServerPeakMiB = proc.PeakRSS(pid)
 		case "etcd":

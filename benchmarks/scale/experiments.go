@@ -219,6 +219,37 @@ func rawCommit(ctx context.Context, e *env, b *fleet.Bundle, n int) (specs, stat
 	return
 }
 
+// profileWindow, when -profile is set, takes CPU profiles of the manager, the apiserver and this
+// process (the simulated agents) over the same d, after waiting after, in the background: what
+// each spends an experiment's middle on. The files are <tag>-{manager,apiserver,sim}-cpu.pprof.
+func profileWindow(ctx context.Context, e *env, tag string, after, d time.Duration) {
+	if profileDir == "" {
+		return
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(after):
+		}
+		var wg sync.WaitGroup
+		secs := fmt.Sprintf("profile?seconds=%d", int(d.Seconds()))
+		report := func(what string, err error) {
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "%s %s CPU profile: %v\n", tag, what, err)
+			}
+		}
+		if e.profiles != "" {
+			wg.Go(func() { report("manager", proc.SaveProfile(e.profiles, profileDir, secs, tag+"-manager-cpu.pprof")) })
+		}
+		wg.Go(func() {
+			report("apiserver", proc.SaveAPIServerProfile(ctx, e.kube, profileDir, secs, tag+"-apiserver-cpu.pprof"))
+		})
+		wg.Go(func() { report("simulator", proc.SaveOwnCPU(ctx, profileDir, tag+"-sim-cpu.pprof", d)) })
+		wg.Wait()
+	}()
+}
+
 // meter reads what the manager used and what the apiserver served during an experiment.
 type meter struct {
 	e        *env
@@ -263,15 +294,19 @@ func storm(ctx context.Context, e *env, s *sim.Sim, n int, timeout time.Duration
 		func(c *fleet.Cluster) bool { return c.Status.Namespace != "" },
 		func(c *fleet.Cluster) bool { return !c.Status.Agent.LastSeen.IsZero() },
 	}
-	smp := sample(cw, start, []string{"fleet: Clusters registered", "fleet: agents checked in"}, preds)
+	cc := cw.counter(ctx, preds)
+	smp := sample(cc, start, []string{"fleet: Clusters registered", "fleet: agents checked in"})
 	// Where the time goes between the two: credentials granted by the manager, and picked up by
 	// the agents.
-	granted := sample(rw, start, []string{"fleet: credentials granted"}, []func(*fleet.ClusterRegistration) bool{
-		func(r *fleet.ClusterRegistration) bool { return r.Status.Granted }})
+	granted := sample(rw.counter(ctx, []func(*fleet.ClusterRegistration) bool{
+		func(r *fleet.ClusterRegistration) bool { return r.Status.Granted }}), start, []string{"fleet: credentials granted"})
 	pickedUp := sampleCount(start, "fleet: agents have their credential", func() int { return len(s.Agents()) })
+	if n >= 5000 {
+		profileWindow(ctx, e, fmt.Sprintf("storm-%d", n), time.Minute, time.Minute)
+	}
 	regErr := make(chan error, 1)
 	go func() { regErr <- s.Register(ctx, n) }()
-	counts, err := until(cw, preds, timeout, func(c []int) bool { return c[1] >= n })
+	counts, err := until(cc, timeout, func(c []int) bool { return c[1] >= n })
 	took := time.Since(start)
 	series := append(smp.stop(), granted.stop()...)
 	series = append(series, pickedUp.stop()...)
@@ -350,7 +385,8 @@ func (g *gitRepoRollout) run(ctx context.Context, name string, timeout time.Dura
 		return applied(bd) && bd.Status.Ready && bd.Status.Display.State == string(fleet.Ready)
 	}
 	preds := []func(*fleet.BundleDeployment) bool{updated, applied, ready}
-	smp := sample(bw, start, []string{"fleet: BundleDeployments at the commit", "fleet: applied", "fleet: Ready"}, preds)
+	bc := bw.counter(ctx, preds)
+	smp := sample(bc, start, []string{"fleet: BundleDeployments at the commit", "fleet: applied", "fleet: Ready"})
 	if g.commit == 1 {
 		err = g.createGitRepo()
 	} else {
@@ -360,7 +396,7 @@ func (g *gitRepoRollout) run(ctx context.Context, name string, timeout time.Dura
 		smp.stop()
 		return Phase{}, err
 	}
-	counts, err := until(bw, preds, timeout, func(c []int) bool { return c[2] >= g.n })
+	counts, err := until(bc, timeout, func(c []int) bool { return c[2] >= g.n })
 	allReady := time.Since(start)
 	if err == nil {
 		err = waitFor(timeout, func() (bool, error) {
@@ -447,7 +483,11 @@ func createBundles(ctx context.Context, e *env, bundles, n int, timeout time.Dur
 	ready := func(bd *fleet.BundleDeployment) bool { return applied(bd) && bd.Status.Ready }
 	preds := []func(*fleet.BundleDeployment) bool{ours, applied, ready}
 	start := time.Now()
-	smp := sample(bw, start, []string{"fleet: BundleDeployments created", "fleet: applied", "fleet: Ready"}, preds)
+	if bundles*n >= 50000 {
+		profileWindow(ctx, e, fmt.Sprintf("create-%dx%d", bundles, n), 2*time.Minute, time.Minute)
+	}
+	bc := bw.counter(ctx, preds)
+	smp := sample(bc, start, []string{"fleet: BundleDeployments created", "fleet: applied", "fleet: Ready"})
 	for i := range bundles {
 		if _, err := e.api.Bundle().Create(scaleBundle(i)); err != nil {
 			smp.stop()
@@ -456,7 +496,7 @@ func createBundles(ctx context.Context, e *env, bundles, n int, timeout time.Dur
 	}
 	total := bundles * n
 	var created time.Duration
-	counts, err := until(bw, preds, timeout, func(c []int) bool {
+	counts, err := until(bc, timeout, func(c []int) bool {
 		if created == 0 && c[0] >= total {
 			created = time.Since(start)
 		}
@@ -486,14 +526,18 @@ func deleteBundles(ctx context.Context, e *env, bundles, n int, timeout time.Dur
 	}
 	preds := []func(*fleet.BundleDeployment) bool{ours}
 	start := time.Now()
-	smp := sample(bw, start, []string{"fleet: BundleDeployments left"}, preds)
+	if bundles*n >= 50000 {
+		profileWindow(ctx, e, fmt.Sprintf("delete-%dx%d", bundles, n), 30*time.Second, 30*time.Second)
+	}
+	bc := bw.counter(ctx, preds)
+	smp := sample(bc, start, []string{"fleet: BundleDeployments left"})
 	for i := range bundles {
 		if err := e.api.Bundle().Delete(fleet.DefaultNamespace, scaleBundle(i).Name, &metav1.DeleteOptions{}); err != nil {
 			smp.stop()
 			return Phase{}, err
 		}
 	}
-	counts, err := until(bw, preds, timeout, func(c []int) bool { return c[0] == 0 })
+	counts, err := until(bc, timeout, func(c []int) bool { return c[0] == 0 })
 	took := time.Since(start)
 	series := smp.stop()
 	if err != nil {

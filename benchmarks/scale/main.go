@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -64,6 +65,11 @@ type Phase struct {
 	// CPU the manager used during the experiment, and its peak RSS so far.
 	CPU     float64 `json:"managerCPUSeconds"`
 	PeakMiB float64 `json:"managerPeakRSSMiB"`
+	// OtherCPU is the CPU seconds the processes sharing the machine with the manager used
+	// during the experiment: kube-apiserver, etcd, and the simulator (this process: the
+	// simulated agents and the benchmark's own caches). Together with the manager's they tell
+	// which of them the experiment waited on.
+	OtherCPU map[string]float64 `json:"otherCPUSeconds,omitempty"`
 	// Writes the apiserver served during it (mutating requests by verb and resource), Reads
 	// the other requests (gets, lists, watches, discovery); Requests all of them (idle only).
 	Writes   map[string]int `json:"writes,omitempty"`
@@ -76,6 +82,12 @@ type Phase struct {
 func (p *Phase) finish(e *env, before usage) {
 	u := e.usage("")
 	p.CPU, p.PeakMiB = u.CPU-before.CPU, u.PeakMiB
+	p.OtherCPU = map[string]float64{}
+	for name, cpu := range u.others {
+		if was, ok := before.others[name]; ok {
+			p.OtherCPU[name] = math.Round((cpu-was)*100) / 100
+		}
+	}
 }
 
 func (p *Phase) raw(seconds float64, series ...Series) {
@@ -130,7 +142,7 @@ func main() {
 	only := flag.Int("clusters", 0, "run only the plan of this many clusters (-1: none, only the shards)")
 	checkin := flag.Duration("checkin", 15*time.Minute, "the simulated agents' check-in interval (the manager's agentCheckinInterval; Fleet's default is 15m)")
 	shards := flag.Bool("shards", true, "run the two-shard experiment")
-	flag.StringVar(&profileDir, "profile", "", "save the manager's CPU profiles of the idle phase (its first minute and the rest apart) and its heap after the registration storm and after each size's rollouts here, and the simulator's and the apiserver's heaps (sim-heap-*, apiserver-heap-*) beside them")
+	flag.StringVar(&profileDir, "profile", "", "save profiles here: the manager's CPU in the idle phase (its first minute and the rest apart); the manager's, the apiserver's and the simulator's heaps after the registration storm and after each size's rollouts; and the CPU of all three for a minute of the storm (5,000 clusters and more) and of the creation and deletion of 50,000 BundleDeployments")
 	flag.StringVar(&memLimit, "gomemlimit", "", "run the controller with this GOMEMLIMIT (for example 550MiB); none by default")
 	flag.BoolVar(&stormOnly, "storm-only", false, "run only the registration storm (and its plain-client run) at each size")
 	plotOnly := flag.Bool("plot-only", false, "run nothing: draw the growth plots from the results in -out")

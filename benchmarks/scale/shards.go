@@ -112,7 +112,7 @@ func runShards(fleetBin string, n, bundles int) (ShardRun, error) {
 	ours := []func(*fleet.BundleDeployment) bool{func(bd *fleet.BundleDeployment) bool {
 		return strings.HasPrefix(bd.Labels[fleet.BundleLabel], "bench-")
 	}}
-	if _, err := until(bw, ours, 15*time.Minute, func(c []int) bool { return c[0] >= n*bundles }); err != nil {
+	if _, err := until(bw.counter(ctx, ours), 15*time.Minute, func(c []int) bool { return c[0] >= n*bundles }); err != nil {
 		return r, err
 	}
 	r.Seconds = time.Since(start).Seconds()

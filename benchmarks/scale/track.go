@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,19 +40,53 @@ func newWatcher[T runtime.Object, L runtime.Object](ctx context.Context, obj T, 
 	return &watcher[T]{inf: inf, cancel: cancel}
 }
 
-// count returns how many cached objects each predicate holds for.
-func (w *watcher[T]) count(preds []func(T) bool) []int {
-	out := make([]int, len(preds))
-	for _, o := range w.inf.GetStore().List() {
-		t, ok := o.(T)
-		if !ok {
-			continue
-		}
-		for i, p := range preds {
-			if p(t) {
-				out[i]++
+// counter keeps how many of a watcher's objects each predicate holds for, from the watcher's
+// events: each event costs a few predicate calls. Counting by going over the cache instead, four
+// times a second for the plot and five for the wait, was most of this process's CPU at 50,000
+// BundleDeployments (a core's 0.6 of the two the whole system had). The predicates must read the
+// object alone.
+type counter[T runtime.Object] struct {
+	preds []func(T) bool
+	n     []atomic.Int64
+}
+
+// counter starts counting the watcher's objects by preds; its counts include every object cached
+// before it started.
+func (w *watcher[T]) counter(ctx context.Context, preds []func(T) bool) *counter[T] {
+	c := &counter[T]{preds: preds, n: make([]atomic.Int64, len(preds))}
+	reg, _ := w.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj interface{}) { c.add(obj, 1) },
+		UpdateFunc: func(old, obj interface{}) { c.add(old, -1); c.add(obj, 1) },
+		DeleteFunc: func(obj interface{}) {
+			if gone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = gone.Obj
 			}
+			c.add(obj, -1)
+		},
+	})
+	if reg != nil {
+		cache.WaitForCacheSync(ctx.Done(), reg.HasSynced)
+	}
+	return c
+}
+
+func (c *counter[T]) add(obj interface{}, d int64) {
+	t, ok := obj.(T)
+	if !ok {
+		return
+	}
+	for i, p := range c.preds {
+		if p(t) {
+			c.n[i].Add(d)
 		}
+	}
+}
+
+// counts returns the counts, one per predicate.
+func (c *counter[T]) counts() []int {
+	out := make([]int, len(c.n))
+	for i := range c.n {
+		out[i] = int(c.n[i].Load())
 	}
 	return out
 }
@@ -94,9 +129,9 @@ func newSampler(start time.Time, names []string, counts func() []int) *sampler {
 	return s
 }
 
-// sample records how many of the watcher's objects each named predicate holds for.
-func sample[T runtime.Object](w *watcher[T], start time.Time, names []string, preds []func(T) bool) *sampler {
-	return newSampler(start, names, func() []int { return w.count(preds) })
+// sample records the counter's counts, each a line named in order.
+func sample[T runtime.Object](c *counter[T], start time.Time, names []string) *sampler {
+	return newSampler(start, names, c.counts)
 }
 
 // sampleCount records one count, read by f.
@@ -111,12 +146,11 @@ func (s *sampler) stop() []Series {
 	return s.series
 }
 
-// until waits until cond holds for the counts of the watcher's predicates (checked every
-// 200ms), or timeout.
-func until[T runtime.Object](w *watcher[T], preds []func(T) bool, timeout time.Duration, cond func([]int) bool) ([]int, error) {
+// until waits until cond holds for the counter's counts (checked every 200ms), or timeout.
+func until[T runtime.Object](c *counter[T], timeout time.Duration, cond func([]int) bool) ([]int, error) {
 	var counts []int
 	err := waitFor(timeout, func() (bool, error) {
-		counts = w.count(preds)
+		counts = c.counts()
 		return cond(counts), nil
 	})
 	return counts, err
