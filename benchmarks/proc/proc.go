@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -56,15 +57,12 @@ func CPUSeconds(pid int) float64 {
 // SaveProfile stores one of a process's Go profiles, served by net/http/pprof at addr, in
 // dir/file for `go tool pprof`.
 func SaveProfile(addr, dir, query, file string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
 	resp, err := http.Get("http://" + addr + "/debug/pprof/" + query)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	f, err := os.Create(filepath.Join(dir, file))
+	f, err := createIn(dir, file)
 	if err != nil {
 		return err
 	}
@@ -73,12 +71,17 @@ func SaveProfile(addr, dir, query, file string) error {
 	return err
 }
 
+// createIn creates file in dir, making dir first.
+func createIn(dir, file string) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	return os.Create(filepath.Join(dir, file))
+}
+
 // SaveOwnHeap writes this process's heap profile (after a collection) to file in dir.
 func SaveOwnHeap(dir, file string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.Create(filepath.Join(dir, file))
+	f, err := createIn(dir, file)
 	if err != nil {
 		return err
 	}
@@ -89,10 +92,7 @@ func SaveOwnHeap(dir, file string) error {
 
 // SaveOwnCPU writes this process's CPU profile over d to file in dir.
 func SaveOwnCPU(ctx context.Context, dir, file string, d time.Duration) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.Create(filepath.Join(dir, file))
+	f, err := createIn(dir, file)
 	if err != nil {
 		return err
 	}
@@ -111,14 +111,30 @@ func SaveOwnCPU(ctx context.Context, dir, file string, d time.Duration) error {
 // SaveAPIServerProfile writes the apiserver's profile (query: "heap", "profile?seconds=30")
 // to file in dir; the apiserver serves /debug/pprof to its administrators.
 func SaveAPIServerProfile(ctx context.Context, kube kubernetes.Interface, dir, query, file string) error {
-	data, err := kube.Discovery().RESTClient().Get().AbsPath("/debug/pprof/" + query).DoRaw(ctx)
+	path, params, _ := strings.Cut(query, "?")
+	req := kube.Discovery().RESTClient().Get().AbsPath("/debug/pprof/" + path)
+	if params != "" {
+		values, err := url.ParseQuery(params)
+		if err != nil {
+			return err
+		}
+		for k, vs := range values {
+			for _, v := range vs {
+				req = req.Param(k, v)
+			}
+		}
+	}
+	data, err := req.DoRaw(ctx)
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	f, err := createIn(dir, file)
+	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, file), data, 0o644)
+	defer f.Close()
+	_, err = f.Write(data)
+	return err
 }
 
 // WriteCounts reads the apiserver's count of mutating requests by verb and resource.
