@@ -35,6 +35,8 @@ type env struct {
 	api  fleetcontrollers.Interface
 	// procs are the controller processes by shard ID ("" for the unsharded one).
 	procs map[string]*exec.Cmd
+	// serverPID holds the cluster's kube-apiserver and etcd PIDs by name, found once (serverPIDs).
+	serverPID map[string]int
 	// webhook is the unsharded controller's webhook receiver address; profiles its profile
 	// address (with -profile).
 	webhook, profiles string
@@ -228,8 +230,11 @@ type Servers struct {
 }
 
 // serverPIDs finds the cluster's kube-apiserver and etcd processes by their folder in the
-// cluster's Dir, by name.
+// cluster's Dir, by name; once both are found they are kept.
 func (e *env) serverPIDs() map[string]int {
+	if len(e.serverPID) == 2 {
+		return e.serverPID
+	}
 	out := map[string]int{}
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
@@ -246,6 +251,7 @@ func (e *env) serverPIDs() map[string]int {
 			out[name] = pid
 		}
 	}
+	e.serverPID = out
 	return out
 }
 
