@@ -222,6 +222,8 @@ func rawCommit(ctx context.Context, e *env, b *fleet.Bundle, n int) (specs, stat
 // profileWindow, when -profile is set, takes CPU profiles of the manager, the apiserver and this
 // process (the simulated agents) over the same d, after waiting after, in the background: what
 // each spends an experiment's middle on. The files are <tag>-{manager,apiserver,sim}-cpu.pprof.
+// At the window's end it also saves the manager's heap as its last collection left it, without
+// forcing one (<tag>-manager-heap.pprof): what the manager holds in the middle of the work.
 func profileWindow(ctx context.Context, e *env, tag string, after, d time.Duration) {
 	if profileDir == "" {
 		return
@@ -247,6 +249,11 @@ func profileWindow(ctx context.Context, e *env, tag string, after, d time.Durati
 		})
 		wg.Go(func() { report("simulator", proc.SaveOwnCPU(ctx, profileDir, tag+"-sim-cpu.pprof", d)) })
 		wg.Wait()
+		if e.profiles != "" && ctx.Err() == nil {
+			if err := proc.SaveProfile(e.profiles, profileDir, "heap", tag+"-manager-heap.pprof"); err != nil {
+				fmt.Fprintf(os.Stderr, "%s manager heap profile: %v\n", tag, err)
+			}
+		}
 	}()
 }
 

@@ -6,6 +6,8 @@ package target
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -172,8 +174,9 @@ func MatchCluster(b *fleet.Bundle, ci ClusterInfo) (*Match, error) {
 	if m == nil || err != nil {
 		return m, err
 	}
-	m.Options = MergedOptions(b, m.Targets)
-	return m, nil
+	// The matcher's Match is shared: fill in a copy.
+	out := &Match{Targets: m.Targets, Options: MergedOptions(b, m.Targets)}
+	return out, nil
 }
 
 // MatchTargets is MatchCluster without merging the options: the matched targets only.
@@ -191,12 +194,15 @@ type Matcher struct {
 	b            *fleet.Bundle
 	restrictions []compiled
 	targets      []compiled
+	// shared holds one Match per set of matched targets, keyed by their indexes: a plan over
+	// thousands of clusters, most matching the same target, allocates a few.
+	shared map[string]*Match
 }
 
 // NewMatcher parses the Bundle's selectors; an invalid one is an error naming it, whether or
 // not any cluster would reach it.
 func NewMatcher(b *fleet.Bundle) (*Matcher, error) {
-	m := &Matcher{b: b}
+	m := &Matcher{b: b, shared: map[string]*Match{}}
 	for i := range b.Spec.TargetRestrictions {
 		c, err := fromRestriction(&b.Spec.TargetRestrictions[i]).compile()
 		if err != nil {
@@ -215,7 +221,8 @@ func NewMatcher(b *fleet.Bundle) (*Matcher, error) {
 }
 
 // Match returns the matched targets for the cluster, without options; nil when the Bundle does
-// not go there.
+// not go there. Clusters matching the same targets get the same Match: callers must not modify
+// it. A Matcher is for one goroutine.
 func (mt *Matcher) Match(ci ClusterInfo) *Match {
 	b := mt.b
 	if len(mt.restrictions) > 0 {
@@ -230,7 +237,8 @@ func (mt *Matcher) Match(ci ClusterInfo) *Match {
 			return nil
 		}
 	}
-	m := &Match{}
+	var buf [8]int
+	matched := buf[:0]
 	for i, t := range mt.targets {
 		if !t.matches(ci) {
 			continue
@@ -238,14 +246,24 @@ func (mt *Matcher) Match(ci ClusterInfo) *Match {
 		if b.Spec.Targets[i].DoNotDeploy {
 			return nil
 		}
-		m.Targets = append(m.Targets, i)
+		matched = append(matched, i)
 		if b.Spec.TargetCustomizationMode != "AllMatches" {
 			break
 		}
 	}
-	if len(m.Targets) == 0 {
+	if len(matched) == 0 {
 		return nil
 	}
+	var kb [64]byte
+	key := kb[:0]
+	for _, i := range matched {
+		key = append(strconv.AppendInt(key, int64(i), 10), ',')
+	}
+	if m, ok := mt.shared[string(key)]; ok {
+		return m
+	}
+	m := &Match{Targets: slices.Clone(matched)}
+	mt.shared[string(key)] = m
 	return m
 }
 

@@ -1,6 +1,7 @@
 package target
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -77,5 +78,45 @@ func TestMatcherAgreesWithMatchCluster(t *testing.T) {
 				t.Fatalf("%s: targets %v and %v, want %v", name, got.Targets, want.Targets, tc.want)
 			}
 		}
+	}
+}
+
+// Clusters matching the same targets share one Match; other targets get another, and a
+// MatchCluster result is the caller's own.
+func TestMatcherSharesMatches(t *testing.T) {
+	b := &fleet.Bundle{Spec: fleet.BundleSpec{
+		TargetCustomizationMode: "AllMatches",
+		Targets: []fleet.BundleTarget{
+			{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}},
+			{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu"}}},
+		},
+	}}
+	m, err := NewMatcher(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster := func(name string, labels map[string]string) ClusterInfo {
+		return ClusterInfo{Cluster: &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: labels}}}
+	}
+	a := m.Match(cluster("a", map[string]string{"env": "prod"}))
+	b2 := m.Match(cluster("b", map[string]string{"env": "prod"}))
+	both := m.Match(cluster("c", map[string]string{"env": "prod", "region": "eu"}))
+	eu := m.Match(cluster("d", map[string]string{"region": "eu"}))
+	if a == nil || a != b2 {
+		t.Fatalf("same targets, different matches: %p %p", a, b2)
+	}
+	if both == a || eu == a || both == eu {
+		t.Fatal("different targets share a match")
+	}
+	if !slices.Equal(a.Targets, []int{0}) || !slices.Equal(both.Targets, []int{0, 1}) || !slices.Equal(eu.Targets, []int{1}) {
+		t.Fatalf("targets: %v %v %v", a.Targets, both.Targets, eu.Targets)
+	}
+	b.Spec.Targets[0].Helm = &fleet.HelmOptions{ReleaseName: "r"}
+	mc, err := MatchCluster(b, cluster("a", map[string]string{"env": "prod"}))
+	if err != nil || mc == nil || mc.Options.Helm == nil || mc.Options.Helm.ReleaseName != "r" {
+		t.Fatalf("MatchCluster: %+v %v", mc, err)
+	}
+	if a.Options.Helm != nil {
+		t.Fatal("MatchCluster changed a shared match")
 	}
 }

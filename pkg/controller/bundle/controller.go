@@ -86,6 +86,7 @@ type handler struct {
 	now      func() time.Time
 	memo     *renderMemo
 	facts    *clusterFacts
+	plans    *planCache
 	created  *recentlyCreated
 	// writeSlots holds one token per BundleDeployment write in flight.
 	writeSlots chan struct{}
@@ -102,10 +103,11 @@ func Register(ctx context.Context, d Deps) {
 		bundles: d.Bundles, bds: d.BundleDeployments, bdCache: d.BundleDeployments.Cache(),
 		clusters: d.Clusters.Cache(), groups: d.ClusterGroups.Cache(), contents: d.Contents,
 		mappings: d.Mappings.Cache(), policies: d.Policies, nsCache: d.Namespaces, checkin: d.CheckinInterval, now: time.Now,
-		memo: newRenderMemo(), facts: newClusterFacts(), created: &recentlyCreated{m: map[string]createdEntry{}},
+		memo: newRenderMemo(), facts: newClusterFacts(), plans: newPlanCache(), created: &recentlyCreated{m: map[string]createdEntry{}},
 		writeSlots: make(chan struct{}, maxWritesInFlight),
 		cpu:        make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1)),
 	}
+	go h.plans.expireEvery(ctx, h.now)
 	d.Bundles.OnChange(ctx, "bundle", h.OnChange)
 	fleetcontrollers.RegisterBundleStatusHandler(ctx, d.Bundles, "", "bundle-deploy", h.deploy)
 	h.watchDeployments(ctx, d)
@@ -165,6 +167,7 @@ func (h *handler) watchTargeting(ctx context.Context, d Deps) {
 		if c == nil {
 			seen.Forget("cluster/" + key)
 			h.facts.forget(key)
+			h.plans.changed()
 			return c, nil
 		}
 		// What rendering reads of the Cluster (its facts' hash, which the plans then find
@@ -172,6 +175,7 @@ func (h *handler) watchTargeting(ctx context.Context, d Deps) {
 		offline := summary.Offline(c, h.checkin(), h.now())
 		facts := h.facts.of(c)
 		if seen.Changed("cluster/"+key, string(facts.hash[:])+strconv.FormatBool(offline)) {
+			h.plans.changed()
 			enqueueNamespace(c.Namespace)
 		}
 		return c, nil
@@ -179,9 +183,11 @@ func (h *handler) watchTargeting(ctx context.Context, d Deps) {
 	d.ClusterGroups.OnChange(ctx, "bundle-from-clustergroup", func(key string, g *fleet.ClusterGroup) (*fleet.ClusterGroup, error) {
 		if g == nil {
 			seen.Forget("group/" + key)
+			h.plans.changed()
 			return g, nil
 		}
 		if seen.Changed("group/"+key, fmt.Sprint(g.Labels, g.Spec.Selector)) {
+			h.plans.changed()
 			enqueueNamespace(g.Namespace)
 		}
 		return g, nil
@@ -189,6 +195,7 @@ func (h *handler) watchTargeting(ctx context.Context, d Deps) {
 	if d.Policies != nil {
 		d.Policies.OnChange(ctx, "bundle-from-policy", func(key string, p *fleet.Policy) (*fleet.Policy, error) {
 			ns, _, _ := strings.Cut(key, "/")
+			h.plans.changed()
 			bundles, _ := d.Bundles.Cache().List(ns, labels.Everything())
 			for _, b := range bundles {
 				// What a Bundle renders to depends on the Policies now: render it again.
@@ -199,6 +206,7 @@ func (h *handler) watchTargeting(ctx context.Context, d Deps) {
 		})
 	}
 	d.Mappings.OnChange(ctx, "bundle-from-mapping", func(_ string, m *fleet.BundleNamespaceMapping) (*fleet.BundleNamespaceMapping, error) {
+		h.plans.changed()
 		if m != nil {
 			enqueueNamespace(m.Namespace)
 		}
@@ -213,6 +221,7 @@ func (h *handler) OnChange(_ string, b *fleet.Bundle) (*fleet.Bundle, error) {
 	}
 	if b.DeletionTimestamp != nil {
 		h.memo.forget(b)
+		h.plans.drop(b)
 		return h.finalize(b)
 	}
 	if !slices.Contains(b.Finalizers, fleet.BundleFinalizer) {
@@ -244,19 +253,40 @@ func (h *handler) deploy(b *fleet.Bundle, status fleet.BundleStatus) (fleet.Bund
 	if err != nil {
 		return status, err
 	}
-	plan, planErr := h.plan(b, contentName)
+	// The passes that follow (capped by maxNew, or rolling up reports) reuse this plan.
+	key, now := h.plans.key(b, contentName), h.now()
+	plan, madeAt, reused := h.plans.get(b, key, now)
+	var planErr error
+	if !reused {
+		plan, planErr = h.plan(b, contentName)
+		madeAt = now
+	}
 	if planErr != nil {
+		h.plans.drop(b)
 		// A user error (invalid selector, template error): report it and keep what is deployed.
 		return h.rollup(b, status, nil, nil, planErr), nil
 	}
 	result, r, requeue, err := h.sync(b, plan, contentName, release)
 	if err != nil {
+		h.plans.drop(b)
 		return status, err
+	}
+	if h.reusable(b) {
+		h.plans.keep(b, key, madeAt, plan)
+	} else {
+		h.plans.drop(b)
 	}
 	if requeue {
 		h.bundles.EnqueueAfter(b.Namespace, b.Name, requeueNew)
 	}
 	return h.rollup(b, status, result, r, nil), nil
+}
+
+// reusable says whether b's plan may be kept for its next pass: not when its namespace has
+// BundleNamespaceMappings, whose plans also read namespaces' labels, which nothing here watches.
+func (h *handler) reusable(b *fleet.Bundle) bool {
+	mappings, err := h.mappings.List(b.Namespace, labels.Everything())
+	return err == nil && len(mappings) == 0
 }
 
 // applyPolicies applies the namespace's Policies to the Bundle (the handler's copy): a Bundle

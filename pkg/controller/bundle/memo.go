@@ -32,7 +32,10 @@ type bundleMemo struct {
 	generation int64
 	content    string
 	labels     string
-	byCluster  map[types.UID]memoEntry
+	// resourceVersion is the Bundle's last seen with these labels: for it they are not
+	// printed again (a pass asks once per target).
+	resourceVersion string
+	byCluster       map[types.UID]memoEntry
 }
 
 type memoEntry struct {
@@ -66,12 +69,16 @@ func (r *renderMemo) setContentName(b *fleet.Bundle, name string) {
 // bundle returns the memo of b for content, starting afresh when the Bundle's generation,
 // content or labels (deployments copy some of them) changed. Callers hold r.mu.
 func (r *renderMemo) bundle(b *fleet.Bundle, content string) *bundleMemo {
-	labels := fmt.Sprint(b.Labels)
 	bm := r.bundles[b.UID]
+	if bm != nil && bm.generation == b.Generation && bm.content == content && b.ResourceVersion != "" && bm.resourceVersion == b.ResourceVersion {
+		return bm
+	}
+	labels := fmt.Sprint(b.Labels)
 	if bm == nil || bm.generation != b.Generation || bm.content != content || bm.labels != labels {
 		bm = &bundleMemo{generation: b.Generation, content: content, labels: labels, byCluster: map[types.UID]memoEntry{}}
 		r.bundles[b.UID] = bm
 	}
+	bm.resourceVersion = b.ResourceVersion
 	return bm
 }
 

@@ -89,3 +89,26 @@ func TestRenderMemo(t *testing.T) {
 		t.Fatal("forget drops the bundle's memo")
 	}
 }
+
+// A Bundle read again under its resourceVersion keeps its memo without printing its labels; a
+// label change comes with a new resourceVersion and starts the memo afresh.
+func TestRenderMemoByResourceVersion(t *testing.T) {
+	b := &fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns", UID: "b1", Generation: 1, ResourceVersion: "10",
+		Labels: map[string]string{fleet.CommitLabel: "c1"}}}
+	memo := newRenderMemo()
+	bd := &fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{UID: "bd1", Generation: 1}}
+	var fp [32]byte
+	memo.written(b, "c1", "s-content", fp, bd)
+	if !memo.current(b, "c1", "s-content", fp, bd) {
+		t.Fatal("written is current")
+	}
+	b.ResourceVersion = "11" // a status write: same labels
+	if !memo.current(b, "c1", "s-content", fp, bd) {
+		t.Fatal("a status write keeps the memo")
+	}
+	b.Labels = map[string]string{fleet.CommitLabel: "c2"}
+	b.ResourceVersion = "12"
+	if memo.current(b, "c1", "s-content", fp, bd) {
+		t.Fatal("a label change starts the memo afresh")
+	}
+}
