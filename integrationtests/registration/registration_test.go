@@ -316,6 +316,17 @@ var _ = Describe("cluster registration", Ordered, func() {
 		patch := []byte(`{"status":{"agent":{"lastSeen":"2020-01-01T00:00:00Z"}}}`)
 		_, err = fl.Cluster().Patch(fleet.DefaultNamespace, "other", types.MergePatchType, patch, "status")
 		forbidden(err)
+		// RBAC lets the agents of a namespace patch its Clusters' status (one binding for all of
+		// them); the admission policy holds each to the Cluster its identity annotation names.
+		Expect(err.Error()).To(ContainSubstring("status of its own Cluster"))
+		_, err = api.Cluster().Patch(fleet.DefaultNamespace, "other", types.MergePatchType,
+			[]byte(`{"metadata":{"annotations":{"`+registration.IdentityAnnotation+`":"`+registration.AgentIdentity(otherNS)+`"}}}`))
+		Expect(err).NotTo(HaveOccurred())
+		_, err = fl.Cluster().Patch(fleet.DefaultNamespace, "other", types.MergePatchType, patch, "status")
+		forbidden(err)
+		Expect(err.Error()).To(ContainSubstring("status of its own Cluster"), "another agent's Cluster")
+		_, err = fl.Cluster().Patch("fleet-local", "local", types.MergePatchType, patch, "status")
+		forbidden(err)
 		_, err = fl.Cluster().Patch(fleet.DefaultNamespace, clusterA, types.MergePatchType, patch)
 		forbidden(err)
 		_, err = fl.Cluster().Patch(fleet.DefaultNamespace, clusterA, types.MergePatchType, []byte(`{"status":{"agent":{"namespace":"`+agentNS+`"}}}`), "status")

@@ -78,6 +78,9 @@ const (
 	// ContentReaderBinding binds it to the ServiceAccounts of AgentIdentityNamespace.
 	ContentReaderRole    = "fleet-content-reader"
 	ContentReaderBinding = "fleet-content-readers"
+	// ClusterStatusRole is the ClusterRole of ClusterStatusRules, and the name of its RoleBinding
+	// in each namespace with registered Clusters.
+	ClusterStatusRole = "fleet-agent-cluster-status"
 	// CredentialReaderRole (in the registration namespace) lets import identities get a
 	// credential Secret whose name they know.
 	CredentialReaderRole = "fleet-registration-credential-reader"
@@ -100,9 +103,9 @@ func AgentIdentity(clusterNS string) string {
 	return AgentIdentityNamespace + "/" + AgentServiceAccount(clusterNS)
 }
 
-// ContentReaders is the subject of ContentReaderBinding: every ServiceAccount in
-// AgentIdentityNamespace.
-func ContentReaders() rbacv1.Subject {
+// AgentIdentities is the subject of the bindings every agent shares (ContentReaderBinding,
+// ClusterStatusRole's): every ServiceAccount in AgentIdentityNamespace.
+func AgentIdentities() rbacv1.Subject {
 	return rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:serviceaccounts:" + AgentIdentityNamespace}
 }
 
@@ -174,10 +177,15 @@ func TokenRules(sa string) []rbacv1.PolicyRule {
 		ResourceNames: []string{sa}}}
 }
 
-// ClusterStatusRules let an agent patch its own Cluster's status (in the Cluster's namespace).
-func ClusterStatusRules(cluster string) []rbacv1.PolicyRule {
+// ClusterStatusRules (the ClusterRole ClusterStatusRole) let agents patch the status of the
+// Clusters of a namespace where it is bound (one RoleBinding per namespace with registered
+// Clusters, for every agent identity). Each agent only its own Cluster's, and only status.agent:
+// the admission policy fleet-agent-cluster-status (charts/fleet-crd) holds each agent to the
+// Cluster whose IdentityAnnotation names it. One binding per cluster, with the Cluster's name,
+// made the apiserver look through as many RoleBindings on every check-in.
+func ClusterStatusRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{{APIGroups: []string{fleet.SchemeGroupVersion.Group}, Resources: []string{"clusters/status"},
-		Verbs: []string{"patch"}, ResourceNames: []string{cluster}}}
+		Verbs: []string{"patch"}}}
 }
 
 // ContentReaderRules: get Contents by name (their names are sha256 sums of what they hold).

@@ -28,27 +28,38 @@ const (
 	identitySet       = "fleet-agent-identity-v2"
 	exchangeSet       = "fleet-agent-credential-exchange"
 	legacyIdentitySet = "fleet-agent-identity"
+	// clusterStatusSet, with the namespace's name, is the binding of ClusterStatusRole in a
+	// namespace with registered Clusters: one per namespace, shared by its Clusters' agents.
+	clusterStatusSet = "fleet-agent-cluster-status"
 )
 
 // identity applies a Cluster's agent identity, its ServiceAccount in the agent identity namespace,
 // and what it may do: read its BundleDeployments (the shared ClusterRole, bound in its cluster
-// namespace), write their status and its own Cluster's status, and renew its credential.
-// Contents it reads through the one binding shared by every agent (sharedRoles).
+// namespace), write their status, and renew its credential. Contents it reads through the one
+// binding shared by every agent (sharedRoles); its Cluster's status it patches through the one
+// binding shared by the agents of the Cluster's namespace, which the admission policy
+// fleet-agent-cluster-status narrows to its own Cluster (the one whose IdentityAnnotation names
+// it). Applying the identity of a Cluster registered before that binding existed also removes
+// the status Role and RoleBinding it had of its own.
 func identity(a apply.Apply, c *fleet.Cluster) error {
 	ns := target.ClusterNamespace(c)
 	idNS, sa := registration.AgentIdentityNamespace, registration.AgentServiceAccount(ns)
-	// (Names other than those of legacyIdentitySet's objects, which stay beside these.)
-	statusRole := names.SafeConcatName("fleet-agent-status", c.Name)
 	labels := map[string]string{fleet.ClusterLabel: c.Name, fleet.ClusterNamespaceLabel: c.Namespace}
 	own := metav1.ObjectMeta{Name: sa, Namespace: idNS, Labels: labels}
 	agent := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: idNS, Name: sa}}
-	err := a.WithSetID(identitySet).WithOwner(c).ApplyObjects(
+	// First the shared status binding: the set below drops a Cluster's own one, if it had one.
+	err := a.WithSetID(names.SafeConcatName(clusterStatusSet, c.Namespace)).ApplyObjects(
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: registration.ClusterStatusRole, Namespace: c.Namespace},
+			RoleRef: roleRef("ClusterRole", registration.ClusterStatusRole), Subjects: []rbacv1.Subject{registration.AgentIdentities()}},
+	)
+	if err != nil {
+		return fmt.Errorf("letting the agents of namespace %s check in: %w", c.Namespace, err)
+	}
+	err = a.WithSetID(identitySet).WithOwner(c).ApplyObjects(
 		&corev1.ServiceAccount{ObjectMeta: own},
 		&rbacv1.Role{ObjectMeta: own, Rules: registration.TokenRules(sa)},
 		&rbacv1.RoleBinding{ObjectMeta: own, RoleRef: roleRef("Role", sa), Subjects: agent},
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: registration.AgentRole, Namespace: ns}, RoleRef: roleRef("ClusterRole", registration.AgentRole), Subjects: agent},
-		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: statusRole, Namespace: c.Namespace}, Rules: registration.ClusterStatusRules(c.Name)},
-		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: statusRole, Namespace: c.Namespace}, RoleRef: roleRef("Role", statusRole), Subjects: agent},
 	)
 	if err != nil {
 		return fmt.Errorf("granting the agent identity of cluster %s/%s: %w", c.Namespace, c.Name, err)

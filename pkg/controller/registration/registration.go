@@ -136,8 +136,9 @@ func sharedRoles(ctx context.Context, kube kubernetes.Interface, a apply.Apply, 
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: registration.CredentialReaderRole, Namespace: regNS}, Rules: registration.CredentialReaderRules()},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: registration.ContentReaderRole}, Rules: registration.ContentReaderRules()},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: registration.AgentRole}, Rules: registration.AgentRules()},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: registration.ClusterStatusRole}, Rules: registration.ClusterStatusRules()},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: registration.ContentReaderBinding},
-			RoleRef: roleRef("ClusterRole", registration.ContentReaderRole), Subjects: []rbacv1.Subject{registration.ContentReaders()}},
+			RoleRef: roleRef("ClusterRole", registration.ContentReaderRole), Subjects: []rbacv1.Subject{registration.AgentIdentities()}},
 	)
 	if err != nil {
 		return fmt.Errorf("writing the registration roles: %w", err)
