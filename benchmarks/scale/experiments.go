@@ -378,6 +378,10 @@ func (g *gitRepoRollout) run(ctx context.Context, name string, timeout time.Dura
 		return Phase{}, err
 	}
 	start := time.Now()
+	if g.n >= 5000 && g.commit >= 1 {
+		// A commit's rollout (not the first deploy, not the garbage agent's run, which is at 1,000).
+		profileWindow(ctx, e, fmt.Sprintf("commit-%d", g.n), 20*time.Second, 40*time.Second)
+	}
 	commit, err := g.publish(ctx)
 	if err != nil {
 		return Phase{}, err

@@ -142,7 +142,7 @@ func main() {
 	only := flag.Int("clusters", 0, "run only the plan of this many clusters (-1: none, only the shards)")
 	checkin := flag.Duration("checkin", 15*time.Minute, "the simulated agents' check-in interval (the manager's agentCheckinInterval; Fleet's default is 15m)")
 	shards := flag.Bool("shards", true, "run the two-shard experiment")
-	flag.StringVar(&profileDir, "profile", "", "save profiles here: the manager's CPU in the idle phase (its first minute and the rest apart); the manager's, the apiserver's and the simulator's heaps after the registration storm and after each size's rollouts; and the CPU of all three for a minute of the storm (5,000 clusters and more) and of the creation and deletion of 50,000 BundleDeployments")
+	flag.StringVar(&profileDir, "profile", "", "save profiles here: the manager's CPU in the idle phase (its first minute and the rest apart); the manager's, the apiserver's and the simulator's heaps after the registration storm and after each size's rollouts; and the CPU of all three (and the manager's heap after it) for a minute of the storm and 40 s of the commit's rollout (5,000 clusters and more) and of the creation and deletion of 50,000 BundleDeployments")
 	flag.StringVar(&memLimit, "gomemlimit", "", "run the controller with this GOMEMLIMIT (for example 550MiB); none by default")
 	flag.BoolVar(&stormOnly, "storm-only", false, "run only the registration storm (and its plain-client run) at each size")
 	plotOnly := flag.Bool("plot-only", false, "run nothing: draw the growth plots from the results in -out")

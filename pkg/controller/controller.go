@@ -187,6 +187,7 @@ type wiring struct {
 	kube     kubernetes.Interface
 	f        fleetcontrollers.Interface
 	c        corecontrollers.Interface
+	r        rbaccontrollers.Interface
 	children apply.Apply
 	recorder record.EventRecorder
 	checkin  func() time.Duration
@@ -233,7 +234,7 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 			return err
 		}
 	}
-	w := &wiring{kube: kube, f: f, c: c, children: children, recorder: events.NewRecorder(ctx, kube, "fleet-controller"),
+	w := &wiring{kube: kube, f: f, c: c, r: r, children: children, recorder: events.NewRecorder(ctx, kube, "fleet-controller"),
 		checkin: func() time.Duration { return o.Config.Get().AgentCheckinInterval.Duration }}
 	index.Register(f.BundleDeployment())
 	watchConfig(ctx, c, o.SystemNamespace, o.Config, &w.configChanged)
@@ -272,7 +273,7 @@ func startManagement(ctx context.Context, w *wiring, o Options) error {
 	}
 	if err := registration.Register(ctx, registration.Deps{Kube: w.kube, Apply: w.children, Tokens: f.ClusterRegistrationToken(),
 		ClusterRegistrations: f.ClusterRegistration(), Clusters: f.Cluster(), Secrets: w.c.Secret().Cache(),
-		RegistrationNamespace: o.RegistrationNamespace, CredentialLifetime: o.CredentialLifetime, Recorder: w.recorder, Config: o.Config}); err != nil {
+		RoleBindings: w.r.RoleBinding().Cache(), RegistrationNamespace: o.RegistrationNamespace, CredentialLifetime: o.CredentialLifetime, Recorder: w.recorder, Config: o.Config}); err != nil {
 		return err
 	}
 	startClusters(ctx, w, o)

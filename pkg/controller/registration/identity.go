@@ -2,8 +2,10 @@ package registration
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/rancher/wrangler/v3/pkg/apply"
+	rbaccontrollers "github.com/rancher/wrangler/v3/pkg/generated/controllers/rbac/v1"
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -41,21 +43,17 @@ const (
 // fleet-agent-cluster-status narrows to its own Cluster (the one whose IdentityAnnotation names
 // it). Applying the identity of a Cluster registered before that binding existed also removes
 // the status Role and RoleBinding it had of its own.
-func identity(a apply.Apply, c *fleet.Cluster) error {
+func identity(a apply.Apply, rbs rbaccontrollers.RoleBindingCache, c *fleet.Cluster) error {
 	ns := target.ClusterNamespace(c)
 	idNS, sa := registration.AgentIdentityNamespace, registration.AgentServiceAccount(ns)
 	labels := map[string]string{fleet.ClusterLabel: c.Name, fleet.ClusterNamespaceLabel: c.Namespace}
 	own := metav1.ObjectMeta{Name: sa, Namespace: idNS, Labels: labels}
 	agent := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: idNS, Name: sa}}
 	// First the shared status binding: the set below drops a Cluster's own one, if it had one.
-	err := a.WithSetID(names.SafeConcatName(clusterStatusSet, c.Namespace)).ApplyObjects(
-		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: registration.ClusterStatusRole, Namespace: c.Namespace},
-			RoleRef: roleRef("ClusterRole", registration.ClusterStatusRole), Subjects: []rbacv1.Subject{registration.AgentIdentities()}},
-	)
-	if err != nil {
-		return fmt.Errorf("letting the agents of namespace %s check in: %w", c.Namespace, err)
+	if err := statusBinding(a, rbs, c.Namespace); err != nil {
+		return err
 	}
-	err = a.WithSetID(identitySet).WithOwner(c).ApplyObjects(
+	err := a.WithSetID(identitySet).WithOwner(c).ApplyObjects(
 		&corev1.ServiceAccount{ObjectMeta: own},
 		&rbacv1.Role{ObjectMeta: own, Rules: registration.TokenRules(sa)},
 		&rbacv1.RoleBinding{ObjectMeta: own, RoleRef: roleRef("Role", sa), Subjects: agent},
@@ -63,6 +61,24 @@ func identity(a apply.Apply, c *fleet.Cluster) error {
 	)
 	if err != nil {
 		return fmt.Errorf("granting the agent identity of cluster %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	return nil
+}
+
+// statusBinding binds ClusterStatusRole in namespace ns to every agent identity. It applies the
+// binding only when the cache does not hold it as wanted: every registration in a namespace
+// wants the same set, and wrangler applies one set at most about once a second (in a storm of
+// 5,000 registrations each one waited for it).
+func statusBinding(a apply.Apply, rbs rbaccontrollers.RoleBindingCache, ns string) error {
+	want := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: registration.ClusterStatusRole, Namespace: ns},
+		RoleRef: roleRef("ClusterRole", registration.ClusterStatusRole), Subjects: []rbacv1.Subject{registration.AgentIdentities()}}
+	if rbs != nil {
+		if rb, err := rbs.Get(ns, want.Name); err == nil && rb.RoleRef == want.RoleRef && slices.Equal(rb.Subjects, want.Subjects) {
+			return nil
+		}
+	}
+	if err := a.WithSetID(names.SafeConcatName(clusterStatusSet, ns)).ApplyObjects(want); err != nil {
+		return fmt.Errorf("letting the agents of namespace %s check in: %w", ns, err)
 	}
 	return nil
 }
@@ -94,8 +110,9 @@ func Revoke(a apply.Apply) func(*fleet.Cluster) error {
 // so as it starts: it keeps its Cluster and is not registered again. Once done, the Cluster is
 // annotated and left alone.
 type adopter struct {
-	apply    apply.Apply
-	clusters fleetcontrollers.ClusterController
+	apply        apply.Apply
+	roleBindings rbaccontrollers.RoleBindingCache
+	clusters     fleetcontrollers.ClusterController
 }
 
 func (a *adopter) onChange(_ string, c *fleet.Cluster) (*fleet.Cluster, error) {
@@ -110,7 +127,7 @@ func (a *adopter) onChange(_ string, c *fleet.Cluster) (*fleet.Cluster, error) {
 	if c.Status.Namespace != ns {
 		return c, nil // the cluster controller gives it its namespace first (a status change: here again)
 	}
-	if err := identity(a.apply, c); err != nil {
+	if err := identity(a.apply, a.roleBindings, c); err != nil {
 		return c, err
 	}
 	// The agent's own token Role, bound to every ServiceAccount of the cluster namespace.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rancher/wrangler/v3/pkg/apply"
 	corecontrollers "github.com/rancher/wrangler/v3/pkg/generated/controllers/core/v1"
+	rbaccontrollers "github.com/rancher/wrangler/v3/pkg/generated/controllers/rbac/v1"
 	"github.com/sirupsen/logrus"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -36,6 +37,8 @@ type Deps struct {
 	Clusters             fleetcontrollers.ClusterController
 	// Secrets is the Secret cache (it must hold the registration namespace's).
 	Secrets corecontrollers.SecretCache
+	// RoleBindings is the RoleBinding cache (the one Apply reads).
+	RoleBindings rbaccontrollers.RoleBindingCache
 	// RegistrationNamespace holds the credential Secrets (cattle-fleet-clusters-system).
 	RegistrationNamespace string
 	// CredentialLifetime is how long an agent credential is valid (at least 10 minutes).
@@ -109,7 +112,7 @@ func Register(ctx context.Context, d Deps) error {
 	d.ClusterRegistrations.OnChange(ctx, "clusterregistration-cleanup", r.onChange)
 	d.Clusters.OnChange(ctx, "clusterregistration-pickup", r.onCheckIn)
 	fleetcontrollers.RegisterClusterRegistrationStatusHandler(ctx, d.ClusterRegistrations, "", "clusterregistration", r.grantRegistration)
-	a := &adopter{apply: d.Apply, clusters: d.Clusters}
+	a := &adopter{apply: d.Apply, roleBindings: d.RoleBindings, clusters: d.Clusters}
 	d.Clusters.OnChange(ctx, "cluster-identity", a.onChange)
 	return nil
 }
@@ -318,7 +321,7 @@ func (r *registrations) cluster(reg *fleet.ClusterRegistration) (*fleet.Cluster,
 // grant gives the Cluster's agent its identity and permissions and returns a fresh credential.
 func (r *registrations) grant(ctx context.Context, c *fleet.Cluster) (string, error) {
 	sa := registration.AgentServiceAccount(target.ClusterNamespace(c))
-	if err := identity(r.Apply, c); err != nil {
+	if err := identity(r.Apply, r.RoleBindings, c); err != nil {
 		return "", err
 	}
 	secs := int64(r.CredentialLifetime / time.Second)
