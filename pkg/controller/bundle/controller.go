@@ -497,6 +497,12 @@ func (ps *syncPass) one(i int, p planned, cur *fleet.BundleDeployment, part *par
 		ps.out[i].bd = cur
 		return nil
 	}
+	if cur != nil && h.memo.ahead(b, p.cluster.UID, ps.content, p.fingerprint, cur) {
+		// Written for these inputs by an earlier pass; the cache shows it soon, and brings
+		// another pass. Writing from this older copy would fail on its resourceVersion.
+		ps.out[i].bd = cur
+		return nil
+	}
 	desired, err := render(b, p.info, p.match, ps.content)
 	if err != nil {
 		return fmt.Errorf("cluster %s: %w", p.cluster.Name, err)

@@ -107,6 +107,15 @@ func (r *renderMemo) current(b *fleet.Bundle, cluster types.UID, content string,
 	return ok && e.fingerprint == fp && e.err == nil && e.bdUID == bd.UID && e.bdGeneration == bd.Generation
 }
 
+// ahead reports whether a newer generation of bd than this one was written for these inputs:
+// the cache has not shown that write yet, and writing from this copy would only conflict.
+func (r *renderMemo) ahead(b *fleet.Bundle, cluster types.UID, content string, fp [sha256.Size]byte, bd *fleet.BundleDeployment) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.bundle(b, content).byCluster[cluster]
+	return ok && e.fingerprint == fp && e.err == nil && e.bdUID == bd.UID && e.bdGeneration > bd.Generation
+}
+
 // written records bd as the BundleDeployment for these inputs.
 func (r *renderMemo) written(b *fleet.Bundle, cluster types.UID, content string, fp [sha256.Size]byte, bd *fleet.BundleDeployment) {
 	r.mu.Lock()

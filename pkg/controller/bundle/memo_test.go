@@ -112,3 +112,29 @@ func TestRenderMemoByResourceVersion(t *testing.T) {
 		t.Fatal("a label change starts the memo afresh")
 	}
 }
+
+// A deployment written for the same inputs at a newer generation than the cache's copy is
+// ahead: the cache lags, and a write from that copy would conflict.
+func TestRenderMemoAhead(t *testing.T) {
+	b := &fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns", UID: "b1", Generation: 1}}
+	memo := newRenderMemo()
+	var fp, other [32]byte
+	other[0] = 1
+	cached := &fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{UID: "bd1", Generation: 1}}
+	if memo.ahead(b, "c1", "s", fp, cached) {
+		t.Fatal("nothing written yet")
+	}
+	memo.written(b, "c1", "s", fp, &fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{UID: "bd1", Generation: 2}})
+	if !memo.ahead(b, "c1", "s", fp, cached) {
+		t.Fatal("generation 2 written, the cache shows 1: ahead")
+	}
+	if memo.ahead(b, "c1", "s", other, cached) {
+		t.Fatal("other inputs: not ahead")
+	}
+	if memo.ahead(b, "c1", "s", fp, &fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{UID: "bd1", Generation: 2}}) {
+		t.Fatal("the cache caught up: not ahead")
+	}
+	if memo.ahead(b, "c1", "s", fp, &fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{UID: "bd2", Generation: 1}}) {
+		t.Fatal("another deployment (recreated): not ahead")
+	}
+}
