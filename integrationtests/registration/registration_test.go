@@ -33,6 +33,7 @@ import (
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/localcluster"
 	"github.com/fleetgo/fleet/pkg/localserver"
+	"github.com/fleetgo/fleet/pkg/names"
 	"github.com/fleetgo/fleet/pkg/registration"
 	"github.com/fleetgo/fleet/pkg/target"
 )
@@ -331,6 +332,24 @@ var _ = Describe("cluster registration", Ordered, func() {
 		forbidden(err)
 		_, err = fl.Cluster().Patch(fleet.DefaultNamespace, clusterA, types.MergePatchType, []byte(`{"status":{"agent":{"namespace":"`+agentNS+`"}}}`), "status")
 		Expect(err).NotTo(HaveOccurred(), "the agent patches its own Cluster's status")
+		// A Cluster an earlier build registered has no identity annotation (one made ahead of
+		// time, as the local cluster is): the manager names the identity it gave, and the
+		// agent's check-ins pass again.
+		_, err = api.Cluster().Patch(fleet.DefaultNamespace, clusterA, types.JSONPatchType,
+			[]byte(`[{"op":"remove","path":"/metadata/annotations/fleet.cattle.io~1agent-identity"}]`))
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() string {
+			c, _ := api.Cluster().Get(fleet.DefaultNamespace, clusterA, metav1.GetOptions{})
+			if c == nil {
+				return ""
+			}
+			return c.Annotations[registration.IdentityAnnotation]
+		}).Should(Equal(registration.AgentIdentity(cred.ClusterNamespace)))
+		_, err = managerKube.RbacV1().RoleBindings(registration.AgentIdentityNamespace).Get(ctx,
+			names.SafeConcatName(registration.AgentServiceAccount(cred.ClusterNamespace), "exchange"), metav1.GetOptions{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "its own identity is named, not taken over (no credential trade opened): %v", err)
+		_, err = fl.Cluster().Patch(fleet.DefaultNamespace, clusterA, types.MergePatchType, []byte(`{"status":{"agent":{"namespace":"`+agentNS+`"}}}`), "status")
+		Expect(err).NotTo(HaveOccurred(), "the agent checks in again")
 
 		_, err = fl.Content().List(metav1.ListOptions{})
 		forbidden(err)

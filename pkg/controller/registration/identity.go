@@ -116,14 +116,29 @@ type adopter struct {
 }
 
 func (a *adopter) onChange(_ string, c *fleet.Cluster) (*fleet.Cluster, error) {
-	if c == nil || c.DeletionTimestamp != nil || c.Spec.KubeConfigSecret != "" ||
-		c.Annotations[registration.IdentityAnnotation] == registration.AgentIdentity(target.ClusterNamespace(c)) {
+	if c == nil || c.DeletionTimestamp != nil {
+		return c, nil
+	}
+	ns := target.ClusterNamespace(c)
+	if c.Annotations[registration.IdentityAnnotation] == registration.AgentIdentity(ns) {
+		return c, nil
+	}
+	if a.granted(ns) {
+		// This manager's identity, on a Cluster not annotated with it: one made ahead of time
+		// (the local cluster, an import) that an earlier build registered. The admission policy
+		// lets its agent check in only once it is; its identity is applied again first (the
+		// namespace's shared status binding; the status Role it had of its own goes).
+		if err := identity(a.apply, a.roleBindings, c); err != nil {
+			return c, err
+		}
+		return a.annotate(c, ns, "named the agent identity this manager gave the cluster")
+	}
+	if c.Spec.KubeConfigSecret != "" {
 		return c, nil
 	}
 	if c.Status.Agent.LastSeen.IsZero() {
 		return c, nil // no agent has checked in as it: nothing to take over (registration grants the identity)
 	}
-	ns := target.ClusterNamespace(c)
 	if c.Status.Namespace != ns {
 		return c, nil // the cluster controller gives it its namespace first (a status change: here again)
 	}
@@ -141,12 +156,27 @@ func (a *adopter) onChange(_ string, c *fleet.Cluster) (*fleet.Cluster, error) {
 	if err != nil {
 		return c, fmt.Errorf("letting the agents of cluster %s/%s trade their credential: %w", c.Namespace, c.Name, err)
 	}
+	return a.annotate(c, ns, "took over a cluster registered before this manager: its agent may trade its credential for an expiring one")
+}
+
+// granted says whether this manager gave the agent identity of cluster namespace ns: its
+// BundleDeployment binding there names it.
+func (a *adopter) granted(ns string) bool {
+	if a.roleBindings == nil {
+		return false
+	}
+	rb, err := a.roleBindings.Get(ns, registration.AgentRole)
+	return err == nil && slices.Contains(rb.Subjects, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind,
+		Namespace: registration.AgentIdentityNamespace, Name: registration.AgentServiceAccount(ns)})
+}
+
+// annotate names the Cluster's agent identity on it, and logs what.
+func (a *adopter) annotate(c *fleet.Cluster, ns, what string) (*fleet.Cluster, error) {
 	c = c.DeepCopy()
 	if c.Annotations == nil {
 		c.Annotations = map[string]string{}
 	}
 	c.Annotations[registration.IdentityAnnotation] = registration.AgentIdentity(ns)
-	logrus.WithFields(logfields.For("cluster-identity", c.Namespace, c.Name)).
-		Info("took over a cluster registered before this manager: its agent may trade its credential for an expiring one")
+	logrus.WithFields(logfields.For("cluster-identity", c.Namespace, c.Name)).Info(what)
 	return a.clusters.Update(c)
 }
