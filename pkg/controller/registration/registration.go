@@ -194,8 +194,11 @@ func (r *registrations) pickedUp(reg *fleet.ClusterRegistration, cluster *fleet.
 		return false
 	}
 	seen := cluster.Status.Agent.LastSeen
-	// Both times are in whole seconds: a check-in in the second the Secret was written counts.
-	return !seen.IsZero() && !seen.Time.Before(secret.CreationTimestamp.Time)
+	// Both times are in whole seconds: a check-in in the second the Secret was written may be
+	// the previous credential's (an agent registering again right after its last check-in), and
+	// deleting the new credential then would leave the agent waiting for it. Only a later
+	// second counts.
+	return !seen.IsZero() && seen.Time.After(secret.CreationTimestamp.Time)
 }
 
 // onCheckIn looks at the Cluster's granted registrations whose credential Secret is still there
