@@ -16,6 +16,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/fleetgo/fleet/benchmarks/proc"
 	"github.com/fleetgo/fleet/benchmarks/sim"
@@ -588,8 +589,12 @@ func idle(ctx context.Context, e *env, d time.Duration) (Phase, error) {
 			}
 		}()
 	}
+	start := time.Now()
 	time.Sleep(d)
 	p := Phase{Name: fmt.Sprintf("idle %s", d), Seconds: d.Seconds()}
+	if p.Events, err = eventsSince(ctx, e.kube, start); err != nil {
+		return p, err
+	}
 	p.finish(e, before)
 	reqAfter, err := proc.RequestCounts(ctx, e.kube)
 	if err != nil {
@@ -601,6 +606,31 @@ func idle(ctx context.Context, e *env, d time.Duration) (Phase, error) {
 	}
 	p.Check = fmt.Sprintf("manager CPU %.1f%% of one core on average", 100*p.CPU/d.Seconds())
 	return p, nil
+}
+
+// eventsSince counts the Events of every namespace first recorded at or after start, by
+// "source component: reason".
+func eventsSince(ctx context.Context, kube kubernetes.Interface, start time.Time) (map[string]int, error) {
+	out := map[string]int{}
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		list, err := kube.CoreV1().Events("").List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("listing events: %w", err)
+		}
+		for _, ev := range list.Items {
+			first := ev.FirstTimestamp.Time
+			if first.IsZero() {
+				first = ev.EventTime.Time
+			}
+			if !first.Before(start.Truncate(time.Second)) {
+				out[ev.Source.Component+": "+ev.Reason]++
+			}
+		}
+		if opts.Continue = list.Continue; opts.Continue == "" {
+			return out, nil
+		}
+	}
 }
 
 // badInput plays two misbehaving agents at scale: one reports garbage status (an unknown state,

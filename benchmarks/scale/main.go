@@ -75,8 +75,11 @@ type Phase struct {
 	Writes   map[string]int `json:"writes,omitempty"`
 	Reads    map[string]int `json:"reads,omitempty"`
 	Requests map[string]int `json:"requests,omitempty"`
-	Check    string         `json:"check,omitempty"`
-	Series   []Series       `json:"series,omitempty"`
+	// Events counts the Kubernetes Events first recorded during it, by source and reason
+	// (idle only): what happened while nothing was supposed to.
+	Events map[string]int `json:"events,omitempty"`
+	Check  string         `json:"check,omitempty"`
+	Series []Series       `json:"series,omitempty"`
 }
 
 func (p *Phase) finish(e *env, before usage) {

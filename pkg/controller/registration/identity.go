@@ -1,6 +1,7 @@
 package registration
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -10,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
@@ -172,11 +174,25 @@ func (a *adopter) granted(ns string) bool {
 
 // annotate names the Cluster's agent identity on it, and logs what.
 func (a *adopter) annotate(c *fleet.Cluster, ns, what string) (*fleet.Cluster, error) {
-	c = c.DeepCopy()
-	if c.Annotations == nil {
-		c.Annotations = map[string]string{}
-	}
-	c.Annotations[registration.IdentityAnnotation] = registration.AgentIdentity(ns)
 	logrus.WithFields(logfields.For("cluster-identity", c.Namespace, c.Name)).Info(what)
-	return a.clusters.Update(c)
+	return nameIdentity(a.clusters, c, ns)
+}
+
+// nameIdentity annotates Cluster c with the agent identity of its namespace ns, unless it already
+// is: the admission policy lets an agent check in only on the Cluster that names it. A merge
+// patch, so that it cannot conflict with the agent's check-ins.
+func nameIdentity(clusters fleetcontrollers.ClusterClient, c *fleet.Cluster, ns string) (*fleet.Cluster, error) {
+	want := registration.AgentIdentity(ns)
+	if c.Annotations[registration.IdentityAnnotation] == want {
+		return c, nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{registration.IdentityAnnotation: want}}})
+	if err != nil {
+		return c, err
+	}
+	out, err := clusters.Patch(c.Namespace, c.Name, types.MergePatchType, patch)
+	if err != nil {
+		return c, fmt.Errorf("naming the agent identity of cluster %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	return out, nil
 }

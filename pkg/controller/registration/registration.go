@@ -2,7 +2,6 @@ package registration
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -15,7 +14,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
@@ -332,14 +330,8 @@ func (r *registrations) grant(ctx context.Context, c *fleet.Cluster) (string, er
 	}
 	// A Cluster made ahead of time (the local cluster, an import, an admin's) is annotated now:
 	// the admission policy lets an agent check in only on the Cluster that names it.
-	if want := registration.AgentIdentity(ns); c.Annotations[registration.IdentityAnnotation] != want {
-		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{registration.IdentityAnnotation: want}}})
-		if err != nil {
-			return "", err
-		}
-		if _, err := r.Clusters.Patch(c.Namespace, c.Name, types.MergePatchType, patch); err != nil {
-			return "", fmt.Errorf("naming the agent identity of cluster %s/%s: %w", c.Namespace, c.Name, err)
-		}
+	if _, err := nameIdentity(r.Clusters, c, ns); err != nil {
+		return "", err
 	}
 	secs := int64(r.CredentialLifetime / time.Second)
 	tr, err := r.Kube.CoreV1().ServiceAccounts(registration.AgentIdentityNamespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
