@@ -129,7 +129,7 @@ verify: verify-fast generate ## verify-fast, and generated code is up to date
 # Controller scale: BUNDLES x CLUSTERS BundleDeployments (the issue's full run is 50 x 1000).
 BENCH_BUNDLES ?= 5
 BENCH_CLUSTERS ?= 1000
-# Scale with simulated agents: full (100 to 10,000 clusters; about 90 minutes on two cores, see
+# Scale with simulated agents: full (100 to 10,000 clusters; about 70 minutes on two cores, see
 # benchmarks/RESULTS.md) or
 # small (100 and 1,000, about 10 minutes, for iteration).
 BENCH_SIZE ?= full
