@@ -559,8 +559,8 @@ func deleteBundles(ctx context.Context, e *env, bundles, n int, timeout time.Dur
 	return p, m.done(ctx, &p)
 }
 
-// idle measures what standing still costs: manager CPU and every apiserver request while the
-// simulated agents keep checking in.
+// idle measures what standing still costs: manager CPU and every apiserver request (its writes
+// and reads, as every phase records them) while the simulated agents keep checking in.
 func idle(ctx context.Context, e *env, d time.Duration) (Phase, error) {
 	if profileDir != "" && e.profiles != "" {
 		// The heap after the largest rollout, before the window (the collection it forces is not
@@ -569,8 +569,7 @@ func idle(ctx context.Context, e *env, d time.Duration) (Phase, error) {
 			fmt.Fprintln(os.Stderr, "idle heap profile:", err)
 		}
 	}
-	before := e.usage("")
-	reqBefore, err := proc.RequestCounts(ctx, e.kube)
+	m, err := startMeter(ctx, e)
 	if err != nil {
 		return Phase{}, err
 	}
@@ -592,17 +591,17 @@ func idle(ctx context.Context, e *env, d time.Duration) (Phase, error) {
 	start := time.Now()
 	time.Sleep(d)
 	p := Phase{Name: fmt.Sprintf("idle %s", d), Seconds: d.Seconds()}
+	if err := m.done(ctx, &p); err != nil {
+		return p, err
+	}
+	for _, counts := range []map[string]int{p.Writes, p.Reads} {
+		for _, v := range counts {
+			p.Objects += v
+		}
+	}
+	// Listed after the window's counts, so that the listing is not charged to it.
 	if p.Events, err = eventsSince(ctx, e.kube, start); err != nil {
 		return p, err
-	}
-	p.finish(e, before)
-	reqAfter, err := proc.RequestCounts(ctx, e.kube)
-	if err != nil {
-		return p, err
-	}
-	p.Requests = proc.Delta(reqBefore, reqAfter)
-	for _, v := range p.Requests {
-		p.Objects += v
 	}
 	p.Check = fmt.Sprintf("manager CPU %.1f%% of one core on average", 100*p.CPU/d.Seconds())
 	return p, nil

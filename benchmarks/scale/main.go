@@ -71,7 +71,8 @@ type Phase struct {
 	// which of them the experiment waited on.
 	OtherCPU map[string]float64 `json:"otherCPUSeconds,omitempty"`
 	// Writes the apiserver served during it (mutating requests by verb and resource), Reads
-	// the other requests (gets, lists, watches, discovery); Requests all of them (idle only).
+	// the other requests (gets, lists, watches, discovery); Requests all of them (the idle
+	// phase of runs before 2026-11-27 evening, which had no Writes and Reads).
 	Writes   map[string]int `json:"writes,omitempty"`
 	Reads    map[string]int `json:"reads,omitempty"`
 	Requests map[string]int `json:"requests,omitempty"`
