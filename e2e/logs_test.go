@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/base64"
 	"os"
 	"strings"
 
@@ -17,7 +18,8 @@ import (
 )
 
 // After the whole run, the debug logs of the controller and of every agent hold none of the
-// secrets they handled: the registration tokens, the agents' credentials, the git password.
+// secrets they handled: the registration tokens, the agents' credentials, the git password,
+// neither as they are nor base64-encoded.
 var _ = AfterSuite(func(ctx context.Context) {
 	secrets := map[string]string{"the git password": gitPassword}
 	tokens, err := api.ClusterRegistrationToken().List("", metav1.ListOptions{})
@@ -48,6 +50,9 @@ var _ = AfterSuite(func(ctx context.Context) {
 		for what, value := range secrets {
 			Expect(value).NotTo(BeEmpty(), what)
 			Expect(strings.Contains(string(raw), value)).To(BeFalse(), "%s's log holds %s", f.name, what)
+			// As a Secret's data holds it, too.
+			encoded := base64.StdEncoding.EncodeToString([]byte(value))
+			Expect(strings.Contains(string(raw), encoded)).To(BeFalse(), "%s's log holds %s, base64-encoded", f.name, what)
 		}
 	}
 })

@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/fleetgo/fleet/pkg/leader"
+	"github.com/fleetgo/fleet/pkg/logfields"
 )
 
 // kubeFlags are the standard connection flags of commands that talk to a cluster.
@@ -47,6 +48,9 @@ func setupLogging(logJSON, debug bool) {
 			logrus.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: "15:04:05.000"})
 		}
 	}
+	// Whatever the format, no Secret's data is written (wrangler's apply logs patched objects
+	// in full at debug level).
+	logrus.SetFormatter(logfields.Redacting(logrus.StandardLogger().Formatter))
 }
 
 // bindLeaderTiming adds the leader Lease's timing flags (the charts' leaderElection values).
