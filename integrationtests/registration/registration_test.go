@@ -717,7 +717,14 @@ var _ = Describe("cluster registration", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred(), "the traded credential reads its cluster's BundleDeployments")
 		_, err = fl2.Cluster().Patch(fleet.DefaultNamespace, "earlier", types.MergePatchType, []byte(`{"status":{"agent":{"lastSeen":"`+now+`"}}}`), "status")
 		Expect(err).NotTo(HaveOccurred(), "and checks in on its Cluster")
+		Expect(identityObjects(ctx, ns)()).To(ConsistOf("ServiceAccount "+own, "Role "+own, "RoleBinding "+own,
+			"RoleBinding "+names.SafeConcatName(own, "exchange")), "the taken-over cluster's identity")
 		Expect(api.Cluster().Delete(fleet.DefaultNamespace, "earlier", &metav1.DeleteOptions{})).To(Succeed())
+		Eventually(identityObjects(ctx, ns)).Should(BeEmpty(), "the deleted Cluster's identity, its exchange binding included, is gone")
+		Eventually(func() bool {
+			_, err := fl2.BundleDeployment().List(ns, metav1.ListOptions{})
+			return apierrors.IsUnauthorized(err)
+		}, 20*time.Second).Should(BeTrue(), "and its traded credential is refused")
 	})
 
 	It("keeps a renewed credential working, and a deleted Cluster's agent loses access", func() {
@@ -743,13 +750,38 @@ var _ = Describe("cluster registration", Ordered, func() {
 		_, fl := asAgent(cred)
 		_, err := fl.BundleDeployment().List(cred.ClusterNamespace, metav1.ListOptions{})
 		Expect(err).NotTo(HaveOccurred())
+		Expect(identityObjects(context.Background(), cred.ClusterNamespace)()).To(ConsistOf(
+			"ServiceAccount "+cred.SA, "Role "+cred.SA, "RoleBinding "+cred.SA), "the registered cluster's identity")
 		Expect(api.Cluster().Delete(fleet.DefaultNamespace, clusterA, &metav1.DeleteOptions{})).To(Succeed())
 		Eventually(func() bool {
 			_, err := fl.BundleDeployment().List(cred.ClusterNamespace, metav1.ListOptions{})
 			return apierrors.IsUnauthorized(err)
 		}, 20*time.Second).Should(BeTrue(), "the deleted Cluster's agent is refused")
+		Eventually(identityObjects(context.Background(), cred.ClusterNamespace)).Should(BeEmpty(), "its identity is gone")
 	})
 })
+
+// identityObjects lists what the agent identity namespace holds for the agent of cluster
+// namespace ns: its ServiceAccount, token Role and bindings (the exchange binding of a taken-over
+// cluster included), as "Kind name".
+func identityObjects(ctx context.Context, ns string) func() []string {
+	return func() []string {
+		sa, idNS := registration.AgentServiceAccount(ns), registration.AgentIdentityNamespace
+		var found []string
+		if _, err := managerKube.CoreV1().ServiceAccounts(idNS).Get(ctx, sa, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			found = append(found, "ServiceAccount "+sa)
+		}
+		if _, err := managerKube.RbacV1().Roles(idNS).Get(ctx, sa, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			found = append(found, "Role "+sa)
+		}
+		for _, name := range []string{sa, names.SafeConcatName(sa, "exchange")} {
+			if _, err := managerKube.RbacV1().RoleBindings(idNS).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				found = append(found, "RoleBinding "+name)
+			}
+		}
+		return found
+	}
+}
 
 // appliedRecord decodes the record wrangler's apply keeps of what it applied (gzip, base64).
 func appliedRecord(annotation string) string {

@@ -301,7 +301,7 @@ func startClusters(ctx context.Context, w *wiring, o Options) {
 	steps = append(steps, schedule.Register(ctx, schedule.Deps{Schedules: f.Schedule(), Clusters: f.Cluster(),
 		ClusterGroups: f.ClusterGroup().Cache(), Now: o.Clock}))
 	cluster.Register(ctx, cluster.Deps{Clusters: f.Cluster(), BundleDeployments: f.BundleDeployment(), Namespaces: c.Namespace(),
-		CheckinInterval: checkin, Revoke: registration.Revoke(children), StatusSteps: steps})
+		CheckinInterval: checkin, Revoke: registration.Revoke(children, kube), StatusSteps: steps})
 }
 
 // controllerFactory makes the shared controllers and caches, with the few kinds that change
@@ -331,11 +331,20 @@ func tweaks() map[schema.GroupVersionKind]lassocache.TweakListOptionsFunc {
 		corev1.SchemeGroupVersion.WithKind("Secret"): func(lo *metav1.ListOptions) {
 			lo.FieldSelector = "type!=helm.sh/release.v1,type!=" + string(corev1.SecretTypeServiceAccountToken)
 		},
-		corev1.SchemeGroupVersion.WithKind("ServiceAccount"): ownOnly,
-		batchv1.SchemeGroupVersion.WithKind("Job"):           ownOnly,
+		batchv1.SchemeGroupVersion.WithKind("Job"): ownOnly,
 	}
-	for _, kind := range []string{"Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"} {
+	for _, kind := range []string{"ClusterRole", "ClusterRoleBinding"} {
 		t[rbacv1.SchemeGroupVersion.WithKind(kind)] = ownOnly
+	}
+	// Nor do they hold the agent identity namespace: its ServiceAccounts, Roles and bindings,
+	// several per registered cluster, are written and deleted by name (registration/direct.go).
+	ownOutsideIdentities := func(lo *metav1.ListOptions) {
+		ownOnly(lo)
+		lo.FieldSelector = registration.IdentityNamespaceUncached(lo.FieldSelector)
+	}
+	t[corev1.SchemeGroupVersion.WithKind("ServiceAccount")] = ownOutsideIdentities
+	for _, kind := range []string{"Role", "RoleBinding"} {
+		t[rbacv1.SchemeGroupVersion.WithKind(kind)] = ownOutsideIdentities
 	}
 	return t
 }

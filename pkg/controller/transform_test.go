@@ -10,6 +10,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/registration"
@@ -147,5 +148,24 @@ func TestSlimOwned(t *testing.T) {
 	}
 	if out, _ := slimOwned(other); string(out.(*corev1.Secret).Data["password"]) != "p" {
 		t.Error("other Secrets keep their data (GitRepo credentials are read from the cache)")
+	}
+}
+
+// The caches of ServiceAccounts, Roles and RoleBindings hold the manager's apply sets but nothing
+// of the agent identity namespace, whose objects registration writes by name.
+func TestTweaksLeaveTheIdentityNamespaceOut(t *testing.T) {
+	tw := tweaks()
+	for _, gvk := range []schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("ServiceAccount"),
+		rbacv1.SchemeGroupVersion.WithKind("Role"), rbacv1.SchemeGroupVersion.WithKind("RoleBinding")} {
+		var lo metav1.ListOptions
+		tw[gvk](&lo)
+		if lo.LabelSelector != apply.LabelHash || lo.FieldSelector != "metadata.namespace!="+registration.AgentIdentityNamespace {
+			t.Errorf("%s: list options %+v", gvk.Kind, lo)
+		}
+	}
+	var lo metav1.ListOptions
+	tw[rbacv1.SchemeGroupVersion.WithKind("ClusterRole")](&lo)
+	if lo.LabelSelector != apply.LabelHash || lo.FieldSelector != "" {
+		t.Errorf("ClusterRole: list options %+v", lo)
 	}
 }

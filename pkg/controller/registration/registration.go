@@ -112,7 +112,7 @@ func Register(ctx context.Context, d Deps) error {
 	d.ClusterRegistrations.OnChange(ctx, "clusterregistration-cleanup", r.onChange)
 	d.Clusters.OnChange(ctx, "clusterregistration-pickup", r.onCheckIn)
 	fleetcontrollers.RegisterClusterRegistrationStatusHandler(ctx, d.ClusterRegistrations, "", "clusterregistration", r.grantRegistration)
-	a := &adopter{apply: d.Apply, roleBindings: d.RoleBindings, clusters: d.Clusters}
+	a := &adopter{kube: d.Kube, apply: d.Apply, roleBindings: d.RoleBindings, clusters: d.Clusters}
 	d.Clusters.OnChange(ctx, "cluster-identity", a.onChange)
 	return nil
 }
@@ -325,7 +325,7 @@ func (r *registrations) cluster(reg *fleet.ClusterRegistration) (*fleet.Cluster,
 func (r *registrations) grant(ctx context.Context, c *fleet.Cluster) (string, error) {
 	ns := target.ClusterNamespace(c)
 	sa := registration.AgentServiceAccount(ns)
-	if err := identity(r.Apply, r.RoleBindings, c); err != nil {
+	if err := identity(ctx, r.Kube, r.Apply, r.RoleBindings, c); err != nil {
 		return "", err
 	}
 	// A Cluster made ahead of time (the local cluster, an import, an admin's) is annotated now:
