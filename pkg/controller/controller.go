@@ -340,7 +340,7 @@ func tweaks() map[schema.GroupVersionKind]lassocache.TweakListOptionsFunc {
 	// several per registered cluster, are written and deleted by name (registration/direct.go).
 	ownOutsideIdentities := func(lo *metav1.ListOptions) {
 		ownOnly(lo)
-		lo.FieldSelector = registration.IdentityNamespaceUncached(lo.FieldSelector)
+		lo.FieldSelector = registration.IdentityNamespaceUncached
 	}
 	t[corev1.SchemeGroupVersion.WithKind("ServiceAccount")] = ownOutsideIdentities
 	for _, kind := range []string{"Role", "RoleBinding"} {

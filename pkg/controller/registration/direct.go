@@ -24,15 +24,9 @@ import (
 // leave the namespace out (IdentityNamespaceUncached). Their names follow from the cluster
 // namespace, so nothing has to be listed to find them.
 
-// IdentityNamespaceUncached narrows a ServiceAccount, Role or RoleBinding cache's list options
-// to leave the agent identity namespace out; it is combined with the given field selector.
-func IdentityNamespaceUncached(fieldSelector string) string {
-	s := "metadata.namespace!=" + registration.AgentIdentityNamespace
-	if fieldSelector != "" {
-		s = fieldSelector + "," + s
-	}
-	return s
-}
+// IdentityNamespaceUncached is the field selector that leaves the agent identity namespace out
+// of a ServiceAccount, Role or RoleBinding cache.
+const IdentityNamespaceUncached = "metadata.namespace!=" + registration.AgentIdentityNamespace
 
 // client is what ensure needs of a typed client of one kind.
 type client[T any] interface {
