@@ -170,7 +170,12 @@ func (s *Sim) register(ctx context.Context, clientID string) (*Agent, error) {
 		objs = append(objs, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: registration.AgentConfigMap, Namespace: agentNamespace},
 			Data: map[string]string{registration.ConfigKey: string(cfg)}})
 	}
-	local := fake.NewClientset(objs...)
+	// The simple fake, without field management: NewClientset's costs 3.7 ms of CPU and 2.2 MB
+	// per agent to build and write to (a REST mapper and type converter each time), about 40 s
+	// of CPU and 22 GB of garbage at the start of a 10,000-agent storm, taken from the apiserver
+	// on the same two cores. The agent's registration only gets, creates, updates and deletes
+	// here.
+	local := fake.NewSimpleClientset(objs...)
 	cred, err := register.Obtain(ctx, local, register.Options{Namespace: agentNamespace})
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: %w", clientID, err)

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	mrand "math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
@@ -81,13 +82,16 @@ var ErrNoBootstrap = errors.New("no credential (Secret " + registration.AgentSec
 
 // Obtain returns the agent's stored credential, registering first when it has none. It retries
 // with backoff (a token may be applied later, the manager may be down) until ctx ends; each
-// failure is logged with its cause.
+// failure is logged with its cause. Each wait is drawn at random between a tenth of the
+// backoff's step and the step (spread): agents that failed together (thousands registering at
+// once, refused with 429 when the apiserver's writes in flight are full) would otherwise retry
+// together and meet the same refusal again.
 //
 // Each failure is also recorded as a Warning Event (reason RegistrationFailed) on the
 // registration token's Secret in the agent's own cluster, so `kubectl get events` there says why
 // the agent is not registered while it cannot reach the manager at all.
 func Obtain(ctx context.Context, local kubernetes.Interface, o Options) (*Credential, error) {
-	backoff := wait.Backoff{Duration: registerRetry, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: registerRetryCap}
+	backoff := wait.Backoff{Duration: registerRetry, Factor: 2, Steps: 1 << 30, Cap: registerRetryCap}
 	events := record.NewBroadcaster(record.WithContext(ctx))
 	defer events.Shutdown()
 	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: local.CoreV1().Events(o.Namespace)})
@@ -108,9 +112,19 @@ func Obtain(ctx context.Context, local kubernetes.Interface, o Options) (*Creden
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(backoff.Step()):
+		case <-time.After(spread(backoff.Step())):
 		}
 	}
+}
+
+// spread is a wait drawn uniformly from [step/10, step): retries of agents that failed at the
+// same moment spread over the whole step instead of arriving together.
+func spread(step time.Duration) time.Duration {
+	lo := step / 10
+	if step-lo <= 0 {
+		return step
+	}
+	return lo + mrand.N(step-lo)
 }
 
 // Stored returns the credential the agent stored, or nil when it has none.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -144,5 +145,30 @@ func TestGrantedPrefersTheManagersAddress(t *testing.T) {
 	c = granted(map[string][]byte{"apiServerURL": []byte("https://manager"), "apiServerCA": []byte("manager-ca")}, v)
 	if c.APIServerURL != "https://manager" || c.APIServerCA != "manager-ca" {
 		t.Errorf("granted with the manager's address = %+v", c)
+	}
+}
+
+// Agents refused together must not come back together: their waits cover the step evenly.
+func TestSpreadCoversTheStep(t *testing.T) {
+	const step = time.Minute
+	var sum time.Duration
+	var halves [2]int
+	for range 2000 {
+		d := spread(step)
+		if d < step/10 || d >= step {
+			t.Fatalf("spread(%s) = %s, want within [%s, %s)", step, d, step/10, step)
+		}
+		sum += d
+		halves[d*2/step]++
+	}
+	// Uniform over [6 s, 60 s): a mean of 33 s, 44% of the waits in the first half.
+	if mean := sum / 2000; mean < 30*time.Second || mean > 36*time.Second {
+		t.Errorf("mean wait %s, want about 33s", mean)
+	}
+	if halves[0] < 700 || halves[1] < 900 {
+		t.Errorf("waits per half of the step: %v, want both halves used (about 890 and 1110)", halves)
+	}
+	if d := spread(0); d != 0 {
+		t.Errorf("spread(0) = %s", d)
 	}
 }
