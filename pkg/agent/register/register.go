@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	mrand "math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
@@ -120,11 +119,7 @@ func Obtain(ctx context.Context, local kubernetes.Interface, o Options) (*Creden
 // spread is a wait drawn uniformly from [step/10, step): retries of agents that failed at the
 // same moment spread over the whole step instead of arriving together.
 func spread(step time.Duration) time.Duration {
-	lo := step / 10
-	if step-lo <= 0 {
-		return step
-	}
-	return lo + mrand.N(step-lo)
+	return wait.Jitter(step/10, 9)
 }
 
 // Stored returns the credential the agent stored, or nil when it has none.
