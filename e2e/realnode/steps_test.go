@@ -183,6 +183,19 @@ var _ = Describe("the walkthrough", Ordered, func() {
 			sh(bad.Kubeconfig, "helm", append([]string{"-n", "cattle-fleet-system", "upgrade", "--install", "--create-namespace",
 				"--values", file, "fleet-agent", "fleet/fleet-agent"}, args...)...)
 		}
+		// uninstall removes the agent chart from bad and waits until no agent pod is left. A pod
+		// of the previous install that outlives it reads the bootstrap Secret the next install
+		// writes at its next retry: with that install's good values it would register bad.
+		uninstall := func(ctx context.Context) {
+			GinkgoHelper()
+			sh(bad.Kubeconfig, "helm", "-n", "cattle-fleet-system", "uninstall", "--wait", "--cascade", "foreground", "fleet-agent")
+			cs := clientset(bad)
+			Eventually(func(g Gomega) {
+				pods, err := cs.CoreV1().Pods("cattle-fleet-system").List(ctx, metav1.ListOptions{})
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(pods.Items).To(BeEmpty())
+			}).Should(Succeed())
+		}
 		// registrationFailed waits for the agent's RegistrationFailed Event naming want, and checks
 		// its pod says the same in its log and runs on without restarting.
 		registrationFailed := func(ctx context.Context, want string) {
@@ -227,13 +240,13 @@ var _ = Describe("the walkthrough", Ordered, func() {
 		})
 
 		It("an agent given the wrong CA says the certificate is not trusted", func(ctx context.Context) {
-			sh(bad.Kubeconfig, "helm", "-n", "cattle-fleet-system", "uninstall", "--wait", "fleet-agent")
+			uninstall(ctx)
 			install(map[string]interface{}{"apiServerCA": string(dev.RESTConfig().CAData)})
 			registrationFailed(ctx, "certificate signed by unknown authority")
 		})
 
 		It("an image that cannot be pulled shows in the pod's events, and no Cluster is registered", func(ctx context.Context) {
-			sh(bad.Kubeconfig, "helm", "-n", "cattle-fleet-system", "uninstall", "--wait", "fleet-agent")
+			uninstall(ctx)
 			install(nil, "--set", "image.tag=no-such-tag")
 			cs := clientset(bad)
 			Eventually(func(g Gomega) {
