@@ -371,7 +371,7 @@ func trimCaches(f fleetcontrollers.Interface, c corecontrollers.Interface, r rba
 		{f.BundleDeployment().Informer(), slimDeployment},
 		{f.Content().Informer(), slimContent},
 		{f.Bundle().Informer(), stripManagedFields},
-		{f.Cluster().Informer(), stripManagedFields},
+		{f.Cluster().Informer(), slimCluster},
 		{f.ClusterGroup().Informer(), stripManagedFields},
 		{f.GitRepo().Informer(), stripManagedFields},
 		{c.Namespace().Informer(), slimOwned},

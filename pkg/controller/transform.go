@@ -4,6 +4,7 @@ import (
 	"unique"
 
 	"github.com/rancher/wrangler/v3/pkg/apply"
+	"github.com/rancher/wrangler/v3/pkg/genericcondition"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -57,7 +58,47 @@ func slimDeployment(obj interface{}) (interface{}, error) {
 	bd.Spec.DeploymentID = intern(bd.Spec.DeploymentID)
 	bd.Spec.StagedDeploymentID = intern(bd.Spec.StagedDeploymentID)
 	bd.Status.AppliedDeploymentID = intern(bd.Status.AppliedDeploymentID)
+	// What agents report repeats too: the same condition types, states and seconds, displays
+	// and resource kinds in every deployment of a rollout.
+	internConditions(bd.Status.Conditions)
+	d := &bd.Status.Display
+	d.Deployed, d.Monitored, d.State = intern(d.Deployed), intern(d.Monitored), intern(d.State)
+	for i := range bd.Status.Resources {
+		r := &bd.Status.Resources[i]
+		r.Kind, r.APIVersion, r.Namespace = intern(r.Kind), intern(r.APIVersion), intern(r.Namespace)
+	}
 	return bd, nil
+}
+
+// slimCluster shares what Clusters repeat: label keys and values, condition types, states and
+// times, the display, and the agent settings' hashes and manager address, equal for every cluster
+// of one configuration.
+func slimCluster(obj interface{}) (interface{}, error) {
+	obj, _ = stripManagedFields(obj)
+	c, ok := obj.(*fleet.Cluster)
+	if !ok {
+		return obj, nil
+	}
+	slimMeta(c)
+	s := &c.Status
+	internConditions(s.Conditions)
+	s.Display.ReadyBundles, s.Display.State = intern(s.Display.ReadyBundles), intern(s.Display.State)
+	for _, f := range []*string{&s.AgentEnvVarsHash, &s.AgentPrivateRepoURL, &s.AgentAffinityHash, &s.AgentResourcesHash,
+		&s.AgentTolerationsHash, &s.AgentSchedulingCustomizationHash, &s.APIServerURL, &s.APIServerCAHash, &s.AgentTLSMode,
+		&s.Agent.Namespace} {
+		*f = intern(*f)
+	}
+	return c, nil
+}
+
+// internConditions shares the strings conditions repeat across objects; messages stay as they
+// are (they name the object).
+func internConditions(cs []genericcondition.GenericCondition) {
+	for i := range cs {
+		c := &cs[i]
+		c.Type, c.Status, c.Reason = intern(c.Type), corev1.ConditionStatus(intern(string(c.Status))), intern(c.Reason)
+		c.LastUpdateTime, c.LastTransitionTime = intern(c.LastUpdateTime), intern(c.LastTransitionTime)
+	}
 }
 
 // intern returns the canonical copy of s; unused copies are collected.

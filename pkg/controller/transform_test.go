@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/rancher/wrangler/v3/pkg/apply"
+	"github.com/rancher/wrangler/v3/pkg/genericcondition"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -168,4 +169,68 @@ func TestTweaksLeaveTheIdentityNamespaceOut(t *testing.T) {
 	if lo.LabelSelector != apply.LabelHash || lo.FieldSelector != "" {
 		t.Errorf("ClusterRole: list options %+v", lo)
 	}
+}
+
+// oneCopy fails unless x and y are equal and share their bytes.
+func oneCopy(t *testing.T, what, x, y string) {
+	t.Helper()
+	if x != y || unsafe.StringData(x) != unsafe.StringData(y) {
+		t.Errorf("%s: one copy expected for %q and %q", what, x, y)
+	}
+}
+
+func TestSlimStatusesShareWhatObjectsRepeat(t *testing.T) {
+	conds := func() []genericcondition.GenericCondition {
+		return []genericcondition.GenericCondition{{Type: "Ready", Status: corev1.ConditionTrue, LastUpdateTime: "2026-11-28T05:00:00Z",
+			Reason: "Done", Message: "unique to this object"}}
+	}
+	cluster := func(name string) *fleet.Cluster {
+		c := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "fleet-default", Labels: map[string]string{"env": "prod"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "fleet"}}}}
+		c.Status.Conditions = conds()
+		c.Status.Display = fleet.ClusterDisplay{ReadyBundles: "5/5", State: "Ready"}
+		c.Status.AgentEnvVarsHash, c.Status.APIServerURL, c.Status.Agent.Namespace = "e3b0c442", "https://manager:6443", "cattle-fleet-system"
+		return c
+	}
+	a, b := slimmedPair(t, slimCluster, cluster("one"), cluster("two"))
+	oneCopy(t, "label value", a.Labels["env"], b.Labels["env"])
+	oneCopy(t, "condition type", a.Status.Conditions[0].Type, b.Status.Conditions[0].Type)
+	oneCopy(t, "condition time", a.Status.Conditions[0].LastUpdateTime, b.Status.Conditions[0].LastUpdateTime)
+	oneCopy(t, "display", a.Status.Display.ReadyBundles, b.Status.Display.ReadyBundles)
+	oneCopy(t, "hash", a.Status.AgentEnvVarsHash, b.Status.AgentEnvVarsHash)
+	oneCopy(t, "manager URL", a.Status.APIServerURL, b.Status.APIServerURL)
+
+	bd := func(ns string) *fleet.BundleDeployment {
+		d := deployment(1)
+		d.Namespace = ns
+		d.Status.Conditions = conds()
+		d.Status.Display = fleet.BundleDeploymentDisplay{Deployed: "Yes", Monitored: "Yes", State: "Ready"}
+		d.Status.Resources = []fleet.BundleDeploymentResource{{Kind: "ConfigMap", APIVersion: "v1", Namespace: "app", Name: ns}}
+		return d
+	}
+	x, y := slimmedPair(t, slimDeployment, bd("cluster-one"), bd("cluster-two"))
+	oneCopy(t, "condition status", string(x.Status.Conditions[0].Status), string(y.Status.Conditions[0].Status))
+	oneCopy(t, "condition reason", x.Status.Conditions[0].Reason, y.Status.Conditions[0].Reason)
+	oneCopy(t, "state", x.Status.Display.State, y.Status.Display.State)
+	oneCopy(t, "resource kind", x.Status.Resources[0].Kind, y.Status.Resources[0].Kind)
+}
+
+// slimmedPair decodes a and b as an informer would, passes both through slim, checks that a
+// still writes as the apiserver stored it (managed fields aside), and returns both.
+func slimmedPair[T metav1.Object](t *testing.T, slim func(interface{}) (interface{}, error), a, b T) (T, T) {
+	t.Helper()
+	a, b = decoded(t, a), decoded(t, b)
+	want := decoded(t, a)
+	want.SetManagedFields(nil)
+	wantJSON, _ := json.Marshal(want)
+	if _, err := slim(a); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := slim(b); err != nil {
+		t.Fatal(err)
+	}
+	if gotJSON, _ := json.Marshal(a); string(gotJSON) != string(wantJSON) {
+		t.Fatalf("the cached object writes differently from the stored one:\n%s\n%s", gotJSON, wantJSON)
+	}
+	return a, b
 }
