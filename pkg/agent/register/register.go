@@ -22,6 +22,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -32,7 +34,6 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
-	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
 	"github.com/fleetgo/fleet/pkg/registration"
 )
 
@@ -189,7 +190,7 @@ func Register(ctx context.Context, local kubernetes.Interface, o Options) (*Cred
 	}
 	cfg := &rest.Config{Host: v.APIServerURL, BearerToken: v.Token, TLSClientConfig: rest.TLSClientConfig{CAData: caData(v.APIServerCA, o.TLSMode)},
 		Timeout: requestTimeout}
-	reg, nonce, err := request(cfg, v, clientID, labels)
+	reg, nonce, err := request(ctx, cfg, v, clientID, labels, spreadSleep)
 	if err != nil {
 		return nil, err
 	}
@@ -271,10 +272,17 @@ func identity(ctx context.Context, local kubernetes.Interface, o Options, groupL
 	return clientID, labels, nil
 }
 
-// request creates the ClusterRegistration with a fresh nonce; it returns the registration's
-// name and the nonce.
-func request(cfg *rest.Config, v registration.Values, clientID string, labels map[string]string) (string, string, error) {
-	ff, err := fleetfactory.NewFactoryFromConfig(cfg)
+// request creates the ClusterRegistration that asks the manager for a credential and returns its
+// name and the nonce in it. A request the apiserver refuses as one too many (429: its writes in
+// flight are full, as when thousands of agents register at once) is sent again after a wait
+// drawn with spread, first within createRetry, each next step twice as long, up to
+// createRetryTries tries; then the error goes to Obtain, whose backoff is longer still.
+// client-go's own retry is off for it: it sends a refused request again after exactly the one
+// second the apiserver's Retry-After says, up to ten times, so agents refused together came back
+// together, second after second (benchmarks/RESULTS.md, the storm from 5,000 to 10,000).
+func request(ctx context.Context, cfg *rest.Config, v registration.Values, clientID string, labels map[string]string,
+	sleep func(context.Context, time.Duration) bool) (string, string, error) {
+	rc, err := registrationClient(cfg)
 	if err != nil {
 		return "", "", err
 	}
@@ -283,14 +291,40 @@ func request(cfg *rest.Config, v registration.Values, clientID string, labels ma
 		return "", "", err
 	}
 	nonce := hex.EncodeToString(random)
-	reg, err := ff.Fleet().V1alpha1().ClusterRegistration().Create(&fleet.ClusterRegistration{
+	want := &fleet.ClusterRegistration{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "request-", Namespace: v.ClusterNamespace},
 		Spec:       fleet.ClusterRegistrationSpec{ClientID: clientID, ClientRandom: nonce, ClusterLabels: labels},
-	})
-	if err != nil {
-		return "", "", tokenError(v.APIServerURL, err)
 	}
-	return reg.Name, nonce, nil
+	backoff := wait.Backoff{Duration: createRetry, Factor: 2, Steps: math.MaxInt32}
+	for try := 1; ; try++ {
+		got := &fleet.ClusterRegistration{}
+		err = rc.Post().Namespace(v.ClusterNamespace).Resource(fleet.ClusterRegistrationResourceName).Body(want).
+			MaxRetries(0).Do(ctx).Into(got)
+		if err == nil {
+			return got.Name, nonce, nil
+		}
+		if !apierrors.IsTooManyRequests(err) || try >= createRetryTries || !sleep(ctx, backoff.Step()) {
+			return "", "", tokenError(v.APIServerURL, err)
+		}
+	}
+}
+
+// registrationClient is a REST client for ClusterRegistrations at cfg.
+func registrationClient(cfg *rest.Config) (*rest.RESTClient, error) {
+	s := runtime.NewScheme()
+	if err := fleet.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	metav1.AddToGroupVersion(s, fleet.SchemeGroupVersion)
+	c := rest.CopyConfig(cfg)
+	c.APIPath, c.GroupVersion = "/apis", &fleet.SchemeGroupVersion
+	c.NegotiatedSerializer = serializer.NewCodecFactory(s).WithoutConversion()
+	return rest.RESTClientFor(c)
+}
+
+// spreadSleep waits spread(step), or until ctx ends (false).
+func spreadSleep(ctx context.Context, step time.Duration) bool {
+	return sleep(ctx, spread(step))
 }
 
 // await looks for the credential Secret name in the registration namespace, at once, then
@@ -460,6 +494,11 @@ const (
 	// to registerRetryCap.
 	registerRetry    = 2 * time.Second
 	registerRetryCap = time.Minute
+	// createRetry is the first step of the waits between tries of a registration request the
+	// apiserver refused as one too many; createRetryTries bounds the tries (waits of up to 1, 2, 4
+	// and 8 s between five tries) before Obtain's backoff takes over.
+	createRetry      = time.Second
+	createRetryTries = 5
 	// requestTimeout bounds each request to the manager while registering.
 	requestTimeout = 30 * time.Second
 	// grantPoll is how soon a registering agent looks for its granted credential again (each

@@ -2,16 +2,24 @@ package register
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/registration"
 )
 
@@ -170,5 +178,74 @@ func TestSpreadCoversTheStep(t *testing.T) {
 	}
 	if d := spread(0); d != 0 {
 		t.Errorf("spread(0) = %s", d)
+	}
+}
+
+// registrationServer answers ClusterRegistration creates: the first refused ones with 429 (and
+// the apiserver's Retry-After of one second), the rest with the created object. It counts the
+// creates it saw.
+func registrationServer(t *testing.T, refused int) (*httptest.Server, *atomic.Int32) {
+	var creates atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != "/apis/fleet.cattle.io/v1alpha1/namespaces/fleet-default/clusterregistrations" {
+			t.Errorf("unexpected request %s %s", r.Method, r.URL.Path)
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if int(creates.Add(1)) <= refused {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"Too many requests, please try again later.","reason":"TooManyRequests","code":429}`))
+			return
+		}
+		var reg fleet.ClusterRegistration
+		if err := json.NewDecoder(r.Body).Decode(&reg); err != nil {
+			t.Errorf("decoding the registration: %v", err)
+		}
+		reg.Name = reg.GenerateName + "x1y2z"
+		w.WriteHeader(http.StatusCreated)
+		_ = json.NewEncoder(w).Encode(&reg)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &creates
+}
+
+// A registration request refused as one too many is sent again after the agent's own growing,
+// spread waits, and client-go does not send it again on its own (it would, ten times, a second
+// apart, for every agent refused at the same moment).
+func TestRefusedRegistrationRequestsWaitTheirTurn(t *testing.T) {
+	srv, creates := registrationServer(t, 2)
+	var steps []time.Duration
+	sleep := func(_ context.Context, step time.Duration) bool { steps = append(steps, step); return true }
+	v := registration.Values{APIServerURL: srv.URL, ClusterNamespace: "fleet-default"}
+	name, nonce, err := request(context.Background(), &rest.Config{Host: srv.URL}, v, "client-1", map[string]string{"env": "dev"}, sleep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name != "request-x1y2z" || len(nonce) != 64 {
+		t.Errorf("got registration %q with nonce %q, want request-x1y2z and 64 hex digits", name, nonce)
+	}
+	if n := creates.Load(); n != 3 {
+		t.Errorf("the apiserver saw %d creates, want 3 (two refused, one accepted)", n)
+	}
+	if want := []time.Duration{time.Second, 2 * time.Second}; !slices.Equal(steps, want) {
+		t.Errorf("waited steps %v, want %v", steps, want)
+	}
+}
+
+// Refused every time, the request gives up after createRetryTries tries, with the apiserver's
+// error, for Obtain's longer backoff.
+func TestRegistrationRequestRefusedEveryTimeGivesUp(t *testing.T) {
+	srv, creates := registrationServer(t, 1000)
+	sleeps := 0
+	sleep := func(context.Context, time.Duration) bool { sleeps++; return true }
+	v := registration.Values{APIServerURL: srv.URL, ClusterNamespace: "fleet-default"}
+	_, _, err := request(context.Background(), &rest.Config{Host: srv.URL}, v, "client-1", nil, sleep)
+	if !apierrors.IsTooManyRequests(err) {
+		t.Fatalf("got %v, want the apiserver's 429", err)
+	}
+	if n := creates.Load(); n != createRetryTries || sleeps != createRetryTries-1 {
+		t.Errorf("%d creates and %d waits, want %d and %d", n, sleeps, createRetryTries, createRetryTries-1)
 	}
 }
