@@ -186,7 +186,7 @@ func run(fleetBin, out, size string, only int, checkin time.Duration, shards boo
 			continue
 		}
 		r, err := runPlan(fleetBin, p, checkin)
-		if werr := write(out, fmt.Sprintf("scale-%d", p.clusters), r); werr != nil && err == nil {
+		if werr := write(out, fmt.Sprintf("%s-%d", resultsBase(size), p.clusters), r); werr != nil && err == nil {
 			err = werr
 		}
 		if err != nil {
@@ -194,7 +194,7 @@ func run(fleetBin, out, size string, only int, checkin time.Duration, shards boo
 		}
 	}
 	// Growth is plotted over every size in out, this run's and earlier ones'.
-	all, err := readRuns(out)
+	all, err := readRuns(out, size)
 	if err != nil {
 		return err
 	}
@@ -204,7 +204,7 @@ func run(fleetBin, out, size string, only int, checkin time.Duration, shards boo
 	if shards && only <= 0 {
 		n := 1000
 		r, err := runShards(fleetBin, n, 10)
-		if werr := write(out, "scale-shards", r); werr != nil && err == nil {
+		if werr := write(out, resultsBase(size)+"-shards", r); werr != nil && err == nil {
 			err = werr
 		}
 		if err != nil {
@@ -214,8 +214,15 @@ func run(fleetBin, out, size string, only int, checkin time.Duration, shards boo
 	return nil
 }
 
-// sizeFile names one size's results of the full run.
-var sizeFile = regexp.MustCompile(`^scale-[0-9]+\.json$`)
+// resultsBase begins the names of a run's results files: scale-<N>.json, scale-shards.json and
+// their plots for the full run, the files RESULTS.md cites; scale-small-<N>.json and so on for a
+// small one, so that iterating with BENCH_SIZE=small does not write over the full run's results.
+func resultsBase(size string) string {
+	if size == "full" {
+		return "scale"
+	}
+	return "scale-" + size
+}
 
 // runChild runs this command again for one size, and no shards; it ends with this process.
 func runChild(clusters int) error {
@@ -230,16 +237,18 @@ func runChild(clusters int) error {
 	return cmd.Run()
 }
 
-// readRuns reads every size's results in out.
-func readRuns(out string) ([]Run, error) {
-	files, err := filepath.Glob(filepath.Join(out, "scale-*.json"))
+// readRuns reads the results in out of every size of a run of size (full or small).
+func readRuns(out, size string) ([]Run, error) {
+	base := resultsBase(size)
+	files, err := filepath.Glob(filepath.Join(out, base+"-*.json"))
 	if err != nil {
 		return nil, err
 	}
+	sizeFile := regexp.MustCompile(`^` + regexp.QuoteMeta(base) + `-[0-9]+\.json$`)
 	var runs []Run
 	for _, f := range files {
 		if !sizeFile.MatchString(filepath.Base(f)) {
-			continue // the shards' results, or a run of other settings (scale-small-...)
+			continue // the shards' results, a run of the other size, or of other settings (scale-small-1000-checkin-1m)
 		}
 		var r Run
 		data, err := os.ReadFile(f)
