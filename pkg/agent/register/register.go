@@ -309,16 +309,25 @@ func request(ctx context.Context, cfg *rest.Config, v registration.Values, clien
 	}
 }
 
-// registrationClient is a REST client for ClusterRegistrations at cfg.
-func registrationClient(cfg *rest.Config) (*rest.RESTClient, error) {
+// fleetCodecs encode and decode Fleet's kinds (and the apiserver's Status), made once for every
+// registration attempt.
+var fleetCodecs = sync.OnceValues(func() (runtime.NegotiatedSerializer, error) {
 	s := runtime.NewScheme()
 	if err := fleet.AddToScheme(s); err != nil {
 		return nil, err
 	}
 	metav1.AddToGroupVersion(s, fleet.SchemeGroupVersion)
+	return serializer.NewCodecFactory(s).WithoutConversion(), nil
+})
+
+// registrationClient is a REST client for ClusterRegistrations at cfg.
+func registrationClient(cfg *rest.Config) (*rest.RESTClient, error) {
+	codecs, err := fleetCodecs()
+	if err != nil {
+		return nil, err
+	}
 	c := rest.CopyConfig(cfg)
-	c.APIPath, c.GroupVersion = "/apis", &fleet.SchemeGroupVersion
-	c.NegotiatedSerializer = serializer.NewCodecFactory(s).WithoutConversion()
+	c.APIPath, c.GroupVersion, c.NegotiatedSerializer = "/apis", &fleet.SchemeGroupVersion, codecs
 	return rest.RESTClientFor(c)
 }
 
