@@ -2,9 +2,16 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/fleetgo/fleet/benchmarks/sim"
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
 // A small run (BENCH_SIZE=small, for iteration) names its results apart from the full run's,
@@ -48,5 +55,37 @@ func TestSmallRunsLeaveTheFullRunsResultsAlone(t *testing.T) {
 				t.Errorf("%s: run %d is %s of %d clusters, want %s of %d", size, i, r.Date, r.Clusters, size, want[i])
 			}
 		}
+	}
+}
+
+// The plain client's status writes are the ones the simulated agents make (conditions, release,
+// resource counts), so that its time is the machine's limit for the same writes, not for smaller
+// ones.
+func TestPlainClientReportsWhatTheAgentsReport(t *testing.T) {
+	bd := rawDeployment(scaleBundle(0), 7)
+	for _, rev := range []int{1, 2} {
+		got := reported(bd, rev).Status
+		if got.AppliedDeploymentID != bd.Spec.DeploymentID || !got.Ready || !got.NonModified || got.Display.State != string(fleet.Ready) {
+			t.Errorf("revision %d: status %+v is not applied, Ready and unmodified", rev, got)
+		}
+		var types []string
+		for _, c := range got.Conditions {
+			if c.Status != corev1.ConditionTrue {
+				t.Errorf("revision %d: condition %s is %s", rev, c.Type, c.Status)
+			}
+			types = append(types, c.Type)
+		}
+		if want := []string{"Deployed", "Installed", "Monitored", "Ready"}; !slices.Equal(types, want) {
+			t.Errorf("revision %d: conditions %v, want %v", rev, types, want)
+		}
+		if want := (fleet.ResourceCounts{DesiredReady: sim.DefaultResources, Ready: sim.DefaultResources}); got.ResourceCounts == nil || *got.ResourceCounts != want {
+			t.Errorf("revision %d: resource counts %+v, want %+v", rev, got.ResourceCounts, want)
+		}
+		if want := fmt.Sprintf("scale/%s:%d", bd.Name, rev); got.Release != want {
+			t.Errorf("revision %d: release %q, want %q", rev, got.Release, want)
+		}
+	}
+	if bd.Status.AppliedDeploymentID != "" || len(bd.Status.Conditions) != 0 {
+		t.Errorf("reported changed the BundleDeployment it was given: %+v", bd.Status)
 	}
 }

@@ -53,7 +53,8 @@ type Options struct {
 	Labels map[string]string
 	// CheckinInterval is each agent's heartbeat interval (zero: Fleet's default, 15 minutes).
 	CheckinInterval time.Duration
-	// Resources is how many resources each deployed bundle reports ready (default 3).
+	// Resources is how many resources each deployed bundle reports ready (default
+	// DefaultResources).
 	Resources int
 	// Workers write BundleDeployment status for all agents together (default 32).
 	Workers int
@@ -96,10 +97,20 @@ type item struct {
 	name      string
 }
 
+// DefaultResources is how many resources a deployed bundle reports ready unless Options say
+// otherwise.
+const DefaultResources = 3
+
+// Reported is the status a simulated agent with the default options writes for bd once release
+// revision rev of it is deployed: what a plain client writes to do the same writes as the agents.
+func Reported(bd *fleet.BundleDeployment, rev int, now time.Time) fleet.BundleDeploymentStatus {
+	return deployer.Simulated(bd, bd.Status, rev, DefaultResources, now)
+}
+
 // New returns a simulation of no agents yet; Start runs its status writers.
 func New(o Options) *Sim {
 	if o.Resources <= 0 {
-		o.Resources = 3
+		o.Resources = DefaultResources
 	}
 	if o.Workers <= 0 {
 		o.Workers = 32
