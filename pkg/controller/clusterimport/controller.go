@@ -23,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetgo/fleet/charts"
@@ -197,7 +196,7 @@ func (h *handler) kubeconfig(ctx context.Context, c *fleet.Cluster) (*corev1.Sec
 	if len(kubeconfig) == 0 {
 		return nil, nil, fmt.Errorf("kubeConfigSecret %s/%s: key value (the kubeconfig) is empty", secretNS, c.Spec.KubeConfigSecret)
 	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	cfg, err := inlineRESTConfig(kubeconfig)
 	if err != nil {
 		return nil, nil, fmt.Errorf("kubeConfigSecret %s/%s, key value: %w", secretNS, c.Spec.KubeConfigSecret, err)
 	}

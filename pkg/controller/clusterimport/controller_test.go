@@ -50,3 +50,52 @@ func TestSecretIsFor(t *testing.T) {
 		t.Errorf("a user's own Secret: %v", err)
 	}
 }
+
+func TestInlineRESTConfig(t *testing.T) {
+	const head = `apiVersion: v1
+kind: Config
+current-context: c
+contexts:
+- name: c
+  context: {cluster: k, user: u}
+clusters:
+- name: k
+  cluster:
+    server: https://downstream.example:6443
+`
+	for _, tc := range []struct {
+		name, cluster, user string
+		refused             []string
+	}{
+		{name: "inline token and CA data", cluster: "    certificate-authority-data: Y2E=\n", user: "    token: abc\n"},
+		{name: "inline client certificate", user: "    client-certificate-data: Y2VydA==\n    client-key-data: a2V5\n"},
+		{name: "exec plugin", user: "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: /bin/sh\n      args: [-c, 'touch /tmp/owned']\n",
+			refused: []string{"users[u].exec"}},
+		{name: "auth provider", user: "    auth-provider:\n      name: oidc\n      config: {}\n", refused: []string{"users[u].auth-provider"}},
+		{name: "token file", user: "    tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token\n", refused: []string{"users[u].tokenFile"}},
+		{name: "certificate files", cluster: "    certificate-authority: /etc/ca.crt\n",
+			user:    "    client-certificate: /etc/tls.crt\n    client-key: /etc/tls.key\n",
+			refused: []string{"clusters[k].certificate-authority", "users[u].client-certificate", "users[u].client-key"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := inlineRESTConfig([]byte(head + tc.cluster + "users:\n- name: u\n  user:\n" + tc.user))
+			if len(tc.refused) == 0 {
+				if err != nil || cfg.Host != "https://downstream.example:6443" {
+					t.Fatalf("got %v, %v", cfg, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("accepted: %+v", cfg)
+			}
+			for _, r := range tc.refused {
+				if !strings.Contains(err.Error(), r) {
+					t.Errorf("%v does not name %s", err, r)
+				}
+			}
+		})
+	}
+	if _, err := inlineRESTConfig([]byte("apiVersion: v1\nkind: Config\n")); err == nil {
+		t.Error("a kubeconfig without a current context is accepted")
+	}
+}
