@@ -11,8 +11,10 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/cli"
@@ -20,6 +22,7 @@ import (
 	"helm.sh/helm/v3/pkg/getter"
 	"helm.sh/helm/v3/pkg/registry"
 	"helm.sh/helm/v3/pkg/repo"
+	"sigs.k8s.io/yaml"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
@@ -208,12 +211,14 @@ func downloadChart(h *fleet.HelmOptions, auth ChartAuth) (*embeddedChart, error)
 	return embed(data)
 }
 
-// packageLocalChart packages the chart folder dir, first downloading the dependencies its
-// Chart.yaml declares unless disabled, and returns it for embedding.
-func packageLocalChart(ctx context.Context, dir string, updateDependencies bool, auth ChartAuth) (*embeddedChart, error) {
+// packageLocalChart packages the chart folder dir, which must lie inside the folder top (the
+// checkout it comes from) with everything it links to and every file:// dependency it declares,
+// first downloading the dependencies its Chart.yaml declares unless disabled, and returns it for
+// embedding.
+func packageLocalChart(ctx context.Context, top, dir string, updateDependencies bool, auth ChartAuth) (*embeddedChart, error) {
 	var c *embeddedChart
 	err := withContext(ctx, func() (err error) {
-		c, err = packageChart(dir, updateDependencies, auth)
+		c, err = packageChart(top, dir, updateDependencies, auth)
 		return err
 	})
 	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
@@ -222,15 +227,16 @@ func packageLocalChart(ctx context.Context, dir string, updateDependencies bool,
 	return c, err
 }
 
-func packageChart(dir string, updateDependencies bool, auth ChartAuth) (*embeddedChart, error) {
+func packageChart(top, dir string, updateDependencies bool, auth ChartAuth) (*embeddedChart, error) {
 	tmp, err := os.MkdirTemp("", "fleet-localchart-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	// Work on a copy: building dependencies writes into the chart's charts/ folder.
+	// Work on a copy: building dependencies writes into the chart's charts/ folder. The copy
+	// holds no symlink, so the loader reads nothing but the checkout's own files.
 	work := filepath.Join(tmp, "chart")
-	if err := os.CopyFS(work, os.DirFS(dir)); err != nil {
+	if err := copyWithin(top, dir, work); err != nil {
 		return nil, fmt.Errorf("copying chart %s: %w", dir, err)
 	}
 	c, err := loader.LoadDir(work)
@@ -238,6 +244,10 @@ func packageChart(dir string, updateDependencies bool, auth ChartAuth) (*embedde
 		return nil, fmt.Errorf("loading chart %s: %w", dir, err)
 	}
 	if updateDependencies && len(c.Metadata.Dependencies) > 0 {
+		restore, err := copyFileDependencies(top, dir, tmp, work, c)
+		if err != nil {
+			return nil, err
+		}
 		settings := cli.New()
 		settings.RepositoryConfig = filepath.Join(tmp, "repositories.yaml")
 		settings.RepositoryCache = filepath.Join(tmp, "cache")
@@ -259,6 +269,7 @@ func packageChart(dir string, updateDependencies bool, auth ChartAuth) (*embedde
 		if c, err = loader.LoadDir(work); err != nil {
 			return nil, err
 		}
+		restore(c)
 	}
 	archive, err := chartutil.Save(c, tmp)
 	if err != nil {
@@ -269,6 +280,61 @@ func packageChart(dir string, updateDependencies bool, auth ChartAuth) (*embedde
 		return nil, err
 	}
 	return embed(data)
+}
+
+// copyFileDependencies copies each file:// dependency of the chart c (loaded from work, a copy
+// of dir) into tmp, checked as the chart itself is: inside top, by its text and through every
+// symlink. Helm resolves a file:// path against the chart's folder, which for the copy is not
+// the checkout's, so the copy's Chart.yaml names the copies; restore gives a chart loaded after
+// the update its own repository strings back, so the package says what the checkout says.
+func copyFileDependencies(top, dir, tmp, work string, c *chart.Chart) (func(*chart.Chart), error) {
+	original := map[string]string{}
+	changed := false
+	for i, d := range c.Metadata.Dependencies {
+		p, ok := strings.CutPrefix(d.Repository, "file://")
+		if !ok {
+			continue
+		}
+		src := p
+		if !filepath.IsAbs(src) {
+			src = filepath.Join(dir, filepath.FromSlash(p))
+		}
+		if _, inside := insideTop(top, src); !inside {
+			return nil, fmt.Errorf("chart %s: dependency %q: %s is not a folder inside the checkout: %w", dir, d.Name, d.Repository, errOutside)
+		}
+		dst := filepath.Join(tmp, "deps", strconv.Itoa(i))
+		if err := copyWithin(top, src, dst); err != nil {
+			return nil, fmt.Errorf("chart %s: dependency %q: %w", dir, d.Name, err)
+		}
+		copied := "file://" + filepath.ToSlash(dst)
+		original[copied] = d.Repository
+		d.Repository = copied
+		changed = true
+	}
+	restore := func(c *chart.Chart) {
+		for _, deps := range [][]*chart.Dependency{c.Metadata.Dependencies, lockDependencies(c)} {
+			for _, d := range deps {
+				if o, ok := original[d.Repository]; ok {
+					d.Repository = o
+				}
+			}
+		}
+	}
+	if !changed {
+		return restore, nil
+	}
+	data, err := yaml.Marshal(c.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	return restore, os.WriteFile(filepath.Join(work, "Chart.yaml"), data, 0o600)
+}
+
+func lockDependencies(c *chart.Chart) []*chart.Dependency {
+	if c.Lock == nil {
+		return nil
+	}
+	return c.Lock.Dependencies
 }
 
 // embed names a chart archive by its content, so equal charts share a name.

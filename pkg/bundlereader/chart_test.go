@@ -114,7 +114,7 @@ func TestPackageLocalChartBuildsDependencies(t *testing.T) {
 	r, src := repoWithDep(t)
 	parent := writeChart(t, src, "parent", "1.0.0", "dependencies:\n- name: dep\n  version: ^0.1.0\n  repository: "+r.URL+"\n")
 
-	c, err := packageLocalChart(context.Background(), parent, true, ChartAuth{})
+	c, err := packageLocalChart(context.Background(), src, parent, true, ChartAuth{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestPackageLocalChartBuildsDependencies(t *testing.T) {
 		t.Fatal("the user's chart folder must not be modified")
 	}
 
-	if _, err := packageLocalChart(context.Background(), parent, false, ChartAuth{}); err != nil {
+	if _, err := packageLocalChart(context.Background(), src, parent, false, ChartAuth{}); err != nil {
 		t.Fatalf("without updating dependencies the chart still packages: %v", err)
 	}
 }

@@ -91,7 +91,7 @@ func fetchGitChart(ctx context.Context, ref string, updateDependencies bool, aut
 	if rel, err := filepath.Rel(tmp, dir); err != nil || strings.HasPrefix(rel, "..") {
 		return nil, fmt.Errorf("helm.chart %q: subfolder leaves the repository", ref)
 	}
-	return packageLocalChart(ctx, dir, updateDependencies, auth)
+	return packageLocalChart(ctx, tmp, dir, updateDependencies, auth)
 }
 
 // cloneAt clones a branch or tag shallowly, or the whole history to check out a commit.

@@ -75,16 +75,20 @@ func prepareOptions(ctx context.Context, where, repo, dir string, hasChart bool,
 		h.Chart, h.Version = c.Name, c.Version
 		return []File{{Name: c.Name, Content: c.Data}}, nil
 	case h.Chart != "":
-		return prepareLocalChart(ctx, bad, dir, h, auth)
+		return prepareLocalChart(ctx, bad, repo, dir, h, auth)
 	}
 	return nil, nil
 }
 
 // chartMissingDependencies reports whether dir is a chart whose Chart.yaml declares dependencies
-// its charts/ folder lacks.
-func chartMissingDependencies(dir string) bool {
+// its charts/ folder lacks, or one with a symlink out of the checkout repo (which packaging it
+// then refuses, naming the link, before the loader follows it).
+func chartMissingDependencies(repo, dir string) bool {
 	if _, err := os.Stat(filepath.Join(dir, "Chart.yaml")); err != nil {
 		return false
+	}
+	if checkWithin(repo, dir) != nil {
+		return true
 	}
 	c, err := loader.LoadDir(dir)
 	return err == nil && len(c.Metadata.Dependencies) > 0 && action.CheckDependencies(c, c.Metadata.Dependencies) != nil
@@ -93,13 +97,17 @@ func chartMissingDependencies(dir string) bool {
 // prepareLocalChart checks a chart folder named relative to the bundle. A chart inside the
 // bundle whose dependencies are present is deployed from the bundle's own files; one outside
 // the bundle, or one whose dependencies must be downloaded, is packaged and embedded.
-func prepareLocalChart(ctx context.Context, bad func(key, format string, args ...interface{}) error, dir string, h *fleet.HelmOptions, auth ChartAuth) ([]File, error) {
+func prepareLocalChart(ctx context.Context, bad func(key, format string, args ...interface{}) error, repo, dir string, h *fleet.HelmOptions, auth ChartAuth) ([]File, error) {
 	chartDir := filepath.Join(dir, filepath.FromSlash(h.Chart))
 	if strings.HasSuffix(h.Chart, ".tgz") {
 		if _, err := os.Stat(chartDir); err != nil {
 			return nil, bad("helm.chart", "chart archive %q not found in the bundle", h.Chart)
 		}
 		return nil, nil
+	}
+	// Helm's loader follows symlinks: none may lead out of the checkout.
+	if err := checkWithin(repo, chartDir); err != nil {
+		return nil, bad("helm.chart", "chart folder %q: %v", h.Chart, err)
 	}
 	c, err := loader.LoadDir(chartDir)
 	if err != nil {
@@ -111,7 +119,7 @@ func prepareLocalChart(ctx context.Context, bad func(key, format string, args ..
 	if inside && (!missingDeps || h.DisableDependencyUpdate) {
 		return nil, nil
 	}
-	ec, err := packageLocalChart(ctx, chartDir, !h.DisableDependencyUpdate, auth)
+	ec, err := packageLocalChart(ctx, repo, chartDir, !h.DisableDependencyUpdate, auth)
 	if err != nil {
 		return nil, bad("helm.chart", "%v", err)
 	}

@@ -172,7 +172,7 @@ func readBundle(ctx context.Context, root string, d BundleDir, all []BundleDir, 
 	}
 	dirAbs := filepath.Join(root, filepath.FromSlash(d.Path))
 	spec := fy.BundleSpec.DeepCopy()
-	if h := spec.Helm; (h == nil || h.Chart == "") && chartMissingDependencies(dirAbs) {
+	if h := spec.Helm; (h == nil || h.Chart == "") && chartMissingDependencies(root, dirAbs) {
 		// A bundle folder that is a chart, declaring dependencies it does not carry: they are
 		// fetched and the chart packaged, as for a helm.chart naming a folder.
 		if spec.Helm == nil {
@@ -223,9 +223,10 @@ func readFleetYAML(root string, d BundleDir) (*fleet.FleetYAML, error) {
 	if d.FleetYAML == "" {
 		return fy, nil
 	}
-	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(d.FleetYAML)))
+	// Through os.Root: a fleet.yaml that is a symlink out of the checkout is not read.
+	data, err := readWithin(root, d.FleetYAML)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", d.FleetYAML, err)
 	}
 	if err := decodeStrict(d.FleetYAML, data, fy); err != nil {
 		return nil, err

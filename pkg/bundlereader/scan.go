@@ -82,6 +82,9 @@ func DiscoverWith(root string, paths []string, so ScanOptions) ([]BundleDir, err
 // expand resolves one path argument, which may be a glob, to existing folders relative to root.
 func expand(root, p string) ([]string, error) {
 	p = cleanRel(p)
+	if err := localPath(p); err != nil {
+		return nil, err
+	}
 	matches, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(p)))
 	if err != nil {
 		return nil, fmt.Errorf("path %q: %w", p, err)
@@ -91,6 +94,9 @@ func expand(root, p string) ([]string, error) {
 		st, err := os.Stat(m)
 		if err != nil || !st.IsDir() {
 			continue
+		}
+		if _, inside := insideTop(root, m); !inside {
+			return nil, fmt.Errorf("path %q: %s is a symlink that leads outside the checkout: %w", p, m, errOutside)
 		}
 		rel, err := filepath.Rel(root, m)
 		if err != nil {
@@ -115,9 +121,15 @@ func drivenDirs(root string, paths []string, so ScanOptions) ([]BundleDir, error
 	for _, p := range paths {
 		dir, file, hasFile := strings.Cut(p, sep)
 		dir = cleanRel(dir)
+		if err := localPath(dir); err != nil {
+			return nil, fmt.Errorf("driven scan %w", err)
+		}
 		st, err := os.Stat(filepath.Join(root, filepath.FromSlash(dir)))
 		if err != nil || !st.IsDir() {
 			return nil, fmt.Errorf("driven scan path %q: no such folder %q in the repository", p, dir)
+		}
+		if _, inside := insideTop(root, filepath.Join(root, filepath.FromSlash(dir))); !inside {
+			return nil, fmt.Errorf("driven scan path %q: %q is a symlink that leads outside the checkout: %w", p, dir, errOutside)
 		}
 		d := BundleDir{Path: dir}
 		if hasFile {
@@ -264,6 +276,14 @@ func isManifest(name string) bool {
 }
 
 func isHidden(name string) bool { return strings.HasPrefix(name, ".") && name != "." && name != ".." }
+
+// localPath refuses a path (cleaned by cleanRel) that climbs out of the checkout.
+func localPath(p string) error {
+	if p != "." && !filepath.IsLocal(filepath.FromSlash(p)) {
+		return fmt.Errorf("path %q leaves the checkout: %w", p, errOutside)
+	}
+	return nil
+}
 
 func cleanRel(p string) string {
 	p = strings.Trim(filepath.ToSlash(p), "/")
