@@ -71,10 +71,39 @@ var _ = Describe("GitRepo as Jobs", Ordered, func() {
 		job := jobs.Items[0]
 		Expect(job.Spec.ActiveDeadlineSeconds).NotTo(BeNil())
 		Expect(*job.Spec.ActiveDeadlineSeconds).To(BeNumerically(">", 0))
-		for _, c := range append(job.Spec.Template.Spec.InitContainers, job.Spec.Template.Spec.Containers...) {
+		pod := job.Spec.Template.Spec
+		for _, c := range append(pod.InitContainers, pod.Containers...) {
 			Expect(c.Resources.Requests.Cpu().IsZero()).To(BeFalse(), "container %s requests CPU", c.Name)
 			Expect(c.Resources.Requests.Memory().IsZero()).To(BeFalse(), "container %s requests memory", c.Name)
+			// Pod Security "restricted", with a read-only root filesystem.
+			sc := c.SecurityContext
+			Expect(sc).NotTo(BeNil(), c.Name)
+			Expect(*sc.AllowPrivilegeEscalation).To(BeFalse(), c.Name)
+			Expect(*sc.ReadOnlyRootFilesystem).To(BeTrue(), c.Name)
+			Expect(*sc.RunAsNonRoot).To(BeTrue(), c.Name)
+			Expect(sc.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")), c.Name)
+			Expect(sc.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault), c.Name)
+			Expect(c.VolumeMounts).To(ContainElement(HaveField("MountPath", "/tmp")), "a writable /tmp for %s", c.Name)
 		}
+		Expect(pod.SecurityContext.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault))
+		// The ServiceAccount's token: not automounted; a short-lived one in the apply step only.
+		Expect(pod.AutomountServiceAccountToken).NotTo(BeNil())
+		Expect(*pod.AutomountServiceAccountToken).To(BeFalse())
+		tokenMount := HaveField("MountPath", "/var/run/secrets/kubernetes.io/serviceaccount")
+		Expect(pod.InitContainers[0].VolumeMounts).NotTo(ContainElement(tokenMount), "the clone step gets no token")
+		Expect(pod.Containers[0].VolumeMounts).To(ContainElement(tokenMount))
+		var lifetime int64
+		for _, v := range pod.Volumes {
+			if v.Projected != nil {
+				for _, src := range v.Projected.Sources {
+					if src.ServiceAccountToken != nil {
+						lifetime = *src.ServiceAccountToken.ExpirationSeconds
+					}
+				}
+			}
+		}
+		Expect(lifetime).To(BeNumerically("<=", 3600), "the apply step's token is short-lived")
+		Expect(lifetime).To(BeNumerically(">=", 600))
 		role, err := k.RbacV1().Roles(fleet.DefaultNamespace).Get(ctx, job.Spec.Template.Spec.ServiceAccountName, metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(role.Rules).To(Equal([]rbacv1.PolicyRule{{APIGroups: []string{"fleet.cattle.io"}, Resources: []string{"bundles", "imagescans"},

@@ -91,3 +91,56 @@ var _ = Describe("GitRepoRestriction", func() {
 		Expect(err).To(HaveOccurred(), "a refused GitRepo writes no Bundle")
 	})
 })
+
+var _ = Describe("GitRepoRestriction on Bundles written without a GitRepo", func() {
+	It("refuses a Bundle that names a service account or namespace the restriction does not allow, and fills the default", func(ctx context.Context) {
+		const ns = "tenant-direct"
+		_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = api.GitRepoRestriction().Create(&fleet.GitRepoRestriction{ObjectMeta: metav1.ObjectMeta{Name: "team", Namespace: ns},
+			DefaultServiceAccount: "team", AllowedServiceAccounts: []string{"team"}, AllowedTargetNamespaces: []string{"team-apps"}})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = api.Cluster().Create(&fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: ns}})
+		Expect(err).NotTo(HaveOccurred())
+		var clusterNS string
+		Eventually(func() string {
+			c, _ := api.Cluster().Get(ns, "edge", metav1.GetOptions{})
+			if c != nil {
+				clusterNS = c.Status.Namespace
+			}
+			return clusterNS
+		}).ShouldNot(BeEmpty())
+		bundle := func(name, sa, targetNS string) {
+			_, err := api.Bundle().Create(&fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+				Spec: fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{ServiceAccount: sa, TargetNamespace: targetNS},
+					Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: configMap(name, "1")}},
+					Targets:   []fleet.BundleTarget{{ClusterName: "edge"}}}})
+			Expect(err).NotTo(HaveOccurred())
+		}
+		refused := func(name, want string) {
+			Eventually(func(g Gomega) {
+				b, err := api.Bundle().Get(ns, name, metav1.GetOptions{})
+				g.Expect(err).NotTo(HaveOccurred())
+				c := fleet.FindCondition(b.Status.Conditions, fleet.ConditionAccepted)
+				g.Expect(c).NotTo(BeNil())
+				g.Expect(c.Status).To(Equal(corev1.ConditionFalse))
+				g.Expect(c.Reason).To(Equal("Restricted"))
+				g.Expect(c.Message).To(ContainSubstring("GitRepoRestriction team"))
+				g.Expect(c.Message).To(ContainSubstring(want))
+			}).Should(Succeed(), name)
+			_, err := api.BundleDeployment().Get(clusterNS, name, metav1.GetOptions{})
+			Expect(err).To(HaveOccurred(), "a refused Bundle is not deployed")
+		}
+		bundle("as-agent", "fleet-agent", "team-apps")
+		refused("as-agent", `serviceAccount "fleet-agent" is not allowed`)
+		bundle("elsewhere", "", "kube-system")
+		refused("elsewhere", `namespace "kube-system" is not allowed`)
+
+		bundle("allowed", "", "team-apps")
+		Eventually(func(g Gomega) {
+			bd, err := api.BundleDeployment().Get(clusterNS, "allowed", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(bd.Spec.Options.ServiceAccount).To(Equal("team"), "the restriction's default")
+		}).Should(Succeed())
+	})
+})

@@ -7,13 +7,20 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
 
+	"github.com/fleetgo/fleet/integrationtests/testenv"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
+	"github.com/fleetgo/fleet/pkg/registration"
 )
 
 var _ = Describe("importing a cluster through a tenant's kubeconfig", func() {
@@ -84,5 +91,140 @@ users:
 		mu.Lock()
 		defer mu.Unlock()
 		Expect(seen).To(BeEmpty(), "the manager reached the kubeconfig's server")
+	})
+})
+
+var _ = Describe("a registration for a Cluster whose agent checks in", func() {
+	It("is held while the agent is live, and granted once an admin allows it or the Cluster is Offline", func(ctx context.Context) {
+		const id = "held-client-id"
+		v := newToken("held-token", 0)
+		// The token holder's own credential: all it may do is create ClusterRegistrations.
+		holder, err := fleetfactory.NewFactoryFromConfig(&rest.Config{Host: v.APIServerURL, BearerToken: v.Token,
+			TLSClientConfig: rest.TLSClientConfig{CAData: []byte(v.APIServerCA)}})
+		Expect(err).NotTo(HaveOccurred())
+		regs := holder.Fleet().V1alpha1().ClusterRegistration()
+		_, err = api.Cluster().Create(&fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: fleet.DefaultNamespace},
+			Spec: fleet.ClusterSpec{ClientID: id}})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { _ = api.Cluster().Delete(fleet.DefaultNamespace, "held", &metav1.DeleteOptions{}) })
+		seen := func(at time.Time) {
+			Eventually(func() error {
+				c, err := api.Cluster().Get(fleet.DefaultNamespace, "held", metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				c.Status.Agent.LastSeen = metav1.NewTime(at)
+				_, err = api.Cluster().UpdateStatus(c)
+				return err
+			}).Should(Succeed())
+		}
+		// Its agent checks in: last seen ahead of the clock, so it stays live throughout.
+		seen(time.Now().Add(time.Hour))
+		ask := func(random string) *fleet.ClusterRegistration {
+			reg, err := regs.Create(&fleet.ClusterRegistration{ObjectMeta: metav1.ObjectMeta{GenerateName: "request-", Namespace: fleet.DefaultNamespace},
+				Spec: fleet.ClusterRegistrationSpec{ClientID: id, ClientRandom: random}})
+			Expect(err).NotTo(HaveOccurred())
+			return reg
+		}
+		granted := func(reg *fleet.ClusterRegistration) func() bool {
+			return func() bool {
+				got, err := api.ClusterRegistration().Get(reg.Namespace, reg.Name, metav1.GetOptions{})
+				return err == nil && got.Status.Granted
+			}
+		}
+		credential := func(random string) error {
+			_, err := managerKube.CoreV1().Secrets(fleet.ClustersSystemNamespace).Get(ctx, registration.CredentialSecret(id, random), metav1.GetOptions{})
+			return err
+		}
+
+		first := ask("first")
+		Eventually(func() []string {
+			ev, _ := testenv.Events(ctx, managerKube, fleet.DefaultNamespace, "Cluster", "held")
+			return ev["RegistrationHeld"]
+		}).ShouldNot(BeEmpty())
+		Expect(granted(first)()).To(BeFalse())
+		Expect(apierrors.IsNotFound(credential("first"))).To(BeTrue(), "no credential for a live Cluster's clientID")
+
+		// An administrator lets the reinstalled agent in: once.
+		Eventually(func() error {
+			c, err := api.Cluster().Get(fleet.DefaultNamespace, "held", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			c.Annotations = map[string]string{registration.AllowReregistrationAnnotation: "true"}
+			_, err = api.Cluster().Update(c)
+			return err
+		}).Should(Succeed())
+		Eventually(granted(first)).Should(BeTrue())
+		Expect(credential("first")).To(Succeed())
+		Eventually(func() map[string]string {
+			c, _ := api.Cluster().Get(fleet.DefaultNamespace, "held", metav1.GetOptions{})
+			return c.Annotations
+		}).ShouldNot(HaveKey(registration.AllowReregistrationAnnotation), "the allowance is used up")
+
+		// The next one is held again, until the Cluster's agent has been silent long enough.
+		seen(time.Now().Add(time.Hour))
+		second := ask("second")
+		Eventually(func() int {
+			ev, _ := testenv.Events(ctx, managerKube, fleet.DefaultNamespace, "Cluster", "held")
+			return len(ev["RegistrationHeld"])
+		}).Should(BeNumerically(">=", 1))
+		Expect(apierrors.IsNotFound(credential("second"))).To(BeTrue())
+		seen(time.Now().Add(-time.Hour))
+		Eventually(granted(second)).Should(BeTrue(), "an Offline Cluster's reinstalled agent gets it back")
+	})
+})
+
+var _ = Describe("a registration token made for a cluster group", func() {
+	It("gives its Clusters the group's labels and no others, and its holder cannot claim another token", func(ctx context.Context) {
+		const ns = "grouped"
+		_, err := managerKube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		// As `fleet install agent-token --group north` writes it.
+		issue := func(name string, annotations map[string]string) registration.Values {
+			_, err := api.ClusterRegistrationToken().Create(&fleet.ClusterRegistrationToken{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: annotations}})
+			Expect(err).NotTo(HaveOccurred())
+			var v registration.Values
+			Eventually(func(g Gomega) {
+				s, err := managerKube.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(yaml.Unmarshal(s.Data[registration.ValuesKey], &v)).To(Succeed())
+			}).Should(Succeed())
+			return v
+		}
+		north := issue("north", map[string]string{registration.ClusterLabelsAnnotation: `{"region":"north"}`})
+		issue("open", nil)
+		holder, err := fleetfactory.NewFactoryFromConfig(&rest.Config{Host: north.APIServerURL, BearerToken: north.Token,
+			TLSClientConfig: rest.TLSClientConfig{CAData: []byte(north.APIServerCA)}})
+		Expect(err).NotTo(HaveOccurred())
+		ask := func(id string, annotations map[string]string) error {
+			_, err := holder.Fleet().V1alpha1().ClusterRegistration().Create(&fleet.ClusterRegistration{
+				ObjectMeta: metav1.ObjectMeta{GenerateName: "request-", Namespace: ns, Annotations: annotations},
+				Spec:       fleet.ClusterRegistrationSpec{ClientID: id, ClientRandom: "r", ClusterLabels: map[string]string{"region": "south", "env": "prod"}}})
+			return err
+		}
+		labelsOf := func(id string) func(g Gomega) map[string]string {
+			return func(g Gomega) map[string]string {
+				c, err := api.Cluster().Get(ns, registration.ClusterName(id), metav1.GetOptions{})
+				g.Expect(err).NotTo(HaveOccurred())
+				return c.Labels
+			}
+		}
+		me := "system:serviceaccount:" + ns + ":" + registration.ImportServiceAccount("north")
+		Expect(ask("grouped-a", map[string]string{registration.RequesterAnnotation: me})).To(Succeed())
+		Eventually(labelsOf("grouped-a")).Should(Equal(map[string]string{"region": "north"}))
+
+		// Claiming the open token's identity is refused by the apiserver.
+		err = ask("grouped-b", map[string]string{registration.RequesterAnnotation: "system:serviceaccount:" + ns + ":" + registration.ImportServiceAccount("open")})
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring("requested-by must name the user"))
+
+		// Naming no token is no way around it.
+		Expect(ask("grouped-c", nil)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(labelsOf("grouped-c")(g)).NotTo(HaveKey("region"))
+			g.Expect(labelsOf("grouped-c")(g)).NotTo(HaveKey("env"))
+		}).Should(Succeed())
 	})
 })

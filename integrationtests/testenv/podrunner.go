@@ -104,8 +104,30 @@ func (r *PodRunner) run(ctx context.Context, p *corev1.Pod) error {
 			}
 		}
 	}
-	// The Pod's identity: a token of its ServiceAccount.
-	tr, err := r.Kube.CoreV1().ServiceAccounts(p.Namespace).CreateToken(ctx, p.Spec.ServiceAccountName, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	// The Pod's identity: a token of its ServiceAccount, as the kubelet would give it (the
+	// lifetime a projected token volume asks for), to the containers that would have it.
+	tokenVolumes, lifetime := map[string]bool{}, (*int64)(nil)
+	for _, v := range p.Spec.Volumes {
+		if v.Projected == nil {
+			continue
+		}
+		for _, src := range v.Projected.Sources {
+			if src.ServiceAccountToken != nil {
+				tokenVolumes[v.Name], lifetime = true, src.ServiceAccountToken.ExpirationSeconds
+			}
+		}
+	}
+	automount := p.Spec.AutomountServiceAccountToken == nil || *p.Spec.AutomountServiceAccountToken
+	hasToken := func(c corev1.Container) bool {
+		for _, m := range c.VolumeMounts {
+			if tokenVolumes[m.Name] {
+				return true
+			}
+		}
+		return automount
+	}
+	tr, err := r.Kube.CoreV1().ServiceAccounts(p.Namespace).CreateToken(ctx, p.Spec.ServiceAccountName,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: lifetime}}, metav1.CreateOptions{})
 	if err != nil {
 		return err
 	}
@@ -148,7 +170,13 @@ func (r *PodRunner) run(ctx context.Context, p *corev1.Pod) error {
 			args = append(args, a)
 		}
 		cmd := exec.CommandContext(ctx, r.Binary, args...)
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "HOME="+root)
+		cmd.Env = append(os.Environ(), "HOME="+root)
+		if hasToken(c) {
+			cmd.Env = append(cmd.Env, "KUBECONFIG="+kubeconfig)
+		} else {
+			// No token: not even the test's own kubeconfig.
+			cmd.Env = append(cmd.Env, "KUBECONFIG="+filepath.Join(root, "no-kubeconfig"))
+		}
 		for k, v := range env {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}

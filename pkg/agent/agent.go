@@ -26,9 +26,11 @@ import (
 	"github.com/fleetgo/fleet/pkg/agent/monitor"
 	"github.com/fleetgo/fleet/pkg/agent/register"
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
+	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/helmdeployer"
 	"github.com/fleetgo/fleet/pkg/leader"
 	"github.com/fleetgo/fleet/pkg/metrics"
+	"github.com/fleetgo/fleet/pkg/render"
 	"github.com/fleetgo/fleet/pkg/serve"
 )
 
@@ -179,11 +181,12 @@ func start(ctx context.Context, upstream, local *rest.Config, kube kubernetes.In
 	if err != nil {
 		return err
 	}
-	// Releases a Fleet agent made here before the move become this agent's to collect.
-	if n, err := dep.AdoptFleetReleases(ctx); err != nil {
-		logrus.WithError(err).Warn("adopting the releases Fleet's agent made")
+	// Releases a Fleet agent (or this agent before it kept a ledger) made here for this
+	// cluster's BundleDeployments become this agent's to upgrade and collect.
+	if n, err := adoptReleases(ctx, f.BundleDeployment(), o.ClusterNamespace, dep); err != nil {
+		logrus.WithError(err).Warn("adopting the releases made before this agent's ledger")
 	} else if n > 0 {
-		logrus.WithField("releases", n).Info("adopted the releases Fleet's agent made")
+		logrus.WithField("releases", n).Info("adopted the releases made before this agent's ledger")
 	}
 	go func() {
 		if err := dep.Warm(); err != nil {
@@ -243,4 +246,21 @@ func ensureNamespace(ctx context.Context, kube kubernetes.Interface, name string
 		return fmt.Errorf("creating agent namespace %s: %w", name, err)
 	}
 	return nil
+}
+
+// adoptReleases enters into the agent's ledger the releases of this cluster's BundleDeployments
+// that have none yet.
+func adoptReleases(ctx context.Context, bds fleetcontrollers.BundleDeploymentClient, ns string, dep *helmdeployer.Deployer) (int, error) {
+	list, err := bds.List(ns, metav1.ListOptions{})
+	if err != nil {
+		return 0, err
+	}
+	expected := make([]helmdeployer.Expected, 0, len(list.Items))
+	for i := range list.Items {
+		bd := &list.Items[i]
+		opts := &bd.Spec.Options
+		expected = append(expected, helmdeployer.Expected{Namespace: render.Namespace(opts), Name: render.ReleaseName(opts, bd.Name),
+			BundleID: bd.Name, DeleteNamespace: opts.DeleteNamespace})
+	}
+	return dep.AdoptReleases(ctx, expected)
 }

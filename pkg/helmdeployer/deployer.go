@@ -257,10 +257,35 @@ func (d *Deployer) Current(ctx context.Context, bundleID string, opts *fleet.Bun
 	case err != nil:
 		return nil, err
 	default:
-		out = fromHelm(rel)
+		if out, err = d.recordedRevision(ctx, ac, rel); err != nil {
+			return nil, err
+		}
 	}
 	d.memo.put(key, out, now)
 	return out, nil
+}
+
+// recordedRevision is the release as the agent's ledger knows it: the revision it recorded when
+// someone wrote a newer one, and for a release it has no record of (someone else's, or one not
+// adopted) no deploymentID, so that the deploy that follows decides what to do with it.
+func (d *Deployer) recordedRevision(ctx context.Context, ac *action.Configuration, last *release.Release) (*Release, error) {
+	e, err := d.ledgerEntry(ctx, last.Namespace, last.Name)
+	if err != nil {
+		return nil, err
+	}
+	if e == nil {
+		r := fromHelm(last)
+		r.DeploymentID, r.MadeByFleet = "", false
+		return r, nil
+	}
+	if last.Version > e.Version {
+		if last, err = ac.Releases.Get(last.Name, e.Version); errors.Is(err, driver.ErrReleaseNotFound) {
+			return nil, nil
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	return fromHelm(last), nil
 }
 
 // Deploy installs or upgrades the release of in. A release another agent or a person made
@@ -297,17 +322,20 @@ func (d *Deployer) deploy(ctx context.Context, in Input) (*Release, error) {
 		return nil, Permanent(err)
 	}
 	annotateChart(c, in)
-	ac, err := d.prepare(ctx, ns, in)
+	ac, createdNS, err := d.prepare(ctx, ns, in)
 	if err != nil {
 		return nil, err
 	}
-	last, err := d.lastRelease(ac, ns, name, in.BundleID, helmOpts.TakeOwnership)
+	last, err := d.lastRelease(ctx, ac, ns, name, in.BundleID, helmOpts.TakeOwnership)
 	if err != nil {
 		return nil, err
 	}
 	run := &helmRun{ac: ac, name: name, ns: ns, opts: helmOpts, labels: d.releaseLabels(in),
 		post: &postRenderer{setID: SetID(in.BundleID), keep: opts.KeepResources, deleteCRDs: opts.DeleteCRDResources, kustomize: post,
 			namespace: opts.TargetNamespace, namespaced: d.disc.namespaced}}
+	if err := d.intend(ctx, ns, name, in.BundleID, opts.DeleteNamespace, createdNS, last); err != nil {
+		return nil, err
+	}
 	started := time.Now()
 	var rel *release.Release
 	if last == nil {
@@ -316,6 +344,10 @@ func (d *Deployer) deploy(ctx context.Context, in Input) (*Release, error) {
 		rel, err = run.upgrade(ctx, c, in.Values)
 	}
 	metrics.Deployed(last == nil, time.Since(started))
+	// Whatever revision the action left (a failed one, an atomic rollback's) is the agent's.
+	if lerr := d.writeLedger(ctx, ac, ns, name, in.BundleID, opts.DeleteNamespace, createdNS); lerr != nil {
+		err = errors.Join(err, lerr)
+	}
 	if err != nil {
 		if isUnknownKind(err) {
 			d.RefreshDiscovery()
@@ -331,29 +363,30 @@ func (d *Deployer) deploy(ctx context.Context, in Input) (*Release, error) {
 // prepare readies the release namespace (allowed, created, labelled, the downstreamResources
 // copied into it) and returns Helm's configuration for it, acting as the bundle's service
 // account.
-func (d *Deployer) prepare(ctx context.Context, ns string, in Input) (*action.Configuration, error) {
+func (d *Deployer) prepare(ctx context.Context, ns string, in Input) (*action.Configuration, bool, error) {
 	opts := &in.Options
 	sa, err := d.serviceAccount(ctx, opts.ServiceAccount)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := d.namespaceAllowed(ctx, ns, opts); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if err := d.ensureNamespace(ctx, ns, opts); err != nil {
-		return nil, err
+	created, err := d.ensureNamespace(ctx, ns, opts)
+	if err != nil {
+		return nil, false, err
 	}
 	if err := d.applyDownstream(ctx, ns, in.BundleID, in.Downstream); err != nil {
-		return nil, err
+		return nil, created, err
 	}
 	ac, err := d.actionConfig(ns, sa)
 	if err != nil {
-		return nil, err
+		return nil, created, err
 	}
 	if ac.Capabilities, err = d.disc.capabilities(); err != nil {
-		return nil, err
+		return nil, created, err
 	}
-	return ac, nil
+	return ac, created, nil
 }
 
 // releaseLabels are the labels of this agent's release records.
@@ -370,7 +403,7 @@ func (d *Deployer) releaseLabels(in Input) map[string]string {
 
 // lastRelease is the release's newest revision (nil: none), refused when another bundle owns
 // it (unless taken over) and recovered when an interrupted agent left it pending.
-func (d *Deployer) lastRelease(ac *action.Configuration, ns, name, bundleID string, takeOwnership bool) (*release.Release, error) {
+func (d *Deployer) lastRelease(ctx context.Context, ac *action.Configuration, ns, name, bundleID string, takeOwnership bool) (*release.Release, error) {
 	// Current has usually just read the release. One it found absent is not listed again, here
 	// or by Helm's install before it writes the first revision: a list just after the namespace
 	// was created waits for the apiserver's watch cache to catch up, about 100 ms. Should the
@@ -387,8 +420,22 @@ func (d *Deployer) lastRelease(ac *action.Configuration, ns, name, bundleID stri
 	if err != nil {
 		return nil, fmt.Errorf("reading release %s/%s: %w", ns, name, err)
 	}
-	if who := owner(last); who != bundleID && !takeOwnership {
-		return nil, Permanent(fmt.Errorf("release %s/%s belongs to %q, not to this bundle (set helm.takeOwnership to adopt it)", ns, name, who))
+	e, err := d.verified(ctx, ac, ns, name)
+	switch {
+	case errors.Is(err, errNotRecorded) && !takeOwnership:
+		return nil, Permanent(fmt.Errorf("release %s/%s exists and this agent did not make it (set helm.takeOwnership to adopt it)", ns, name))
+	case errors.Is(err, errNotRecorded):
+	case err != nil:
+		return nil, err
+	case e.BundleID != bundleID && !takeOwnership:
+		return nil, Permanent(fmt.Errorf("release %s/%s belongs to %q, not to this bundle (set helm.takeOwnership to adopt it)", ns, name, e.BundleID))
+	default:
+		// Revisions someone else wrote are gone: read the agent's own newest again.
+		if last, err = ac.Releases.Last(name); errors.Is(err, driver.ErrReleaseNotFound) {
+			return nil, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("reading release %s/%s: %w", ns, name, err)
+		}
 	}
 	if last.Info.Status.IsPending() {
 		if err := recoverPending(ac, last); err != nil {
@@ -531,21 +578,21 @@ func createOrUpdate[T metav1.Object](ctx context.Context, c namespacedClient[T],
 
 // ensureNamespace creates the release namespace when missing (unless createNamespace is false)
 // and keeps namespaceLabels and namespaceAnnotations on it.
-func (d *Deployer) ensureNamespace(ctx context.Context, name string, opts *fleet.BundleDeploymentOptions) error {
+func (d *Deployer) ensureNamespace(ctx context.Context, name string, opts *fleet.BundleDeploymentOptions) (created bool, err error) {
 	ns, err := d.kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) && opts.CreateNamespace != nil && !*opts.CreateNamespace {
-		return fmt.Errorf("namespace %q does not exist, and createNamespace is false", name)
+		return false, fmt.Errorf("namespace %q does not exist, and createNamespace is false", name)
 	}
 	if apierrors.IsNotFound(err) {
 		_, err = d.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 			Name: name, Labels: opts.NamespaceLabels, Annotations: opts.NamespaceAnnotations}}, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
-			return nil
+			return false, nil
 		}
-		return err
+		return err == nil, err
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	changed := false
 	ns = ns.DeepCopy()
@@ -566,10 +613,10 @@ func (d *Deployer) ensureNamespace(ctx context.Context, name string, opts *fleet
 		}
 	}
 	if !changed {
-		return nil
+		return false, nil
 	}
 	_, err = d.kube.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{})
-	return err
+	return false, err
 }
 
 // Rollback re-applies the release's current revision, putting drifted resources back. Helm keeps
@@ -577,7 +624,7 @@ func (d *Deployer) ensureNamespace(ctx context.Context, name string, opts *fleet
 // the history only with keepFailHistory (Fleet's correctDrift.keepFailHistory); otherwise it is
 // removed and the revision rolled back to is the deployed one again, so failed corrections do
 // not pile up.
-func (d *Deployer) Rollback(ctx context.Context, r *Release, serviceAccount string, force, keepFailHistory bool, maxHistory int) error {
+func (d *Deployer) Rollback(ctx context.Context, r *Release, serviceAccount string, force, keepFailHistory bool, maxHistory int) (err error) {
 	if err := d.acquire(ctx); err != nil {
 		return err
 	}
@@ -591,6 +638,20 @@ func (d *Deployer) Rollback(ctx context.Context, r *Release, serviceAccount stri
 	if err != nil {
 		return err
 	}
+	e, err := d.verified(ctx, ac, r.Namespace, r.Name)
+	if err != nil {
+		return fmt.Errorf("rolling back: %w", err)
+	}
+	if last, err := ac.Releases.Last(r.Name); err == nil {
+		if err := d.intend(ctx, r.Namespace, r.Name, e.BundleID, e.DeleteNamespace, e.CreatedNamespace, last); err != nil {
+			return err
+		}
+	}
+	defer func() {
+		if lerr := d.writeLedger(ctx, ac, r.Namespace, r.Name, e.BundleID, e.DeleteNamespace, e.CreatedNamespace); lerr != nil {
+			err = errors.Join(err, lerr)
+		}
+	}()
 	rb := action.NewRollback(ac)
 	rb.Version = r.Version
 	rb.Force = force
@@ -631,75 +692,74 @@ func dropFailedRollback(store *storage.Storage, name string, version int) error 
 	return store.Update(prev)
 }
 
-// Releases returns the newest revision of every release this agent made, in every namespace;
-// with a bundleID, only that BundleDeployment's. The labels select them on the apiserver, so
-// only these releases are fetched and decoded.
+// Releases returns the releases this agent made, as its ledger records them, in every
+// namespace; with a bundleID, only that BundleDeployment's. A Secret that merely looks like one
+// of its releases is none of them.
 func (d *Deployer) Releases(bundleID string) ([]*Release, error) {
-	query := map[string]string{"owner": "helm", AgentNamespaceLabel: d.agentNamespace}
-	if bundleID != "" {
-		query[BundleIDLabel] = bundleID
-	}
-	rels, err := driver.NewSecrets(d.kube.CoreV1().Secrets(metav1.NamespaceAll)).Query(query)
-	if errors.Is(err, driver.ErrReleaseNotFound) {
-		return nil, nil
-	}
+	entries, err := d.ledgerEntries(context.Background(), bundleID)
 	if err != nil {
-		return nil, fmt.Errorf("listing releases: %w", err)
+		return nil, err
 	}
-	newest := map[string]*release.Release{}
-	for _, r := range rels {
-		k := r.Namespace + "/" + r.Name
-		if cur, ok := newest[k]; !ok || r.Version > cur.Version {
-			newest[k] = r
-		}
-	}
-	out := make([]*Release, 0, len(newest))
-	for _, r := range newest {
-		out = append(out, fromHelm(r))
+	out := make([]*Release, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, &Release{Name: e.Name, Namespace: e.Namespace, Version: e.Version, BundleID: e.BundleID,
+			DeleteNamespace: e.DeleteNamespace && e.CreatedNamespace})
 	}
 	return out, nil
 }
 
-// AdoptFleetReleases labels the releases a Fleet agent made here (the newest revision of each,
-// unless another agent namespace's) as this agent labels its own, so that garbage collection and
-// the removal of their BundleDeployment find them. Only Helm's release Secrets without this
-// agent's label are read. It returns how many releases it adopted.
-func (d *Deployer) AdoptFleetReleases(ctx context.Context) (int, error) {
-	list, err := d.kube.CoreV1().Secrets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm,!" + AgentNamespaceLabel})
-	if err != nil {
-		return 0, fmt.Errorf("listing releases: %w", err)
-	}
-	newest := map[string]*corev1.Secret{}
-	for i := range list.Items {
-		s := &list.Items[i]
-		k := s.Namespace + "/" + s.Labels["name"]
-		if cur, ok := newest[k]; !ok || revision(s) > revision(cur) {
-			newest[k] = s
-		}
-	}
+// Expected is a release a BundleDeployment of this cluster deploys.
+type Expected struct {
+	Namespace, Name, BundleID string
+	DeleteNamespace           bool
+}
+
+// AdoptReleases enters into the ledger the releases of the BundleDeployments of this cluster
+// that exist without an entry: made by a Fleet agent before the move, or by this agent before it
+// kept a ledger. A release is adopted only when it is where a BundleDeployment of this cluster
+// puts its release and says it belongs to that BundleDeployment (and to no other agent
+// namespace); it is labelled as this agent labels its own. The namespace of an adopted release is
+// never deleted with it: nothing says the agent created it. It returns how many it adopted.
+func (d *Deployer) AdoptReleases(ctx context.Context, expected []Expected) (int, error) {
 	adopted := 0
 	var errs []error
-	for _, s := range newest {
-		store := driver.NewSecrets(d.kube.CoreV1().Secrets(s.Namespace))
-		rel, err := store.Get(s.Name)
+	for _, x := range expected {
+		if e, err := d.ledgerEntry(ctx, x.Namespace, x.Name); err != nil || e != nil {
+			errs = append(errs, err)
+			continue
+		}
+		ac, err := d.actionConfig(x.Namespace, "")
 		if err != nil {
-			errs = append(errs, fmt.Errorf("reading release %s/%s: %w", s.Namespace, s.Name, err))
+			errs = append(errs, err)
 			continue
 		}
-		if rel.Chart == nil || rel.Chart.Metadata == nil {
+		rel, err := ac.Releases.Last(x.Name)
+		if errors.Is(err, driver.ErrReleaseNotFound) {
 			continue
 		}
-		a := rel.Chart.Metadata.Annotations
-		id, ns := a[fleet.BundleIDAnnotation], a[fleet.AgentNamespaceAnnotation]
-		if id == "" || (ns != "" && ns != d.agentNamespace) {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("reading release %s/%s: %w", x.Namespace, x.Name, err))
 			continue
 		}
-		if rel.Labels == nil {
-			rel.Labels = map[string]string{}
+		agentNS := rel.Labels[AgentNamespaceLabel]
+		if agentNS == "" && rel.Chart != nil && rel.Chart.Metadata != nil {
+			agentNS = rel.Chart.Metadata.Annotations[fleet.AgentNamespaceAnnotation]
 		}
-		rel.Labels[BundleIDLabel], rel.Labels[AgentNamespaceLabel] = id, d.agentNamespace
-		if err := store.Update(s.Name, rel); err != nil {
-			errs = append(errs, fmt.Errorf("labelling release %s/%s: %w", s.Namespace, s.Name, err))
+		if owner(rel) != x.BundleID || (agentNS != "" && agentNS != d.agentNamespace) {
+			continue
+		}
+		if rel.Labels[BundleIDLabel] != x.BundleID || rel.Labels[AgentNamespaceLabel] != d.agentNamespace {
+			if rel.Labels == nil {
+				rel.Labels = map[string]string{}
+			}
+			rel.Labels[BundleIDLabel], rel.Labels[AgentNamespaceLabel] = x.BundleID, d.agentNamespace
+			if err := ac.Releases.Update(rel); err != nil {
+				errs = append(errs, fmt.Errorf("labelling release %s/%s: %w", x.Namespace, x.Name, err))
+				continue
+			}
+		}
+		if err := d.writeLedger(ctx, ac, x.Namespace, x.Name, x.BundleID, x.DeleteNamespace, false); err != nil {
+			errs = append(errs, err)
 			continue
 		}
 		adopted++
@@ -724,18 +784,26 @@ func (d *Deployer) Uninstall(ctx context.Context, r *Release) error {
 	if err != nil {
 		return err
 	}
+	// Only a release of the ledger, from the revision the agent wrote: no hook or deletion of a
+	// revision someone else wrote runs with the agent's identity.
+	e, err := d.verified(ctx, ac, r.Namespace, r.Name)
+	if err != nil {
+		return fmt.Errorf("uninstalling: %w", err)
+	}
 	un := action.NewUninstall(ac)
 	un.IgnoreNotFound = true
 	if _, err := un.Run(r.Name); err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
 		return fmt.Errorf("uninstalling release %s/%s: %w", r.Namespace, r.Name, err)
 	}
-	if r.DeleteNamespace && r.Namespace != "default" && !strings.HasPrefix(r.Namespace, "kube-") {
+	// The namespace goes only when the bundle asked for it and the agent created it.
+	if e.DeleteNamespace && e.CreatedNamespace && r.Namespace != "default" && !strings.HasPrefix(r.Namespace, "kube-") &&
+		r.Namespace != d.agentNamespace {
 		err := d.kube.CoreV1().Namespaces().Delete(ctx, r.Namespace, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting namespace %s of release %s: %w", r.Namespace, r.Name, err)
 		}
 	}
-	return nil
+	return d.forgetLedger(ctx, r.Namespace, r.Name)
 }
 
 // Values are the Helm values to deploy with: helm.values, overridden by each valuesFrom source

@@ -4,6 +4,7 @@ package install
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -150,7 +151,7 @@ func AgentToken(ctx context.Context, api fleetcontrollers.Interface, kube kubern
 	if err != nil {
 		return "", err
 	}
-	v, err := issueToken(ctx, api, kube, o)
+	v, err := issueToken(ctx, api, kube, o, groupLabels)
 	if err != nil {
 		return "", err
 	}
@@ -201,9 +202,19 @@ func groupLabelsOf(api fleetcontrollers.Interface, o AgentTokenOptions) (map[str
 
 // issueToken creates a ClusterRegistrationToken and waits for the values the manager issues for
 // it.
-func issueToken(ctx context.Context, api fleetcontrollers.Interface, kube kubernetes.Interface, o AgentTokenOptions) (registration.Values, error) {
+func issueToken(ctx context.Context, api fleetcontrollers.Interface, kube kubernetes.Interface, o AgentTokenOptions,
+	groupLabels map[string]interface{}) (registration.Values, error) {
 	var v registration.Values
 	tok := &fleet.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name}}
+	if groupLabels != nil {
+		// The manager gives the token's Clusters these labels and no others, whatever the
+		// agent asks for.
+		restrict, err := json.Marshal(groupLabels)
+		if err != nil {
+			return v, err
+		}
+		tok.Annotations = map[string]string{registration.ClusterLabelsAnnotation: string(restrict)}
+	}
 	if o.Name == "" {
 		tok.GenerateName = "token-"
 	}

@@ -86,6 +86,20 @@ const (
 	CredentialReaderRole = "fleet-registration-credential-reader"
 	// TokenLabel marks what belongs to a ClusterRegistrationToken (its namespace/name hash).
 	TokenLabel = "fleet.cattle.io/cluster-registration-token"
+	// AllowReregistrationAnnotation ("true") on a Cluster lets the next registration with its
+	// clientID have it while its agent still checks in; the manager removes it once granted.
+	// Without it a registration waits until the Cluster's agent is Offline, so that a
+	// registration token and a Cluster's clientID are not enough to take a live Cluster over.
+	AllowReregistrationAnnotation = "fleet.cattle.io/allow-reregistration"
+	// RequesterAnnotation on a ClusterRegistration is the user that created it (an import
+	// identity: system:serviceaccount:<namespace>:import-<token>); the admission policy
+	// fleet-cluster-registration-requester (charts/fleet-crd) refuses any other value, so the
+	// manager knows which token a registration came with.
+	RequesterAnnotation = "fleet.cattle.io/requested-by"
+	// ClusterLabelsAnnotation on a ClusterRegistrationToken (JSON, label key to value; written by
+	// `fleet install agent-token --group`) restricts the Clusters registered with it to exactly
+	// these labels: what an agent asks for does not count.
+	ClusterLabelsAnnotation = "fleet.cattle.io/cluster-labels"
 	// ClientIDAnnotation on a Cluster created by registration records the agent's clientID.
 	ClientIDAnnotation = "fleet.cattle.io/client-id"
 	// IdentityAnnotation on a Cluster names the agent identity this manager gave it (set at

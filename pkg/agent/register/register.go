@@ -295,6 +295,11 @@ func request(ctx context.Context, cfg *rest.Config, v registration.Values, clien
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "request-", Namespace: v.ClusterNamespace},
 		Spec:       fleet.ClusterRegistrationSpec{ClientID: clientID, ClientRandom: nonce, ClusterLabels: labels},
 	}
+	// Who the token is, so the manager knows which token's rules apply (the admission policy
+	// checks the claim against the apiserver's own view of the request).
+	if who := tokenSubject(v.Token); who != "" {
+		want.Annotations = map[string]string{registration.RequesterAnnotation: who}
+	}
 	backoff := wait.Backoff{Duration: createRetry, Factor: 2, Steps: math.MaxInt32}
 	for try := 1; ; try++ {
 		got := &fleet.ClusterRegistration{}
@@ -658,4 +663,25 @@ func tokenTimes(token string) (time.Time, time.Time) {
 		}
 	}
 	return now, now.Add(assumedLifetime)
+}
+
+// tokenSubject is the user a ServiceAccount token authenticates as (its JWT's "sub" claim, read
+// without verifying the signature: the apiserver verifies the token, and the admission policy
+// that what it says is true), or "" for a token that is not a ServiceAccount's JWT.
+func tokenSubject(token string) string {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return ""
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return ""
+	}
+	var claims struct {
+		Sub string `json:"sub"`
+	}
+	if json.Unmarshal(payload, &claims) != nil || !strings.HasPrefix(claims.Sub, "system:serviceaccount:") {
+		return ""
+	}
+	return claims.Sub
 }

@@ -33,10 +33,12 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/controller/agentmanagement"
 	"github.com/fleetgo/fleet/pkg/controller/index"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/logfields"
 	"github.com/fleetgo/fleet/pkg/policy"
+	"github.com/fleetgo/fleet/pkg/restriction"
 	"github.com/fleetgo/fleet/pkg/summary"
 	"github.com/fleetgo/fleet/pkg/target"
 )
@@ -68,6 +70,8 @@ type Deps struct {
 	Namespaces        corecontrollers.NamespaceCache
 	// Policies are the namespaces' Policies (package policy); nil checks none.
 	Policies fleetcontrollers.PolicyController
+	// Restrictions are the namespaces' GitRepoRestrictions (package restriction); nil checks none.
+	Restrictions fleetcontrollers.GitRepoRestrictionController
 	// CheckinInterval is the agents' check-in interval, to tell offline clusters.
 	CheckinInterval func() time.Duration
 }
@@ -81,6 +85,7 @@ type handler struct {
 	contents fleetcontrollers.ContentController
 	mappings fleetcontrollers.BundleNamespaceMappingCache
 	policies fleetcontrollers.PolicyController
+	restrict fleetcontrollers.GitRepoRestrictionController
 	nsCache  corecontrollers.NamespaceCache
 	checkin  func() time.Duration
 	now      func() time.Time
@@ -102,7 +107,7 @@ func Register(ctx context.Context, d Deps) {
 	h := &handler{
 		bundles: d.Bundles, bds: d.BundleDeployments, bdCache: d.BundleDeployments.Cache(),
 		clusters: d.Clusters.Cache(), groups: d.ClusterGroups.Cache(), contents: d.Contents,
-		mappings: d.Mappings.Cache(), policies: d.Policies, nsCache: d.Namespaces, checkin: d.CheckinInterval, now: time.Now,
+		mappings: d.Mappings.Cache(), policies: d.Policies, restrict: d.Restrictions, nsCache: d.Namespaces, checkin: d.CheckinInterval, now: time.Now,
 		memo: newRenderMemo(), facts: newClusterFacts(), plans: newPlanCache(), created: &recentlyCreated{m: map[string]createdEntry{}},
 		writeSlots: make(chan struct{}, maxWritesInFlight),
 		cpu:        make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1)),
@@ -192,17 +197,26 @@ func (h *handler) watchTargeting(ctx context.Context, d Deps) {
 		}
 		return g, nil
 	})
+	// What a Bundle renders to depends on the Policies and GitRepoRestrictions: render it again.
+	rerender := func(key string) {
+		ns, _, _ := strings.Cut(key, "/")
+		h.plans.changed()
+		bundles, _ := d.Bundles.Cache().List(ns, labels.Everything())
+		for _, b := range bundles {
+			h.memo.forget(b)
+			d.Bundles.Enqueue(b.Namespace, b.Name)
+		}
+	}
 	if d.Policies != nil {
 		d.Policies.OnChange(ctx, "bundle-from-policy", func(key string, p *fleet.Policy) (*fleet.Policy, error) {
-			ns, _, _ := strings.Cut(key, "/")
-			h.plans.changed()
-			bundles, _ := d.Bundles.Cache().List(ns, labels.Everything())
-			for _, b := range bundles {
-				// What a Bundle renders to depends on the Policies now: render it again.
-				h.memo.forget(b)
-				d.Bundles.Enqueue(b.Namespace, b.Name)
-			}
+			rerender(key)
 			return p, nil
+		})
+	}
+	if d.Restrictions != nil {
+		d.Restrictions.OnChange(ctx, "bundle-from-restriction", func(key string, r *fleet.GitRepoRestriction) (*fleet.GitRepoRestriction, error) {
+			rerender(key)
+			return r, nil
 		})
 	}
 	d.Mappings.OnChange(ctx, "bundle-from-mapping", func(_ string, m *fleet.BundleNamespaceMapping) (*fleet.BundleNamespaceMapping, error) {
@@ -293,24 +307,54 @@ func (h *handler) reusable(b *fleet.Bundle) bool {
 // they refuse is Accepted=False naming the rule, and keeps what is deployed. The condition is
 // kept only where the namespace has Policies (or had).
 func (h *handler) applyPolicies(b *fleet.Bundle, status *fleet.BundleStatus) (bool, error) {
-	if h.policies == nil {
-		return false, nil
+	var set policy.Set
+	if h.policies != nil {
+		ps, err := h.policies.Cache().List(b.Namespace, labels.Everything())
+		if err != nil {
+			return false, err
+		}
+		set = policy.Combine(ps)
 	}
-	ps, err := h.policies.Cache().List(b.Namespace, labels.Everything())
+	restricted, err := h.restrictions(b)
 	if err != nil {
 		return false, err
 	}
-	set := policy.Combine(ps)
-	if !set.Any && fleet.FindCondition(status.Conditions, fleet.ConditionAccepted) == nil {
+	if !set.Any && !restricted.Any && fleet.FindCondition(status.Conditions, fleet.ConditionAccepted) == nil {
 		return false, nil
 	}
-	if err := set.Bundle(&b.Spec); err != nil {
-		fleet.SetCondition(&status.Conditions, fleet.ConditionAccepted, corev1.ConditionFalse, "PolicyViolation", err.Error(), h.now())
+	refuse := func(reason string, err error) (bool, error) {
+		fleet.SetCondition(&status.Conditions, fleet.ConditionAccepted, corev1.ConditionFalse, reason, err.Error(), h.now())
 		*status = h.rollup(b, *status, nil, nil, err)
 		return true, nil
 	}
+	if err := set.Bundle(&b.Spec); err != nil {
+		return refuse("PolicyViolation", err)
+	}
+	if err := restricted.Bundle(&b.Spec); err != nil {
+		return refuse("Restricted", fmt.Errorf("GitRepoRestriction %s: %w", strings.Join(restricted.Names, ", "), err))
+	}
 	fleet.SetCondition(&status.Conditions, fleet.ConditionAccepted, corev1.ConditionTrue, "", "", h.now())
 	return false, nil
+}
+
+// restrictions are the GitRepoRestrictions that bind the Bundle: its namespace's, unless it is
+// the manager's own agent Bundle of a Cluster of the namespace (agentmanagement), which deploys
+// the agent as the agent and is rewritten by the manager whenever it differs.
+func (h *handler) restrictions(b *fleet.Bundle) (restriction.Set, error) {
+	if h.restrict == nil {
+		return restriction.Set{}, nil
+	}
+	rs, err := h.restrict.Cache().List(b.Namespace, labels.Everything())
+	if err != nil || len(rs) == 0 {
+		return restriction.Set{}, err
+	}
+	if owner := metav1.GetControllerOf(b); owner != nil && owner.Kind == "Cluster" && b.Labels[fleet.ManagedLabel] == "true" &&
+		b.Name == agentmanagement.BundleName(owner.Name) {
+		if c, err := h.clusters.Get(b.Namespace, owner.Name); err == nil && c.UID == owner.UID {
+			return restriction.Set{}, nil
+		}
+	}
+	return restriction.Combine(rs), nil
 }
 
 // planned is one targeted cluster: where its BundleDeployment goes (none yet when the cluster

@@ -21,6 +21,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
@@ -171,6 +172,15 @@ func (h *handler) importCluster(c *fleet.Cluster) error {
 	}
 	if err := a.WithDynamicLookup().WithSetID("fleet-agent-import").WithDefaultNamespace(agentNS).ApplyObjects(objs...); err != nil {
 		return fmt.Errorf("installing the agent through %s: %w", where, err)
+	}
+	if c.Status.Agent.LastSeen.IsZero() || c.Annotations[registration.AllowReregistrationAnnotation] == "true" {
+		return nil
+	}
+	// The manager itself installed a new agent: its registration need not wait for the old
+	// agent to go Offline.
+	patch := []byte(`{"metadata":{"annotations":{"` + registration.AllowReregistrationAnnotation + `":"true"}}}`)
+	if _, err := h.Clusters.Patch(c.Namespace, c.Name, types.MergePatchType, patch); err != nil {
+		return fmt.Errorf("letting the new agent of cluster %s/%s register: %w", c.Namespace, c.Name, err)
 	}
 	return nil
 }

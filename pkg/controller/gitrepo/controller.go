@@ -37,6 +37,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/logfields"
 	"github.com/fleetgo/fleet/pkg/metrics"
 	"github.com/fleetgo/fleet/pkg/policy"
+	"github.com/fleetgo/fleet/pkg/restriction"
 	"github.com/fleetgo/fleet/pkg/summary"
 )
 
@@ -241,8 +242,8 @@ func (h *handler) reconcile(gr *fleet.GitRepo, st fleet.GitRepoStatus) (fleet.Gi
 		if err != nil {
 			return st, err
 		}
-		spec, err := restrict(gr.Spec, rs)
-		if err != nil {
+		spec := gr.Spec
+		if err := restriction.Combine(rs).GitRepo(&spec); err != nil {
 			fleet.SetCondition(&status.Conditions, fleet.ConditionAccepted, corev1.ConditionFalse, "Restricted", err.Error(), now)
 			h.rollup(gr, status, now)
 			return st, nil
@@ -427,7 +428,7 @@ func (h *handler) applyOptions(gr *fleet.GitRepo, commit string) apply.Options {
 	o.SyncGeneration = gr.Spec.ForceSyncGeneration
 	if h.Restrictions != nil {
 		if rs, err := h.Restrictions.Cache().List(gr.Namespace, labels.Everything()); err == nil {
-			o.AllowedTargetNamespaceSelector = namespaceSelector(rs)
+			o.AllowedTargetNamespaceSelector = restriction.Combine(rs).Selector
 		}
 	}
 	o.Labels = map[string]string{}

@@ -32,12 +32,15 @@ import (
 
 // Paths inside a GitRepo Job's pod.
 const (
-	jobWorkspace   = "/workspace"
-	jobCheckout    = jobWorkspace + "/repo"
-	jobConfig      = "/run/config"
-	jobGitSecret   = "/run/secrets/git"
-	jobHelmSecret  = "/run/secrets/helm"
-	jobHelmPaths   = "/run/secrets/helm-paths"
+	jobWorkspace  = "/workspace"
+	jobCheckout   = jobWorkspace + "/repo"
+	jobConfig     = "/run/config"
+	jobGitSecret  = "/run/secrets/git"
+	jobHelmSecret = "/run/secrets/helm"
+	jobHelmPaths  = "/run/secrets/helm-paths"
+	// jobTokenDir is where client-go looks for the pod's ServiceAccount token.
+	jobTokenDir    = "/var/run/secrets/kubernetes.io/serviceaccount"
+	jobTmp         = "/tmp"
 	targetsFileKey = "targets.yaml"
 	caFileKey      = "ca.pem"
 )
@@ -63,6 +66,9 @@ const (
 	jobDeadline   = 30 * time.Minute
 	jobCPURequest = "50m"
 	jobMemRequest = "64Mi"
+	// jobTokenLifetime is how long the token mounted into the apply step lives; the kubelet
+	// renews it before it expires, and client-go reads the renewed one.
+	jobTokenLifetime = 10 * time.Minute
 )
 
 // JobRules are all a GitRepo Job's ServiceAccount may do: `fleet apply` writes the Bundles (and
@@ -263,19 +269,53 @@ func (h *handler) jobPod(gr *fleet.GitRepo, commit string, cm *corev1.ConfigMap)
 	env = append(env, corev1.EnvVar{Name: "COMMIT", Value: commit},
 		// The pod runs as jobUID, not the image's user, whose home it may not read: Helm's
 		// cache and client-go's kubeconfig lookup use a home it owns.
-		corev1.EnvVar{Name: "HOME", Value: "/tmp"})
+		corev1.EnvVar{Name: "HOME", Value: jobTmp})
+
+	// The root filesystem is read-only: /tmp is the one place to write besides the workspace.
+	volumes = append(volumes, corev1.Volume{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		tokenVolume())
+	mounts = append(mounts, corev1.VolumeMount{Name: "tmp", MountPath: jobTmp})
+	// Only the apply step, which writes the Bundles, gets the ServiceAccount's token (a short-lived
+	// one); the clone step, which runs git against a server the tenant chose, gets none.
+	applyMounts = append(applyMounts, corev1.VolumeMount{Name: "tmp", MountPath: jobTmp},
+		corev1.VolumeMount{Name: "token", MountPath: jobTokenDir, ReadOnly: true})
 
 	uid := int64(1000)
 	requests := corev1.ResourceRequirements{Requests: corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse(jobCPURequest), corev1.ResourceMemory: resource.MustParse(jobMemRequest)}}
 	return &corev1.PodSpec{
 		RestartPolicy: corev1.RestartPolicyNever, Volumes: volumes, NodeSelector: maps.Clone(h.JobRunner.NodeSelector),
-		SecurityContext: &corev1.PodSecurityContext{RunAsUser: &uid, RunAsNonRoot: boolPtr(true), FSGroup: &uid},
+		AutomountServiceAccountToken: boolPtr(false),
+		// Pod Security "restricted".
+		SecurityContext: &corev1.PodSecurityContext{RunAsUser: &uid, RunAsGroup: &uid, RunAsNonRoot: boolPtr(true), FSGroup: &uid,
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 		InitContainers: []corev1.Container{{Name: "gitcloner", Image: h.JobRunner.Image, Command: []string{"fleet"}, Args: clone,
-			Env: env, VolumeMounts: mounts, Resources: requests, TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError}},
+			Env: env, VolumeMounts: mounts, Resources: requests, TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+			SecurityContext: restrictedContainer()}},
 		Containers: []corev1.Container{{Name: "fleet", Image: h.JobRunner.Image, Command: []string{"fleet"}, Args: applyArgs,
-			Env: env, VolumeMounts: applyMounts, Resources: requests, TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError}},
+			Env: env, VolumeMounts: applyMounts, Resources: requests, TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+			SecurityContext: restrictedContainer()}},
 	}, nil
+}
+
+// restrictedContainer is a container's part of Pod Security "restricted", with a read-only root.
+func restrictedContainer() *corev1.SecurityContext {
+	return &corev1.SecurityContext{AllowPrivilegeEscalation: boolPtr(false), ReadOnlyRootFilesystem: boolPtr(true),
+		RunAsNonRoot: boolPtr(true), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
+}
+
+// tokenVolume is what the kubelet mounts by default for a pod's ServiceAccount, with a short
+// lifetime: the token, the cluster's CA and the namespace.
+func tokenVolume() corev1.Volume {
+	secs := int64(jobTokenLifetime / time.Second)
+	return corev1.Volume{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+		{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: &secs}},
+		{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
+			Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+		{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "namespace",
+			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
+	}}}}
 }
 
 // cloneArgs are `fleet gitcloner`'s arguments for commit of the GitRepo (credentials apart).

@@ -14,6 +14,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
@@ -23,6 +25,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/logfields"
 	"github.com/fleetgo/fleet/pkg/names"
 	"github.com/fleetgo/fleet/pkg/registration"
+	"github.com/fleetgo/fleet/pkg/summary"
 	"github.com/fleetgo/fleet/pkg/target"
 )
 
@@ -200,8 +203,9 @@ func (r *registrations) pickedUp(reg *fleet.ClusterRegistration, cluster *fleet.
 }
 
 // onCheckIn looks at the Cluster's granted registrations whose credential Secret is still there
-// when its agent checks in, so that the Secret goes as soon as the agent has it. After that a
-// check-in costs an index lookup and a cache read per registration of the cluster.
+// when its agent checks in, so that the Secret goes as soon as the agent has it, and at those
+// still held (held). After that a check-in costs an index lookup and a cache read per
+// registration of the cluster.
 func (r *registrations) onCheckIn(_ string, c *fleet.Cluster) (*fleet.Cluster, error) {
 	if c == nil || c.Spec.ClientID == "" || c.Status.Agent.LastSeen.IsZero() {
 		return c, nil
@@ -211,7 +215,8 @@ func (r *registrations) onCheckIn(_ string, c *fleet.Cluster) (*fleet.Cluster, e
 		return c, nil
 	}
 	for _, reg := range regs {
-		if reg.Status.Granted && reg.Status.ClusterName == c.Name && r.pickedUp(reg, c) {
+		// A held registration looks again when the Cluster changes (an allowance, a check-in).
+		if !reg.Status.Granted || reg.Status.ClusterName == c.Name && r.pickedUp(reg, c) {
 			r.ClusterRegistrations.Enqueue(reg.Namespace, reg.Name)
 		}
 	}
@@ -232,12 +237,25 @@ func (r *registrations) grantRegistration(reg *fleet.ClusterRegistration, status
 	if err != nil {
 		return status, err
 	}
+	if wait, held := r.held(cluster, time.Now()); held {
+		r.log(reg).WithField("cluster", cluster.Name).Warn("registration held: the cluster's agent still checks in")
+		if r.Recorder != nil {
+			r.Recorder.Eventf(cluster, corev1.EventTypeWarning, "RegistrationHeld",
+				"registration %s/%s asks for this cluster while its agent checks in; it is granted once the cluster is Offline, "+
+					"or at once if the Cluster is annotated %s=true", reg.Namespace, reg.Name, registration.AllowReregistrationAnnotation)
+		}
+		r.ClusterRegistrations.EnqueueAfter(reg.Namespace, reg.Name, wait)
+		return status, nil
+	}
 	if cluster.Status.Namespace != target.ClusterNamespace(cluster) {
 		// The cluster controller has not given it its namespace yet.
 		r.ClusterRegistrations.EnqueueAfter(reg.Namespace, reg.Name, namespacePendingRetry)
 		return status, nil
 	}
 	if err := r.credential(reg, cluster); err != nil {
+		return status, err
+	}
+	if err := r.allowed(cluster); err != nil {
 		return status, err
 	}
 	r.forgetOlder(reg)
@@ -248,6 +266,36 @@ func (r *registrations) grantRegistration(reg *fleet.ClusterRegistration, status
 	}
 	status.Granted, status.ClusterName = true, cluster.Name
 	return status, nil
+}
+
+// held reports whether a registration for the Cluster must wait, and how long at most: its agent
+// has checked in and is not Offline, and no administrator allowed a new registration. Anyone
+// with a registration token of the namespace can ask for any clientID, and every Cluster shows
+// its own, so a registration is no proof of being the cluster's agent: a live Cluster keeps its
+// agent. A reinstalled agent gets its Cluster back once the old agent's silence makes the
+// Cluster Offline (three check-in intervals), or at once with AllowReregistrationAnnotation.
+func (r *registrations) held(c *fleet.Cluster, now time.Time) (time.Duration, bool) {
+	seen := c.Status.Agent.LastSeen
+	if seen.IsZero() || c.Annotations[registration.AllowReregistrationAnnotation] == "true" {
+		return 0, false
+	}
+	interval := r.Config.Get().WithDefaults().AgentCheckinInterval.Duration
+	if summary.Offline(c, interval, now) {
+		return 0, false
+	}
+	return seen.Add(summary.OfflineAfter*interval).Sub(now) + time.Second, true
+}
+
+// allowed removes the one-time AllowReregistrationAnnotation once a registration has used it.
+func (r *registrations) allowed(c *fleet.Cluster) error {
+	if _, ok := c.Annotations[registration.AllowReregistrationAnnotation]; !ok {
+		return nil
+	}
+	patch := []byte(`{"metadata":{"annotations":{"` + registration.AllowReregistrationAnnotation + `":null}}}`)
+	if _, err := r.Clusters.Patch(c.Namespace, c.Name, types.MergePatchType, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("removing %s from cluster %s/%s: %w", registration.AllowReregistrationAnnotation, c.Namespace, c.Name, err)
+	}
+	return nil
 }
 
 // credential grants the Cluster's agent its identity and applies the Secret its agent picks the
@@ -300,14 +348,21 @@ func (r *registrations) cluster(reg *fleet.ClusterRegistration) (*fleet.Cluster,
 	if found, err := r.Clusters.Cache().GetByIndex(byClientID, clientIDKey(reg.Namespace, reg.Spec.ClientID)); err == nil && len(found) > 0 {
 		return found[0], nil
 	}
-	labels := registration.SanitizeLabels(reg.Spec.ClusterLabels)
+	tokens, err := r.Tokens.Cache().List(reg.Namespace, labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	clusterLabels, dropped := registration.RegisteredLabels(reg, tokens)
+	if dropped != "" {
+		r.log(reg).Warn(dropped)
+	}
 	if r.Config.Get().IgnoreClusterRegistrationLabels {
-		labels = nil
+		clusterLabels = nil
 	}
 	c, err := r.Clusters.Create(&fleet.Cluster{
 		// With the cluster controller's finalizer from the start: one write fewer per
 		// registration in a storm.
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: reg.Namespace, Labels: labels, Finalizers: []string{fleet.ClusterFinalizer},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: reg.Namespace, Labels: clusterLabels, Finalizers: []string{fleet.ClusterFinalizer},
 			Annotations: map[string]string{registration.ClientIDAnnotation: reg.Spec.ClientID,
 				registration.IdentityAnnotation: registration.AgentIdentity(names.ClusterNamespace(reg.Namespace, name))}},
 		Spec: fleet.ClusterSpec{ClientID: reg.Spec.ClientID},
