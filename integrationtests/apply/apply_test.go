@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v3/pkg/registry"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
@@ -115,6 +116,35 @@ var _ = Describe("fleet apply", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(after.ResourceVersion).To(Equal(before.ResourceVersion), "nothing may be written")
 		Expect(bundleNames(ns)).To(ConsistOf("repo-good"))
+	})
+
+	It("takes over no Bundle of another GitRepo, a HelmOp or the manager with fleet.yaml name:, and writes nothing then", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		theirs := map[string]map[string]string{
+			"other-repo-app":   {fleet.RepoLabel: "other-repo"},
+			"helmop-web":       {fleet.HelmNameLabel: "web"},
+			"fleet-agent-edge": {fleet.ManagedLabel: "true"},
+		}
+		for name, labels := range theirs {
+			_, err := clients.Bundle().Create(&fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
+				Spec: fleet.BundleSpec{Resources: []fleet.BundleResource{{Name: "x.yaml", Content: "kind: ConfigMap\n"}}}})
+			Expect(err).NotTo(HaveOccurred())
+		}
+		for name, who := range map[string]string{"other-repo-app": "GitRepo other-repo", "helmop-web": "HelmOp web", "fleet-agent-edge": "the fleet manager"} {
+			root := repo(map[string]string{
+				"mine/fleet.yaml":  "defaultNamespace: mine\n",
+				"mine/cm.yaml":     "kind: ConfigMap\n",
+				"steal/fleet.yaml": "name: " + name + "\n",
+				"steal/cm.yaml":    "kind: ConfigMap\nmetadata: {name: stolen}\n",
+			})
+			_, err := run(ctx, apply.Options{Root: root, Options: bundlereader.Options{Name: "repo", Namespace: ns}})
+			Expect(err).To(MatchError(ContainSubstring("bundle " + ns + "/" + name + " belongs to " + who)))
+			b, err := clients.Bundle().Get(ns, name, metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(b.Spec.Resources[0].Name).To(Equal("x.yaml"), "its owner's content stays")
+			_, err = clients.Bundle().Get(ns, "repo-mine", metav1.GetOptions{})
+			Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nothing of the run is written")
+		}
 	})
 
 	It("embeds charts from a chart repository with basic auth, resolving the version constraint", func(ctx context.Context) {

@@ -62,12 +62,29 @@ func Decode(r fleet.BundleResource) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("resource %s: %w", r.Name, err)
 		}
-		zr, err := gzip.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			return nil, fmt.Errorf("resource %s: %w", r.Name, err)
-		}
-		defer zr.Close()
-		return io.ReadAll(zr)
+		return Gunzip(raw, "resource "+r.Name)
 	}
 	return nil, fmt.Errorf("resource %s: unknown encoding %q", r.Name, r.Encoding)
+}
+
+// MaxDecompressed bounds what one gzip payload (a compressed resource, a Content) may expand to:
+// an object of at most a few MiB that unpacks to gigabytes is an attack on whoever reads it.
+const MaxDecompressed = 64 << 20
+
+// Gunzip decompresses data, refusing more than MaxDecompressed bytes; what names the payload in
+// errors.
+func Gunzip(data []byte, what string) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	defer zr.Close()
+	out, err := io.ReadAll(io.LimitReader(zr, MaxDecompressed+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if len(out) > MaxDecompressed {
+		return nil, fmt.Errorf("%s: expands to more than %d MiB", what, MaxDecompressed>>20)
+	}
+	return out, nil
 }

@@ -186,6 +186,11 @@ func (d *Deployer) actionConfig(namespace, serviceAccount string) (*action.Confi
 	if err := ac.Init(getter, namespace, "secret", func(string, ...interface{}) {}); err != nil {
 		return nil, err
 	}
+	secrets, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ac.Releases = storage.Init(driver.NewSecrets(boundedSecrets{secrets.CoreV1().Secrets(namespace)}))
 	if kc, ok := ac.KubeClient.(*kube.Client); ok {
 		kc.Factory = &sharedValidators{Factory: kc.Factory, shared: d.disc}
 	}

@@ -105,17 +105,33 @@ func (s Set) HelmOp(spec *fleet.HelmOpSpec) error {
 	if err := allowed("helmSecretName", spec.HelmSecretName, s.HelmSecrets, "helmOp.allowedHelmSecretNames"); err != nil {
 		return err
 	}
-	if h := spec.Helm; h != nil {
-		if h.Repo != "" {
-			if err := matches("helm.repo", h.Repo, s.HelmRepoPatterns, "helmOp.allowedHelmRepoPatterns"); err != nil {
-				return err
-			}
-		}
-		if err := matches("helm.chart", h.Chart, s.ChartPatterns, "helmOp.allowedChartPatterns"); err != nil {
+	if err := s.chartSource("helm", spec.Helm, true); err != nil {
+		return err
+	}
+	// A target's helm options replace the HelmOp's per cluster: they are held to the same lists.
+	for i, t := range spec.Targets {
+		if err := s.chartSource(fmt.Sprintf("targets[%d].helm", i), t.Helm, false); err != nil {
 			return err
 		}
 	}
 	return s.Bundle(&spec.BundleSpec)
+}
+
+// chartSource checks helm.repo and helm.chart against the HelmOp allow-lists; for a target
+// (top false) an empty chart is the HelmOp's own, checked already.
+func (s Set) chartSource(field string, h *fleet.HelmOptions, top bool) error {
+	if h == nil {
+		return nil
+	}
+	if h.Repo != "" {
+		if err := matches(field+".repo", h.Repo, s.HelmRepoPatterns, "helmOp.allowedHelmRepoPatterns"); err != nil {
+			return err
+		}
+	}
+	if h.Chart == "" && !top {
+		return nil
+	}
+	return matches(field+".chart", h.Chart, s.ChartPatterns, "helmOp.allowedChartPatterns")
 }
 
 // Bundle checks the ServiceAccount of the Bundle and of each target, and turns namespace

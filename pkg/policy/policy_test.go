@@ -103,6 +103,26 @@ func TestHelmOpPatternsAndSecrets(t *testing.T) {
 			t.Errorf("%+v: error %v, want %s", tc.h, err, tc.want)
 		}
 	}
+	// A target's helm options are held to the same lists: they replace the HelmOp's per cluster.
+	for _, tc := range []struct {
+		h    fleet.HelmOptions
+		want string
+	}{
+		{fleet.HelmOptions{Repo: "https://evil.example.org/"}, "targets[0].helm.repo"},
+		{fleet.HelmOptions{Chart: "oci://evil.example.org/miner"}, "targets[0].helm.chart"},
+	} {
+		spec := ok
+		spec.Targets = []fleet.BundleTarget{{Name: "t", BundleDeploymentOptions: fleet.BundleDeploymentOptions{Helm: &tc.h}}}
+		if err := s.HelmOp(&spec); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "helmOp.allowed") {
+			t.Errorf("target %+v: error %v, want %s", tc.h, err, tc.want)
+		}
+	}
+	withTarget := ok
+	withTarget.Targets = []fleet.BundleTarget{{Name: "t", BundleDeploymentOptions: fleet.BundleDeploymentOptions{
+		Helm: &fleet.HelmOptions{Values: &fleet.GenericMap{Data: map[string]interface{}{"a": 1}}}}}}
+	if err := s.HelmOp(&withTarget); err != nil {
+		t.Errorf("a target that only sets values: %v", err)
+	}
 	bad := Combine([]*fleet.Policy{pol("a", func(p *fleet.Policy) { p.HelmOp = &fleet.HelmOpPolicy{AllowedChartPatterns: []string{"("}} })})
 	if err := bad.HelmOp(&ok); err == nil || !strings.Contains(err.Error(), "allowedChartPatterns") {
 		t.Fatalf("a broken pattern: %v", err)

@@ -1,16 +1,14 @@
 package deployer
 
 import (
-	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"fmt"
-	"io"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/lru"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/bundlereader"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/render"
 )
@@ -49,13 +47,9 @@ func (c *contentCache) Files(name string) (render.Files, error) {
 
 // decodeContent reads a Content: gzip of {"resources": [...]}.
 func decodeContent(content *fleet.Content) (render.Files, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(content.Content))
+	data, err := bundlereader.Gunzip(content.Content, "content "+content.Name)
 	if err != nil {
-		return nil, fmt.Errorf("content %s: %w", content.Name, err)
-	}
-	data, err := io.ReadAll(zr)
-	if err != nil {
-		return nil, fmt.Errorf("content %s: %w", content.Name, err)
+		return nil, err
 	}
 	var manifest struct {
 		Resources []fleet.BundleResource `json:"resources"`

@@ -97,6 +97,14 @@ func Run(ctx context.Context, o Options, bundles fleetcontrollers.BundleClient, 
 	if o.Output != "" {
 		return writeYAML(o.Output, read, out)
 	}
+	// Nothing is written when one Bundle may not be: no run is half applied.
+	for _, b := range read {
+		existing, err := bundles.Get(b.Namespace, b.Name, metav1.GetOptions{})
+		if err == nil && owner(existing) != "" && owner(existing) != owner(b) {
+			return fmt.Errorf("bundle %s/%s belongs to %s: a bundle of %s cannot take it over (fleet.yaml name: picks the Bundle's name)",
+				existing.Namespace, existing.Name, owner(existing), or(owner(b), "this run"))
+		}
+	}
 	for _, b := range read {
 		if err := createOrUpdate(bundles, b); err != nil {
 			return err
@@ -117,11 +125,11 @@ func applyImageScans(client fleetcontrollers.ImageScanClient, namespace, repo st
 	keep := map[string]bool{}
 	for _, want := range scans {
 		keep[want.Name] = true
-		err := upsert(client.Get, client.Create, client.Update, want, func(existing *fleet.ImageScan) *fleet.ImageScan {
+		err := upsert(client.Get, client.Create, client.Update, want, func(existing *fleet.ImageScan) (*fleet.ImageScan, error) {
 			updated := existing.DeepCopy()
 			updated.Labels = mergeLabels(existing.Labels, want.Labels)
 			updated.Spec = want.Spec
-			return updated
+			return updated, nil
 		})
 		if err != nil {
 			return fmt.Errorf("writing imagescan %s/%s: %w", want.Namespace, want.Name, err)
@@ -194,19 +202,46 @@ func writeYAML(dest string, bundles []*fleet.Bundle, out io.Writer) error {
 	return os.WriteFile(dest, buf.Bytes(), 0o644)
 }
 
-// createOrUpdate writes one Bundle, retrying when another writer changed it in between.
+// createOrUpdate writes one Bundle, retrying when another writer changed it in between. A
+// Bundle something else owns is not written over (see owner).
 func createOrUpdate(client fleetcontrollers.BundleClient, want *fleet.Bundle) error {
-	return upsert(client.Get, client.Create, client.Update, want, func(existing *fleet.Bundle) *fleet.Bundle {
+	return upsert(client.Get, client.Create, client.Update, want, func(existing *fleet.Bundle) (*fleet.Bundle, error) {
+		if who := owner(existing); who != "" && who != owner(want) {
+			return nil, fmt.Errorf("bundle %s/%s belongs to %s: a bundle of %s cannot take it over (fleet.yaml name: picks the Bundle's name)",
+				existing.Namespace, existing.Name, who, or(owner(want), "this run"))
+		}
 		updated := existing.DeepCopy()
 		updated.Labels = mergeLabels(existing.Labels, want.Labels)
 		updated.Spec = want.Spec
-		return updated
+		return updated, nil
 	})
+}
+
+// owner says what a Bundle belongs to: a GitRepo (its repo-name label), a HelmOp (its
+// fleet-helm-name label), the manager (the agent Bundles of agent management, or any Bundle
+// with a controller), or "" for a Bundle written by hand.
+func owner(b *fleet.Bundle) string {
+	switch {
+	case b.Labels[fleet.HelmNameLabel] != "":
+		return "HelmOp " + b.Labels[fleet.HelmNameLabel]
+	case b.Labels[fleet.ManagedLabel] == "true" || metav1.GetControllerOf(b) != nil:
+		return "the fleet manager"
+	case b.Labels[fleet.RepoLabel] != "":
+		return "GitRepo " + b.Labels[fleet.RepoLabel]
+	}
+	return ""
+}
+
+func or(s, otherwise string) string {
+	if s == "" {
+		return otherwise
+	}
+	return s
 }
 
 // upsert creates want, or updates the object there to merged(existing), retrying conflicts.
 func upsert[T metav1.Object](get func(ns, name string, o metav1.GetOptions) (T, error), create, update func(T) (T, error),
-	want T, merged func(existing T) T) error {
+	want T, merged func(existing T) (T, error)) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		existing, err := get(want.GetNamespace(), want.GetName(), metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -216,7 +251,11 @@ func upsert[T metav1.Object](get func(ns, name string, o metav1.GetOptions) (T, 
 		if err != nil {
 			return err
 		}
-		_, err = update(merged(existing))
+		updated, err := merged(existing)
+		if err != nil {
+			return err
+		}
+		_, err = update(updated)
 		return err
 	})
 }

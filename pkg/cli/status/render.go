@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
@@ -49,7 +50,7 @@ func Print(w io.Writer, r *Report, s Style) error {
 		if i > 0 {
 			b.WriteString("\n")
 		}
-		fmt.Fprintf(&b, "GitRepo %s/%s  %s  %d/%d clusters ready  %s\n", g.Namespace, g.Name, commitOf(g.Commit),
+		fmt.Fprintf(&b, "GitRepo %s/%s  %s  %d/%d clusters ready  %s\n", g.Namespace, g.Name, printable(commitOf(g.Commit)),
 			g.ReadyClusters, g.DesiredReadyClusters, s.state(g.State))
 		if g.LatestCommit != "" {
 			fmt.Fprintf(&b, "  %s\n", s.paint(yellow, "latest commit "+short(g.LatestCommit)+" is not applied yet"))
@@ -65,7 +66,7 @@ func Print(w io.Writer, r *Report, s Style) error {
 		}
 		for j, bu := range g.Bundles {
 			last := j == len(g.Bundles)-1
-			fmt.Fprintf(&b, "%s Bundle %s  %d/%d ready  %s\n", branch(last), bu.Name, bu.Ready, bu.Desired, s.state(bu.State))
+			fmt.Fprintf(&b, "%s Bundle %s  %d/%d ready  %s\n", branch(last), bu.Name, bu.Ready, bu.Desired, s.state(printable(bu.State)))
 			indent := "│  "
 			if last {
 				indent = "   "
@@ -75,7 +76,7 @@ func Print(w io.Writer, r *Report, s Style) error {
 				width = max(width, len(c.Name))
 			}
 			for k, c := range bu.Clusters {
-				fmt.Fprintf(&b, "%s%s %-*s  %s%s\n", indent, branch(k == len(bu.Clusters)-1), width, c.Name, s.state(c.State), s.details(c))
+				fmt.Fprintf(&b, "%s%s %-*s  %s%s\n", indent, branch(k == len(bu.Clusters)-1), width, printable(c.Name), s.state(printable(c.State)), s.details(c))
 			}
 		}
 	}
@@ -86,7 +87,7 @@ func Print(w io.Writer, r *Report, s Style) error {
 func (s Style) details(c Cluster) string {
 	var parts []string
 	if c.OlderCommit != "" {
-		parts = append(parts, s.paint(yellow, "still on commit "+short(c.OlderCommit)))
+		parts = append(parts, s.paint(yellow, "still on commit "+printable(short(c.OlderCommit))))
 	}
 	if c.Offline && c.LastSeen != nil {
 		parts = append(parts, s.paint(red, "offline "+ago(s.Now.Sub(*c.LastSeen))))
@@ -136,13 +137,26 @@ func ago(d time.Duration) string {
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }
 
-// oneLine keeps the first line of a message, at most 160 characters.
+// oneLine keeps the first line of a message, at most 160 characters, printable.
 func oneLine(msg string) string {
 	msg, _, _ = strings.Cut(msg, "\n")
+	msg = printable(msg)
 	if len(msg) > 160 {
 		msg = msg[:157] + "..."
 	}
 	return msg
+}
+
+// printable drops the characters a terminal would act on rather than show: control characters
+// (escape sequences start with one) and bidirectional overrides. Messages and names come from
+// status that agents and downstream objects wrote, and must not repaint or rewrite the screen.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
+			return -1
+		}
+		return r
+	}, s)
 }
 
 // PrintJSON writes the report as JSON, for scripts.

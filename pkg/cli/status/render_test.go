@@ -92,3 +92,24 @@ func TestProgressAndReady(t *testing.T) {
 		t.Error("Ready while a newer commit waits")
 	}
 }
+
+// Text agents and downstream objects wrote reaches the terminal without the characters a
+// terminal acts on: an escape sequence in a message cannot clear the screen or recolour it.
+func TestPrintStripsControlCharacters(t *testing.T) {
+	r := &Report{GitRepos: []GitRepo{{Namespace: "fleet-default", Name: "shop", State: "NotReady", Complete: true,
+		Error: "bad\x1b[2J\x1b]0;owned\x07 end",
+		Bundles: []Bundle{{Name: "shop-web", State: "NotReady", Clusters: []Cluster{
+			{Name: "prod\x1b[8m", State: "NotReady", Message: "1/2 replicas\x1b[31m \u202eevil\u009b1m\rover"}}}}}}}
+	var out bytes.Buffer
+	if err := Print(&out, r, Style{Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"\x1b", "\x07", "\r", "\u202e", "\u009b"} {
+		if bytes.Contains(out.Bytes(), []byte(c)) {
+			t.Errorf("output holds %q:\n%q", c, out.String())
+		}
+	}
+	if !bytes.Contains(out.Bytes(), []byte("1/2 replicas[31m evil1mover")) || !bytes.Contains(out.Bytes(), []byte("prod[8m")) {
+		t.Errorf("the printable rest is kept:\n%q", out.String())
+	}
+}
