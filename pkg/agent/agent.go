@@ -260,7 +260,7 @@ func adoptReleases(ctx context.Context, bds fleetcontrollers.BundleDeploymentCli
 		bd := &list.Items[i]
 		opts := &bd.Spec.Options
 		expected = append(expected, helmdeployer.Expected{Namespace: render.Namespace(opts), Name: render.ReleaseName(opts, bd.Name),
-			BundleID: bd.Name, DeleteNamespace: opts.DeleteNamespace})
+			BundleID: bd.Name, DeleteNamespace: opts.DeleteNamespace, ServiceAccount: opts.ServiceAccount})
 	}
 	return dep.AdoptReleases(ctx, expected)
 }

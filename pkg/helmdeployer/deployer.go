@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -63,6 +64,8 @@ type Deployer struct {
 	// slots bounds the Helm actions running at once (see ParallelActions).
 	slots chan struct{}
 	memo  releaseMemo
+	// clients are the impersonating clientsets, by ServiceAccount (see clientAs).
+	clients sync.Map
 }
 
 // ParallelActions is how many installs, upgrades, rollbacks and uninstalls run at once. Each
@@ -177,10 +180,7 @@ func owner(rel *release.Release) string {
 // actionConfig is Helm's configuration for releases in namespace, acting as the given
 // ServiceAccount of the agent's namespace (empty: the agent itself).
 func (d *Deployer) actionConfig(namespace, serviceAccount string) (*action.Configuration, error) {
-	cfg := rest.CopyConfig(d.cfg)
-	if serviceAccount != "" {
-		cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + d.agentNamespace + ":" + serviceAccount}
-	}
+	cfg := d.impersonating(serviceAccount)
 	ac := new(action.Configuration)
 	getter := &restGetter{cfg: cfg, namespace: namespace, shared: d.disc}
 	if err := ac.Init(getter, namespace, "secret", func(string, ...interface{}) {}); err != nil {
@@ -327,7 +327,7 @@ func (d *Deployer) deploy(ctx context.Context, in Input) (*Release, error) {
 		return nil, Permanent(err)
 	}
 	annotateChart(c, in)
-	ac, createdNS, err := d.prepare(ctx, ns, in)
+	ac, createdNS, sa, err := d.prepare(ctx, ns, in)
 	if err != nil {
 		return nil, err
 	}
@@ -338,7 +338,9 @@ func (d *Deployer) deploy(ctx context.Context, in Input) (*Release, error) {
 	run := &helmRun{ac: ac, name: name, ns: ns, opts: helmOpts, labels: d.releaseLabels(in),
 		post: &postRenderer{setID: SetID(in.BundleID), keep: opts.KeepResources, deleteCRDs: opts.DeleteCRDResources, kustomize: post,
 			namespace: opts.TargetNamespace, namespaced: d.disc.namespaced}}
-	if err := d.intend(ctx, ns, name, in.BundleID, opts.DeleteNamespace, createdNS, last); err != nil {
+	mine := entry{Namespace: ns, Name: name, BundleID: in.BundleID, DeleteNamespace: opts.DeleteNamespace, CreatedNamespace: createdNS,
+		ServiceAccount: sa}
+	if err := d.intend(ctx, mine, last); err != nil {
 		return nil, err
 	}
 	started := time.Now()
@@ -350,7 +352,7 @@ func (d *Deployer) deploy(ctx context.Context, in Input) (*Release, error) {
 	}
 	metrics.Deployed(last == nil, time.Since(started))
 	// Whatever revision the action left (a failed one, an atomic rollback's) is the agent's.
-	if lerr := d.writeLedger(ctx, ac, ns, name, in.BundleID, opts.DeleteNamespace, createdNS); lerr != nil {
+	if lerr := d.writeLedger(ctx, ac, mine); lerr != nil {
 		err = errors.Join(err, lerr)
 	}
 	if err != nil {
@@ -368,30 +370,30 @@ func (d *Deployer) deploy(ctx context.Context, in Input) (*Release, error) {
 // prepare readies the release namespace (allowed, created, labelled, the downstreamResources
 // copied into it) and returns Helm's configuration for it, acting as the bundle's service
 // account.
-func (d *Deployer) prepare(ctx context.Context, ns string, in Input) (*action.Configuration, bool, error) {
+func (d *Deployer) prepare(ctx context.Context, ns string, in Input) (ac *action.Configuration, created bool, sa string, err error) {
 	opts := &in.Options
-	sa, err := d.serviceAccount(ctx, opts.ServiceAccount)
+	as, sa, err := d.bundleClient(ctx, opts.ServiceAccount)
 	if err != nil {
-		return nil, false, err
+		return nil, false, "", err
 	}
 	if err := d.namespaceAllowed(ctx, ns, opts); err != nil {
-		return nil, false, err
+		return nil, false, "", err
 	}
-	created, err := d.ensureNamespace(ctx, ns, opts)
+	created, err = ensureNamespace(ctx, d.kube, as, ns, opts)
 	if err != nil {
-		return nil, false, err
+		return nil, false, "", err
 	}
-	if err := d.applyDownstream(ctx, ns, in.BundleID, in.Downstream); err != nil {
-		return nil, created, err
+	if err := applyDownstream(ctx, as, ns, in.BundleID, in.Downstream); err != nil {
+		return nil, created, "", err
 	}
-	ac, err := d.actionConfig(ns, sa)
+	ac, err = d.actionConfig(ns, sa)
 	if err != nil {
-		return nil, created, err
+		return nil, created, "", err
 	}
 	if ac.Capabilities, err = d.disc.capabilities(); err != nil {
-		return nil, created, err
+		return nil, created, "", err
 	}
-	return ac, created, nil
+	return ac, created, sa, nil
 }
 
 // releaseLabels are the labels of this agent's release records.
@@ -534,7 +536,7 @@ func annotateChart(c *chart.Chart, in Input) {
 const DownstreamLabel = "fleet.cattle.io/downstream-resource-of"
 
 // applyDownstream creates or updates the bundle's downstreamResources in namespace ns.
-func (d *Deployer) applyDownstream(ctx context.Context, ns, bundleID string, objs []metav1.Object) error {
+func applyDownstream(ctx context.Context, kube kubernetes.Interface, ns, bundleID string, objs []metav1.Object) error {
 	for _, o := range objs {
 		o.SetNamespace(ns)
 		labels := o.GetLabels()
@@ -546,9 +548,9 @@ func (d *Deployer) applyDownstream(ctx context.Context, ns, bundleID string, obj
 		var err error
 		switch obj := o.(type) {
 		case *corev1.Secret:
-			err = createOrUpdate(ctx, d.kube.CoreV1().Secrets(ns), obj)
+			err = createOrUpdate(ctx, kube.CoreV1().Secrets(ns), obj)
 		case *corev1.ConfigMap:
-			err = createOrUpdate(ctx, d.kube.CoreV1().ConfigMaps(ns), obj)
+			err = createOrUpdate(ctx, kube.CoreV1().ConfigMaps(ns), obj)
 		default:
 			err = fmt.Errorf("%T cannot be a downstream resource", o)
 		}
@@ -582,14 +584,17 @@ func createOrUpdate[T metav1.Object](ctx context.Context, c namespacedClient[T],
 }
 
 // ensureNamespace creates the release namespace when missing (unless createNamespace is false)
-// and keeps namespaceLabels and namespaceAnnotations on it.
-func (d *Deployer) ensureNamespace(ctx context.Context, name string, opts *fleet.BundleDeploymentOptions) (created bool, err error) {
-	ns, err := d.kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+// and keeps namespaceLabels and namespaceAnnotations on it, writing as kube (the bundle's
+// identity: a restricted bundle needs its ServiceAccount's right to create or label namespaces).
+func ensureNamespace(ctx context.Context, read, kube kubernetes.Interface, name string, opts *fleet.BundleDeploymentOptions) (created bool, err error) {
+	// Looked up as the agent (a namespace's labels are no secret, and a ServiceAccount may not
+	// get namespaces), written as the bundle's identity.
+	ns, err := read.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) && opts.CreateNamespace != nil && !*opts.CreateNamespace {
 		return false, fmt.Errorf("namespace %q does not exist, and createNamespace is false", name)
 	}
 	if apierrors.IsNotFound(err) {
-		_, err = d.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		_, err = kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 			Name: name, Labels: opts.NamespaceLabels, Annotations: opts.NamespaceAnnotations}}, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			return false, nil
@@ -620,7 +625,7 @@ func (d *Deployer) ensureNamespace(ctx context.Context, name string, opts *fleet
 	if !changed {
 		return false, nil
 	}
-	_, err = d.kube.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{})
+	_, err = kube.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{})
 	return false, err
 }
 
@@ -648,12 +653,12 @@ func (d *Deployer) Rollback(ctx context.Context, r *Release, serviceAccount stri
 		return fmt.Errorf("rolling back: %w", err)
 	}
 	if last, err := ac.Releases.Last(r.Name); err == nil {
-		if err := d.intend(ctx, r.Namespace, r.Name, e.BundleID, e.DeleteNamespace, e.CreatedNamespace, last); err != nil {
+		if err := d.intend(ctx, *e, last); err != nil {
 			return err
 		}
 	}
 	defer func() {
-		if lerr := d.writeLedger(ctx, ac, r.Namespace, r.Name, e.BundleID, e.DeleteNamespace, e.CreatedNamespace); lerr != nil {
+		if lerr := d.writeLedger(ctx, ac, *e); lerr != nil {
 			err = errors.Join(err, lerr)
 		}
 	}()
@@ -717,6 +722,8 @@ func (d *Deployer) Releases(bundleID string) ([]*Release, error) {
 type Expected struct {
 	Namespace, Name, BundleID string
 	DeleteNamespace           bool
+	// ServiceAccount is the one the BundleDeployment names (the release is uninstalled as it).
+	ServiceAccount string
 }
 
 // AdoptReleases enters into the ledger the releases of the BundleDeployments of this cluster
@@ -737,6 +744,9 @@ func (d *Deployer) AdoptReleases(ctx context.Context, expected []Expected) (int,
 		if err != nil {
 			errs = append(errs, err)
 			continue
+		}
+		if sa, err := d.serviceAccount(ctx, x.ServiceAccount); err == nil {
+			x.ServiceAccount = sa
 		}
 		rel, err := ac.Releases.Last(x.Name)
 		if errors.Is(err, driver.ErrReleaseNotFound) {
@@ -763,7 +773,8 @@ func (d *Deployer) AdoptReleases(ctx context.Context, expected []Expected) (int,
 				continue
 			}
 		}
-		if err := d.writeLedger(ctx, ac, x.Namespace, x.Name, x.BundleID, x.DeleteNamespace, false); err != nil {
+		if err := d.writeLedger(ctx, ac, entry{Namespace: x.Namespace, Name: x.Name, BundleID: x.BundleID, DeleteNamespace: x.DeleteNamespace,
+			ServiceAccount: x.ServiceAccount}); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -785,15 +796,27 @@ func (d *Deployer) Uninstall(ctx context.Context, r *Release) error {
 	}
 	defer d.release()
 	defer d.memo.forget(r.Namespace + "/" + r.Name)
-	ac, err := d.actionConfig(r.Namespace, "")
+	// As the ServiceAccount the release was deployed as, and only a release of the ledger, from
+	// the revision the agent wrote: no hook or deletion of a revision someone else wrote runs with
+	// the agent's identity.
+	recorded, err := d.ledgerEntry(ctx, r.Namespace, r.Name)
 	if err != nil {
 		return err
 	}
-	// Only a release of the ledger, from the revision the agent wrote: no hook or deletion of a
-	// revision someone else wrote runs with the agent's identity.
+	if recorded == nil {
+		return fmt.Errorf("uninstalling release %s/%s: %w", r.Namespace, r.Name, errNotRecorded)
+	}
+	ac, err := d.actionConfig(r.Namespace, recorded.ServiceAccount)
+	if err != nil {
+		return err
+	}
 	e, err := d.verified(ctx, ac, r.Namespace, r.Name)
 	if err != nil {
 		return fmt.Errorf("uninstalling: %w", err)
+	}
+	as, err := d.clientAs(e.ServiceAccount)
+	if err != nil {
+		return err
 	}
 	un := action.NewUninstall(ac)
 	un.IgnoreNotFound = true
@@ -803,7 +826,7 @@ func (d *Deployer) Uninstall(ctx context.Context, r *Release) error {
 	// The namespace goes only when the bundle asked for it and the agent created it.
 	if e.DeleteNamespace && e.CreatedNamespace && r.Namespace != "default" && !strings.HasPrefix(r.Namespace, "kube-") &&
 		r.Namespace != d.agentNamespace {
-		err := d.kube.CoreV1().Namespaces().Delete(ctx, r.Namespace, metav1.DeleteOptions{})
+		err := as.CoreV1().Namespaces().Delete(ctx, r.Namespace, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting namespace %s of release %s: %w", r.Namespace, r.Name, err)
 		}
@@ -827,7 +850,12 @@ func (d *Deployer) Values(ctx context.Context, opts *fleet.BundleDeploymentOptio
 	if len(opts.Helm.ValuesFrom) == 0 {
 		return values, "", nil
 	}
-	from, hash, err := readValuesFrom(ctx, d.kube, opts.Helm.ValuesFrom, render.Namespace(opts))
+	// Read as the bundle's ServiceAccount: a restricted bundle gets no Secret it could not read.
+	as, _, err := d.bundleClient(ctx, opts.ServiceAccount)
+	if err != nil {
+		return nil, "", err
+	}
+	from, hash, err := readValuesFrom(ctx, as, opts.Helm.ValuesFrom, render.Namespace(opts))
 	if err != nil {
 		return nil, "", err
 	}

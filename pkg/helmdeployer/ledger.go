@@ -44,6 +44,8 @@ type entry struct {
 	DeleteNamespace bool
 	// CreatedNamespace: the agent created the release namespace for it.
 	CreatedNamespace bool
+	// ServiceAccount is who the bundle deploys as ("": the agent): its uninstall runs as it too.
+	ServiceAccount string
 }
 
 func ledgerName(ns, name string) string {
@@ -57,7 +59,8 @@ func (e entry) configMap(agentNS string) *corev1.ConfigMap {
 			Labels: map[string]string{LedgerLabel: "true", BundleIDLabel: e.BundleID}},
 		Data: map[string]string{"namespace": e.Namespace, "name": e.Name, "bundleID": e.BundleID,
 			"version": strconv.Itoa(e.Version), "digest": e.Digest, "pending": strconv.Itoa(e.Pending),
-			"deleteNamespace": strconv.FormatBool(e.DeleteNamespace), "createdNamespace": strconv.FormatBool(e.CreatedNamespace)}}
+			"deleteNamespace": strconv.FormatBool(e.DeleteNamespace), "createdNamespace": strconv.FormatBool(e.CreatedNamespace),
+			"serviceAccount": e.ServiceAccount}}
 }
 
 func entryOf(cm *corev1.ConfigMap) entry {
@@ -65,7 +68,7 @@ func entryOf(cm *corev1.ConfigMap) entry {
 	v, _ := strconv.Atoi(d["version"])
 	pending, _ := strconv.Atoi(d["pending"])
 	return entry{Namespace: d["namespace"], Name: d["name"], BundleID: d["bundleID"], Version: v, Digest: d["digest"], Pending: pending,
-		DeleteNamespace: d["deleteNamespace"] == "true", CreatedNamespace: d["createdNamespace"] == "true"}
+		DeleteNamespace: d["deleteNamespace"] == "true", CreatedNamespace: d["createdNamespace"] == "true", ServiceAccount: d["serviceAccount"]}
 }
 
 // digest fingerprints what a revision would make the agent do: its manifest and its hooks.
@@ -118,40 +121,41 @@ func (d *Deployer) ledgerEntries(ctx context.Context, bundleID string) ([]entry,
 	return out, nil
 }
 
-// writeLedger records the release's newest revision, as the agent just left it.
-func (d *Deployer) writeLedger(ctx context.Context, ac *action.Configuration, ns, name, bundleID string, deleteNS, createdNS bool) error {
-	last, err := ac.Releases.Last(name)
+// writeLedger records the release's newest revision, as the agent just left it, for e (its
+// namespace, name, BundleDeployment, service account and namespace facts).
+func (d *Deployer) writeLedger(ctx context.Context, ac *action.Configuration, e entry) error {
+	last, err := ac.Releases.Last(e.Name)
 	if errors.Is(err, driver.ErrReleaseNotFound) {
-		return d.forgetLedger(ctx, ns, name)
+		return d.forgetLedger(ctx, e.Namespace, e.Name)
 	}
 	if err != nil {
-		return fmt.Errorf("reading release %s/%s to record it: %w", ns, name, err)
+		return fmt.Errorf("reading release %s/%s to record it: %w", e.Namespace, e.Name, err)
 	}
-	return d.record(ctx, ns, name, bundleID, deleteNS, createdNS, last, 0)
+	return d.record(ctx, e, last, 0)
 }
 
 // intend records, before an action, the revision it starts from (last, nil for none) and the
 // one it will write.
-func (d *Deployer) intend(ctx context.Context, ns, name, bundleID string, deleteNS, createdNS bool, last *release.Release) error {
+func (d *Deployer) intend(ctx context.Context, e entry, last *release.Release) error {
 	next := 1
 	if last != nil {
 		next = last.Version + 1
 	}
-	return d.record(ctx, ns, name, bundleID, deleteNS, createdNS, last, next)
+	return d.record(ctx, e, last, next)
 }
 
-func (d *Deployer) record(ctx context.Context, ns, name, bundleID string, deleteNS, createdNS bool, rel *release.Release, pending int) error {
-	if prev, err := d.ledgerEntry(ctx, ns, name); err != nil {
+func (d *Deployer) record(ctx context.Context, e entry, rel *release.Release, pending int) error {
+	if prev, err := d.ledgerEntry(ctx, e.Namespace, e.Name); err != nil {
 		return err
 	} else if prev != nil && prev.CreatedNamespace {
-		createdNS = true
+		e.CreatedNamespace = true
 	}
-	e := entry{Namespace: ns, Name: name, BundleID: bundleID, DeleteNamespace: deleteNS, CreatedNamespace: createdNS, Pending: pending}
+	e.Version, e.Digest, e.Pending = 0, "", pending
 	if rel != nil {
 		e.Version, e.Digest = rel.Version, digest(rel)
 	}
 	if err := createOrUpdate(ctx, d.kube.CoreV1().ConfigMaps(d.agentNamespace), e.configMap(d.agentNamespace)); err != nil {
-		return fmt.Errorf("recording release %s/%s in the ledger: %w", ns, name, err)
+		return fmt.Errorf("recording release %s/%s in the ledger: %w", e.Namespace, e.Name, err)
 	}
 	return nil
 }

@@ -1,0 +1,82 @@
+package agent_test
+
+import (
+	"context"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+)
+
+// limitedServiceAccount makes a ServiceAccount of the agent's namespace that may write
+// ConfigMaps and Secrets (a release's objects and its Helm records) in namespace ns, and nothing
+// else: what a downstream administrator gives a tenant's bundles.
+func limitedServiceAccount(ctx context.Context, name, ns string) {
+	_, err := local.CoreV1().ServiceAccounts(agentNS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	_, err = local.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: []string{"*"}}}}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	_, err = local.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: agentNS, Name: name}}}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+}
+
+var _ = Describe("a bundle with a serviceAccount", func() {
+	It("takes every downstream step as that ServiceAccount: no valuesFrom Secret, namespace label or namespace it may not touch", func(ctx context.Context) {
+		sa, app, elsewhere := unique("limited"), unique("limited-app"), unique("elsewhere")
+		ensureNS(ctx, app)
+		ensureNS(ctx, elsewhere)
+		limitedServiceAccount(ctx, sa, app)
+		_, err := local.CoreV1().Secrets(elsewhere).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "not-theirs"},
+			Data: map[string][]byte{"values.yaml": []byte("stolen: hunter2\n")}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		errApplied := func(name string, want ...string) {
+			Eventually(func(g Gomega) {
+				b := bd(name)
+				g.Expect(b).NotTo(BeNil())
+				g.Expect(b.Status.Display.State).To(Equal(string(fleet.ErrApplied)))
+				for _, w := range want {
+					g.Expect(b.Status.Display.Deployed).To(ContainSubstring(w))
+				}
+			}).Should(Succeed(), name)
+		}
+
+		// It deploys into the namespace it may write.
+		ok := unique("limited-ok")
+		newBundle(ok, fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: app, ServiceAccount: sa},
+			Resources: []fleet.BundleResource{res("cm.yaml", configMap(ok))}})
+		readyAndCurrent(ok)
+
+		// Another namespace's Secret, through valuesFrom.
+		values := unique("limited-values")
+		newBundle(values, fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: app, ServiceAccount: sa,
+			Helm: &fleet.HelmOptions{ValuesFrom: []fleet.ValuesFrom{{SecretKeyRef: &fleet.SecretKeySelector{
+				Name: "not-theirs", Namespace: elsewhere}}}}},
+			Resources: []fleet.BundleResource{res("cm.yaml", configMap(values))}})
+		errApplied(values, "helm.valuesFrom[0].secretKeyRef", "forbidden")
+		Expect(cmData(app, values)()).To(BeNil(), "nothing was deployed")
+
+		// Pod Security switched off through namespaceLabels.
+		labels := unique("limited-labels")
+		newBundle(labels, fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: app, ServiceAccount: sa,
+			NamespaceLabels: map[string]string{"pod-security.kubernetes.io/enforce": "privileged"}},
+			Resources: []fleet.BundleResource{res("cm.yaml", configMap(labels))}})
+		errApplied(labels, "forbidden")
+		n, err := local.CoreV1().Namespaces().Get(ctx, app, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(n.Labels).NotTo(HaveKey("pod-security.kubernetes.io/enforce"))
+
+		// A namespace of its own making.
+		fresh := unique("limited-fresh")
+		newBundle(fresh, fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: fresh, ServiceAccount: sa},
+			Resources: []fleet.BundleResource{res("cm.yaml", configMap(fresh))}})
+		errApplied(fresh, "forbidden")
+		Expect(namespaceExists(ctx, fresh)()).To(BeFalse(), "no namespace was created")
+	})
+})
