@@ -9,6 +9,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/fleetgo/fleet/integrationtests/testenv"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
@@ -78,5 +79,44 @@ var _ = Describe("a bundle with a serviceAccount", func() {
 			Resources: []fleet.BundleResource{res("cm.yaml", configMap(fresh))}})
 		errApplied(fresh, "forbidden")
 		Expect(namespaceExists(ctx, fresh)()).To(BeFalse(), "no namespace was created")
+	})
+})
+
+var _ = Describe("Secrets a Bundle names", func() {
+	It("copies no cluster's kubeconfig or manager credential downstream through downstreamResources", func(ctx context.Context) {
+		mgr, err := manager.Clientset()
+		Expect(err).NotTo(HaveOccurred())
+		kubeconfig, imported, name := unique("edge-kubeconfig"), unique("edge"), unique("exfil")
+		// A cluster imported by kubeconfig, as Rancher keeps them beside the GitRepos of fleet-default.
+		_, err = mgr.CoreV1().Secrets(fleet.DefaultNamespace).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: kubeconfig},
+			Data: map[string][]byte{"value": []byte("cluster-admin of " + imported)}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = api.Cluster().Create(&fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: imported, Namespace: fleet.DefaultNamespace},
+			Spec: fleet.ClusterSpec{KubeConfigSecret: kubeconfig}})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { _ = api.Cluster().Delete(fleet.DefaultNamespace, imported, nil) })
+
+		ns := unique("exfil-ns")
+		newBundle(name, fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns, DownstreamResources: []fleet.DownstreamResource{
+				{Kind: "Secret", Name: kubeconfig}}},
+			Resources: []fleet.BundleResource{res("cm.yaml", configMap("app", "k", "v"))},
+		})
+		Eventually(func() []string {
+			ev, _ := testenv.Events(ctx, mgr, fleet.DefaultNamespace, "Bundle", name)
+			return ev["SecretRefused"]
+		}).Should(ContainElement(ContainSubstring("it is the kubeConfigSecret of a Cluster")))
+		Eventually(func(g Gomega) {
+			b := bd(name)
+			g.Expect(b).NotTo(BeNil())
+			g.Expect(b.Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring("downstreamResources[0]: Secret "+kubeconfig))))
+		}).Should(Succeed())
+		copies, err := mgr.CoreV1().Secrets(clusterNS).List(ctx, metav1.ListOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		for _, s := range copies.Items {
+			Expect(string(s.Data["value"])).NotTo(ContainSubstring("cluster-admin of"), "copied into the cluster namespace as %s", s.Name)
+		}
+		_, err = local.CoreV1().Secrets(ns).Get(ctx, kubeconfig, metav1.GetOptions{})
+		Expect(err).To(HaveOccurred(), "nothing reached the downstream cluster")
 	})
 })

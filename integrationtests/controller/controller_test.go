@@ -37,12 +37,15 @@ var _ = Describe("bootstrap", func() {
 		}).Should(Equal("WaitCheckIn"), "a cluster whose agent never checked in says so")
 
 		// The local cluster's agent is installed through the kubeconfig the controller wrote for
-		// its own cluster, into a namespace apart from the manager's.
+		// its own cluster, into a namespace apart from the manager's. That credential is the
+		// manager's own: it is kept in the system namespace, out of reach of fleet-local's GitRepos.
 		var secret *corev1.Secret
 		Eventually(func() (err error) {
-			secret, err = kube.CoreV1().Secrets("fleet-local").Get(ctx, "local-cluster", metav1.GetOptions{})
+			secret, err = kube.CoreV1().Secrets("cattle-fleet-system").Get(ctx, "local-cluster", metav1.GetOptions{})
 			return err
 		}).Should(Succeed())
+		_, err := kube.CoreV1().Secrets("fleet-local").Get(ctx, "local-cluster", metav1.GetOptions{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no manager credential in fleet-local: %v", err)
 		kc, err := clientcmd.RESTConfigFromKubeConfig(secret.Data["value"])
 		Expect(err).NotTo(HaveOccurred())
 		Expect(kc.Host).To(Equal(cluster.RESTConfig().Host))

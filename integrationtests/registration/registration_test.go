@@ -606,12 +606,15 @@ var _ = Describe("cluster registration", Ordered, func() {
 				g.Expect(cond.Message).To(ContainSubstring(c.Spec.KubeConfigSecret))
 			}
 		}
-		// The local Cluster's credential is the manager's own: bootstrap wrote it in fleet-local.
-		_, err := api.Cluster().Create(&fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "borrower", Namespace: fleet.DefaultNamespace},
+		// The local Cluster's credential is the manager's own: bootstrap wrote it in the system
+		// namespace (and none in fleet-local, where a GitRepo could name it).
+		_, err := managerKube.CoreV1().Secrets(fleet.LocalNamespace).Get(context.Background(), "local-cluster", metav1.GetOptions{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no manager credential in fleet-local: %v", err)
+		_, err = api.Cluster().Create(&fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "borrower", Namespace: fleet.DefaultNamespace},
 			Spec: fleet.ClusterSpec{KubeConfigSecret: "local-cluster", KubeConfigSecretNamespace: fleet.LocalNamespace, AgentNamespace: "borrowed"}})
 		Expect(err).NotTo(HaveOccurred())
 		_, err = api.Cluster().Create(&fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "neighbour", Namespace: fleet.LocalNamespace},
-			Spec: fleet.ClusterSpec{KubeConfigSecret: "local-cluster", AgentNamespace: "borrowed"}})
+			Spec: fleet.ClusterSpec{KubeConfigSecret: "local-cluster", KubeConfigSecretNamespace: systemNS, AgentNamespace: "borrowed"}})
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(imported(fleet.DefaultNamespace, "borrower")).Should(Succeed())
 		Eventually(imported(fleet.LocalNamespace, "neighbour")).Should(Succeed())

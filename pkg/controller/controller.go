@@ -49,6 +49,7 @@ import (
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/leader"
 	"github.com/fleetgo/fleet/pkg/metrics"
+	"github.com/fleetgo/fleet/pkg/secretuse"
 	"github.com/fleetgo/fleet/pkg/serve"
 )
 
@@ -191,6 +192,8 @@ type wiring struct {
 	children apply.Apply
 	recorder record.EventRecorder
 	checkin  func() time.Duration
+	// guard decides which Secrets objects may name (package secretuse).
+	guard secretuse.Guard
 	// configChanged brings every Cluster back (its agent Bundle, its staleness) once the Cluster
 	// controller runs.
 	configChanged atomic.Pointer[func()]
@@ -235,7 +238,8 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 		}
 	}
 	w := &wiring{kube: kube, f: f, c: c, r: r, children: children, recorder: events.NewRecorder(ctx, kube, "fleet-controller"),
-		checkin: func() time.Duration { return o.Config.Get().AgentCheckinInterval.Duration }}
+		checkin: func() time.Duration { return o.Config.Get().AgentCheckinInterval.Duration },
+		guard:   secretuse.ForClusters(f.Cluster().Cache())}
 	index.Register(f.BundleDeployment())
 	watchConfig(ctx, c, o.SystemNamespace, o.Config, &w.configChanged)
 	bundle.Register(ctx, bundle.Deps{
@@ -254,9 +258,9 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 		return err
 	}
 	helmop.Register(ctx, helmop.Deps{HelmOps: f.HelmOp(), Bundles: f.Bundle(), BundleDeployments: f.BundleDeployment(),
-		Secrets: c.Secret().Cache(), Apply: bundles.WithSetOwnerReference(false, false), Policies: f.Policy()})
+		Secrets: c.Secret().Cache(), Apply: bundles.WithSetOwnerReference(false, false), Policies: f.Policy(), Guard: w.guard})
 	observe(ctx, w, o)
-	downstream.Register(ctx, kube, f.BundleDeployment(), c.Secret())
+	downstream.Register(ctx, kube, f.BundleDeployment(), c.Secret(), w.guard, w.recorder)
 	if !sharded {
 		if err := startManagement(ctx, w, o); err != nil {
 			return err
@@ -289,10 +293,10 @@ func startClusters(ctx context.Context, w *wiring, o Options) {
 	kube, f, c, children, checkin := w.kube, w.f, w.c, w.children, w.checkin
 	settings := agentmanagement.Settings(o.AgentImage, o.AgentDebug, o.Config)
 	steps := []cluster.StatusStep{clusterimport.Register(ctx, clusterimport.Deps{Kube: kube, Clusters: f.Cluster(),
-		Tokens: f.ClusterRegistrationToken(), Settings: settings, Config: o.Config})}
+		Tokens: f.ClusterRegistrationToken(), Settings: settings, Config: o.Config, SystemNamespace: o.SystemNamespace})}
 	if o.ManageAgents && o.AgentImage != "" {
 		agentStatus := agentmanagement.Register(ctx, agentmanagement.Deps{Clusters: f.Cluster(), Bundles: f.Bundle(),
-			BundleDeployments: f.BundleDeployment(), Settings: settings, AgentConfig: clusterimport.AgentConfig(c.Secret().Cache())})
+			BundleDeployments: f.BundleDeployment(), Settings: settings, AgentConfig: clusterimport.AgentConfig(c.Secret().Cache(), o.SystemNamespace)})
 		steps = append(steps, agentStatus)
 	}
 	// A new configuration brings every Cluster back: its agent Bundle (agent management's
@@ -446,10 +450,12 @@ func startGitOps(ctx context.Context, cfg *rest.Config, scf lassocontroller.Shar
 	}
 	gitrepo.Register(ctx, gitrepo.Deps{Kube: kube, GitRepos: f.GitRepo(), Bundles: f.Bundle(), BundleDeployments: f.BundleDeployment(),
 		Clusters: f.Cluster(), Runs: o.GitRuns, RunTimeout: o.GitRunTimeout, CheckinInterval: w.checkin, Config: o.Config,
-		JobRunner: jobs, Restrictions: f.GitRepoRestriction(), Secrets: c.Secret(), Policies: f.Policy(), ImageScans: f.ImageScan()})
+		JobRunner: jobs, Restrictions: f.GitRepoRestriction(), Secrets: c.Secret(), Policies: f.Policy(), ImageScans: f.ImageScan(),
+		Guard: w.guard})
 	serve.Run(ctx, o.WebhookAddr, &gitrepo.Webhook{Kube: kube, GitRepos: f.GitRepo(), SystemNamespace: o.SystemNamespace})
 	if o.ImageScanEnabled {
-		imagescan.Register(ctx, imagescan.Deps{ImageScans: f.ImageScan(), GitRepos: f.GitRepo().Cache(), Secrets: c.Secret().Cache()})
+		imagescan.Register(ctx, imagescan.Deps{ImageScans: f.ImageScan(), GitRepos: f.GitRepo().Cache(), Secrets: c.Secret().Cache(),
+			Guard: w.guard})
 	}
 	return nil
 }

@@ -46,8 +46,9 @@ func TestControllerManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The CRD chart also holds the admission policy that keeps agents to status.agent.
-	if k := kinds(t, crds); len(k) != 3 || k["CustomResourceDefinition"] < 10 || k["ValidatingAdmissionPolicy"] != 1 || k["ValidatingAdmissionPolicyBinding"] != 1 {
+	// The CRD chart also holds the admission policies that keep agents to status.agent and
+	// registrations to the token they came with.
+	if k := kinds(t, crds); len(k) != 3 || k["CustomResourceDefinition"] < 10 || k["ValidatingAdmissionPolicy"] != 2 || k["ValidatingAdmissionPolicyBinding"] != 2 {
 		t.Fatalf("--crds-only kinds: %v", k)
 	}
 }

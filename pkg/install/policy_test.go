@@ -35,16 +35,19 @@ func TestAgentStatusPolicyGuardsEveryManagerField(t *testing.T) {
 		}
 		switch head.Kind {
 		case "ValidatingAdmissionPolicy":
-			policy = &admissionv1.ValidatingAdmissionPolicy{}
-			if err := yaml.UnmarshalStrict([]byte(doc), policy); err != nil {
+			p := &admissionv1.ValidatingAdmissionPolicy{}
+			if err := yaml.UnmarshalStrict([]byte(doc), p); err != nil {
 				t.Fatal(err)
+			}
+			if p.Name == "fleet-agent-cluster-status" {
+				policy = p
 			}
 		case "ValidatingAdmissionPolicyBinding":
 			var b admissionv1.ValidatingAdmissionPolicyBinding
 			if err := yaml.UnmarshalStrict([]byte(doc), &b); err != nil {
 				t.Fatal(err)
 			}
-			bound = b.Spec.PolicyName == "fleet-agent-cluster-status" && slices.Contains(b.Spec.ValidationActions, admissionv1.Deny)
+			bound = bound || b.Spec.PolicyName == "fleet-agent-cluster-status" && slices.Contains(b.Spec.ValidationActions, admissionv1.Deny)
 		}
 	}
 	if policy == nil || !bound {

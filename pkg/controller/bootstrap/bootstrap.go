@@ -28,7 +28,9 @@ import (
 const LocalClusterName = "local"
 
 // LocalKubeconfigSecret holds (key "value") the kubeconfig through which the manager installs
-// the agent of its own cluster.
+// the agent of its own cluster. It is the manager's own credential, so it lives in the manager's
+// system namespace, where no GitRepo, HelmOp or Bundle is (Fleet keeps it in fleet-local, where
+// a GitRepo of fleet-local could name it and have it copied to its clusters).
 const LocalKubeconfigSecret = "local-cluster"
 
 // LocalAgentNamespace is where the management cluster's own agent runs, apart from the
@@ -44,7 +46,7 @@ func Run(ctx context.Context, systemNamespace string, cfg *rest.Config, kube kub
 			return fmt.Errorf("bootstrap: namespace %s: %w", ns, err)
 		}
 	}
-	if err := localKubeconfig(ctx, cfg, kube); err != nil {
+	if err := localKubeconfig(ctx, systemNamespace, cfg, kube); err != nil {
 		return err
 	}
 	_, err := api.ClusterGroup().Create(&fleet.ClusterGroup{
@@ -56,11 +58,40 @@ func Run(ctx context.Context, systemNamespace string, cfg *rest.Config, kube kub
 	}
 	_, err = api.Cluster().Create(&fleet.Cluster{
 		ObjectMeta: metav1.ObjectMeta{Name: LocalClusterName, Namespace: fleet.LocalNamespace, Labels: map[string]string{"name": LocalClusterName}},
-		Spec: fleet.ClusterSpec{KubeConfigSecret: LocalKubeconfigSecret, KubeConfigSecretNamespace: fleet.LocalNamespace,
+		Spec: fleet.ClusterSpec{KubeConfigSecret: LocalKubeconfigSecret, KubeConfigSecretNamespace: systemNamespace,
 			AgentNamespace: LocalAgentNamespace},
 	})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("bootstrap: cluster %s/%s: %w", fleet.LocalNamespace, LocalClusterName, err)
+	}
+	return moveLocalKubeconfig(ctx, systemNamespace, kube, api)
+}
+
+// moveLocalKubeconfig takes the manager's credential out of fleet-local, where earlier builds
+// wrote it: the local Cluster is pointed at the system namespace's copy, and the Secret it wrote
+// in fleet-local (labelled managed) is deleted. A Secret a user made there is left alone.
+func moveLocalKubeconfig(ctx context.Context, systemNamespace string, kube kubernetes.Interface, api fleetcontrollers.Interface) error {
+	c, err := api.Cluster().Get(fleet.LocalNamespace, LocalClusterName, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("bootstrap: cluster %s/%s: %w", fleet.LocalNamespace, LocalClusterName, err)
+	}
+	old, err := kube.CoreV1().Secrets(fleet.LocalNamespace).Get(ctx, LocalKubeconfigSecret, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil || old.Labels[fleet.ManagedLabel] != "true" {
+		return err
+	}
+	if c.Spec.KubeConfigSecret == LocalKubeconfigSecret && (c.Spec.KubeConfigSecretNamespace == "" || c.Spec.KubeConfigSecretNamespace == fleet.LocalNamespace) {
+		c = c.DeepCopy()
+		c.Spec.KubeConfigSecretNamespace = systemNamespace
+		if _, err := api.Cluster().Update(c); err != nil {
+			return fmt.Errorf("bootstrap: pointing cluster %s/%s at %s/%s: %w", c.Namespace, c.Name, systemNamespace, LocalKubeconfigSecret, err)
+		}
+	}
+	err = kube.CoreV1().Secrets(fleet.LocalNamespace).Delete(ctx, LocalKubeconfigSecret, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("bootstrap: deleting %s/%s: %w", fleet.LocalNamespace, LocalKubeconfigSecret, err)
 	}
 	return nil
 }
@@ -69,7 +100,7 @@ func Run(ctx context.Context, systemNamespace string, cfg *rest.Config, kube kub
 // server and its CA also as apiServerURL and apiServerCA). A Secret it wrote before (labelled
 // managed) is brought up to date, so a restarted manager hands on its current credential (in a
 // pod, a ServiceAccount token that expires); one a user made is left alone.
-func localKubeconfig(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface) error {
+func localKubeconfig(ctx context.Context, namespace string, cfg *rest.Config, kube kubernetes.Interface) error {
 	if cfg == nil {
 		return nil
 	}
@@ -77,14 +108,14 @@ func localKubeconfig(ctx context.Context, cfg *rest.Config, kube kubernetes.Inte
 	if err != nil {
 		return err
 	}
-	secrets := kube.CoreV1().Secrets(fleet.LocalNamespace)
+	secrets := kube.CoreV1().Secrets(namespace)
 	// The labels name the one Cluster this credential may serve (see clusterimport).
 	want := map[string]string{fleet.ManagedLabel: "true", fleet.ClusterLabel: LocalClusterName, fleet.ClusterNamespaceLabel: fleet.LocalNamespace}
 	cur, err := secrets.Get(ctx, LocalKubeconfigSecret, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		_, err = secrets.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: LocalKubeconfigSecret, Namespace: fleet.LocalNamespace, Labels: want},
+			ObjectMeta: metav1.ObjectMeta{Name: LocalKubeconfigSecret, Namespace: namespace, Labels: want},
 			Data:       data}, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			err = nil
@@ -101,7 +132,7 @@ func localKubeconfig(ctx context.Context, cfg *rest.Config, kube kubernetes.Inte
 		_, err = secrets.Update(ctx, cur, metav1.UpdateOptions{})
 	}
 	if err != nil {
-		return fmt.Errorf("bootstrap: secret %s/%s: %w", fleet.LocalNamespace, LocalKubeconfigSecret, err)
+		return fmt.Errorf("bootstrap: secret %s/%s: %w", namespace, LocalKubeconfigSecret, err)
 	}
 	return nil
 }

@@ -11,8 +11,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-
-	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
 func TestLocalKubeconfigFollowsTheManagersToken(t *testing.T) {
@@ -22,7 +20,7 @@ func TestLocalKubeconfigFollowsTheManagersToken(t *testing.T) {
 		TLSClientConfig: rest.TLSClientConfig{CAData: []byte("ca")}}
 	kube := fake.NewSimpleClientset()
 	token := func() string {
-		s, err := kube.CoreV1().Secrets(fleet.LocalNamespace).Get(ctx, LocalKubeconfigSecret, metav1.GetOptions{})
+		s, err := kube.CoreV1().Secrets("cattle-fleet-system").Get(ctx, LocalKubeconfigSecret, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +37,7 @@ func TestLocalKubeconfigFollowsTheManagersToken(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte("first\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := localKubeconfig(ctx, cfg, kube); err != nil {
+	if err := localKubeconfig(ctx, "cattle-fleet-system", cfg, kube); err != nil {
 		t.Fatal(err)
 	}
 	if got := token(); got != "first" {
@@ -49,7 +47,7 @@ func TestLocalKubeconfigFollowsTheManagersToken(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte("second\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := localKubeconfig(ctx, cfg, kube); err != nil {
+	if err := localKubeconfig(ctx, "cattle-fleet-system", cfg, kube); err != nil {
 		t.Fatal(err)
 	}
 	if got := token(); got != "second" {
@@ -57,13 +55,13 @@ func TestLocalKubeconfigFollowsTheManagersToken(t *testing.T) {
 	}
 
 	// A Secret a user made is theirs.
-	mine := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: LocalKubeconfigSecret, Namespace: fleet.LocalNamespace},
+	mine := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: LocalKubeconfigSecret, Namespace: "cattle-fleet-system"},
 		Data: map[string][]byte{"value": []byte("user's")}}
 	kube = fake.NewSimpleClientset(mine)
-	if err := localKubeconfig(ctx, cfg, kube); err != nil {
+	if err := localKubeconfig(ctx, "cattle-fleet-system", cfg, kube); err != nil {
 		t.Fatal(err)
 	}
-	s, _ := kube.CoreV1().Secrets(fleet.LocalNamespace).Get(ctx, LocalKubeconfigSecret, metav1.GetOptions{})
+	s, _ := kube.CoreV1().Secrets("cattle-fleet-system").Get(ctx, LocalKubeconfigSecret, metav1.GetOptions{})
 	if string(s.Data["value"]) != "user's" {
 		t.Fatal("a user's local-cluster Secret is left alone")
 	}

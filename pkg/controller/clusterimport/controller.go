@@ -56,6 +56,8 @@ type Deps struct {
 	Settings func() agentmanifest.Settings
 	// Config is the configuration in force.
 	Config *config.Store
+	// SystemNamespace is the manager's, which holds its credential for its own cluster.
+	SystemNamespace string
 }
 
 type handler struct {
@@ -192,14 +194,14 @@ func (h *handler) kubeconfig(ctx context.Context, c *fleet.Cluster) (*corev1.Sec
 	if secretNS == "" {
 		secretNS = c.Namespace
 	}
-	if err := secretNamespaceAllowed(c, secretNS, h.Config.Get().KubeConfigSecretNamespaces); err != nil {
+	if err := secretNamespaceAllowed(c, secretNS, h.Config.Get().KubeConfigSecretNamespaces, h.SystemNamespace); err != nil {
 		return nil, nil, err
 	}
 	secret, err := h.Kube.CoreV1().Secrets(secretNS).Get(ctx, c.Spec.KubeConfigSecret, metav1.GetOptions{})
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading kubeConfigSecret %s/%s: %w", secretNS, c.Spec.KubeConfigSecret, err)
 	}
-	if err := secretIsFor(secret, c); err != nil {
+	if err := secretIsFor(secret, c, h.SystemNamespace); err != nil {
 		return nil, nil, err
 	}
 	kubeconfig := secret.Data["value"]
@@ -248,7 +250,7 @@ func (h *handler) agentObjects(c *fleet.Cluster, values registration.Values) ([]
 // AgentConfig returns, for a Cluster, the manager's configuration as its agent is given it: for
 // an imported cluster whose kubeconfig Secret names the manager's URL and CA (keys apiServerURL,
 // apiServerCA), those win, as they did when the agent was installed.
-func AgentConfig(secrets corecontrollers.SecretCache) func(*fleet.Cluster, config.Config) config.Config {
+func AgentConfig(secrets corecontrollers.SecretCache, systemNS string) func(*fleet.Cluster, config.Config) config.Config {
 	return func(c *fleet.Cluster, cfg config.Config) config.Config {
 		if c.Spec.KubeConfigSecret == "" {
 			return cfg
@@ -257,11 +259,11 @@ func AgentConfig(secrets corecontrollers.SecretCache) func(*fleet.Cluster, confi
 		if ns == "" {
 			ns = c.Namespace
 		}
-		if secretNamespaceAllowed(c, ns, cfg.KubeConfigSecretNamespaces) != nil {
+		if secretNamespaceAllowed(c, ns, cfg.KubeConfigSecretNamespaces, systemNS) != nil {
 			return cfg
 		}
 		s, err := secrets.Get(ns, c.Spec.KubeConfigSecret)
-		if err != nil || secretIsFor(s, c) != nil {
+		if err != nil || secretIsFor(s, c, systemNS) != nil {
 			return cfg
 		}
 		url, ca := cfg.APIServerURL, cfg.APIServerCA
@@ -284,8 +286,9 @@ func withAPIServer(cfg config.Config, url, ca string) config.Config {
 // secretNamespaceAllowed: a Cluster's kubeconfig Secret is in the Cluster's own namespace, or in
 // one the administrator opened to every Cluster (config kubeConfigSecretNamespaces). Otherwise
 // anyone who may create a Cluster could have the manager use a kubeconfig they cannot read.
-func secretNamespaceAllowed(c *fleet.Cluster, secretNS string, allowed []string) error {
-	if secretNS == c.Namespace || slices.Contains(allowed, secretNS) {
+func secretNamespaceAllowed(c *fleet.Cluster, secretNS string, allowed []string, systemNS string) error {
+	// The system namespace holds the manager's own credential for its cluster (secretIsFor).
+	if secretNS == c.Namespace || slices.Contains(allowed, secretNS) || secretNS == systemNS && systemNS != "" {
 		return nil
 	}
 	return fmt.Errorf("spec.kubeConfigSecretNamespace %q (kubeConfigSecret %s/%s): a Cluster may only use a kubeconfig Secret of its own namespace %q "+
@@ -294,8 +297,12 @@ func secretNamespaceAllowed(c *fleet.Cluster, secretNS string, allowed []string)
 
 // secretIsFor refuses a kubeconfig Secret the manager wrote for another Cluster: the
 // local-cluster Secret holds the manager's own credential and serves the Cluster "local" only.
-func secretIsFor(s *corev1.Secret, c *fleet.Cluster) error {
+func secretIsFor(s *corev1.Secret, c *fleet.Cluster, systemNS string) error {
 	if s.Labels[fleet.ManagedLabel] != "true" {
+		if s.Namespace == systemNS {
+			return fmt.Errorf("kubeConfigSecret %s/%s: of the manager's system namespace, a Cluster may use only the credential the manager keeps for it",
+				s.Namespace, s.Name)
+		}
 		return nil
 	}
 	if s.Labels[fleet.ClusterLabel] == c.Name && s.Labels[fleet.ClusterNamespaceLabel] == c.Namespace {

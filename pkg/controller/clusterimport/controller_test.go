@@ -21,8 +21,10 @@ func TestSecretNamespaceAllowed(t *testing.T) {
 		{secretNS: "fleet-local", err: `spec.kubeConfigSecretNamespace "fleet-local" (kubeConfigSecret fleet-local/kc): a Cluster may only use a kubeconfig Secret of its own namespace "team-a"`},
 		{secretNS: "kube-system", allowed: []string{"kubeconfigs"}, err: "kubeConfigSecretNamespaces"},
 		{secretNS: "kubeconfigs", allowed: []string{"kubeconfigs"}},
+		// The system namespace, for the manager's own credential only (TestSecretIsFor).
+		{secretNS: "cattle-fleet-system"},
 	} {
-		err := secretNamespaceAllowed(c, tc.secretNS, tc.allowed)
+		err := secretNamespaceAllowed(c, tc.secretNS, tc.allowed, "cattle-fleet-system")
 		if (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
 			t.Errorf("%s %v: got %v, want %q", tc.secretNS, tc.allowed, err, tc.err)
 		}
@@ -37,17 +39,31 @@ func TestSecretIsFor(t *testing.T) {
 	unlabelled := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-local", Name: "old-local-cluster",
 		Labels: map[string]string{fleet.ManagedLabel: "true"}}}
 	users := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-local", Name: "mine"}}
-	if err := secretIsFor(managed, local); err != nil {
+	if err := secretIsFor(managed, local, "cattle-fleet-system"); err != nil {
 		t.Errorf("the local cluster's own credential: %v", err)
 	}
-	if err := secretIsFor(managed, other); err == nil || !strings.Contains(err.Error(), "cannot be used for cluster fleet-local/other") {
+	if err := secretIsFor(managed, other, "cattle-fleet-system"); err == nil || !strings.Contains(err.Error(), "cannot be used for cluster fleet-local/other") {
 		t.Errorf("the manager's credential for another cluster: %v", err)
 	}
-	if err := secretIsFor(unlabelled, local); err == nil {
+	if err := secretIsFor(unlabelled, local, "cattle-fleet-system"); err == nil {
 		t.Error("a manager-written Secret that names no cluster serves none")
 	}
-	if err := secretIsFor(users, other); err != nil {
+	if err := secretIsFor(users, other, "cattle-fleet-system"); err != nil {
 		t.Errorf("a user's own Secret: %v", err)
+	}
+	// In the manager's system namespace, only the credential it keeps for the Cluster.
+	system := managed.DeepCopy()
+	system.Namespace = "cattle-fleet-system"
+	if err := secretIsFor(system, local, "cattle-fleet-system"); err != nil {
+		t.Errorf("the local cluster's credential in the system namespace: %v", err)
+	}
+	if err := secretIsFor(system, other, "cattle-fleet-system"); err == nil {
+		t.Error("the manager's credential serves another Cluster")
+	}
+	stray := users.DeepCopy()
+	stray.Namespace = "cattle-fleet-system"
+	if err := secretIsFor(stray, other, "cattle-fleet-system"); err == nil || !strings.Contains(err.Error(), "only the credential the manager keeps for it") {
+		t.Errorf("another Secret of the system namespace: %v", err)
 	}
 }
 

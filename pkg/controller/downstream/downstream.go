@@ -7,20 +7,25 @@ package downstream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	corecontrollers "github.com/rancher/wrangler/v3/pkg/generated/controllers/core/v1"
+	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/logfields"
 	"github.com/fleetgo/fleet/pkg/names"
+	"github.com/fleetgo/fleet/pkg/secretuse"
 )
 
 // Kinds a downstreamResources entry may name.
@@ -44,13 +49,16 @@ type handler struct {
 	kube    kubernetes.Interface
 	secrets corecontrollers.SecretCache
 	bds     fleetcontrollers.BundleDeploymentController
+	guard   secretuse.Guard
+	// recorder, when set, records a refused Secret on the BundleDeployment's Bundle.
+	recorder record.EventRecorder
 }
 
 // Register starts copying. A change of a Secret source re-copies it for every BundleDeployment
 // naming it; ConfigMap sources are read every configMapPoll.
 func Register(ctx context.Context, kube kubernetes.Interface, bds fleetcontrollers.BundleDeploymentController,
-	secrets corecontrollers.SecretController) {
-	h := &handler{kube: kube, secrets: secrets.Cache(), bds: bds}
+	secrets corecontrollers.SecretController, guard secretuse.Guard, recorder record.EventRecorder) {
+	h := &handler{kube: kube, secrets: secrets.Cache(), bds: bds, guard: guard, recorder: recorder}
 	bds.Cache().AddIndexer(bySource, func(bd *fleet.BundleDeployment) ([]string, error) {
 		var keys []string
 		for _, r := range bd.Spec.Options.DownstreamResources {
@@ -97,7 +105,8 @@ func (h *handler) onChange(_ string, bd *fleet.BundleDeployment) (*fleet.BundleD
 	labels := map[string]string{CopyLabel: bd.Name}
 	if sec := helmOpSecret(bd); sec != "" {
 		meta := metav1.ObjectMeta{Name: names.DownstreamCopy(bd.Name, sec), Namespace: bd.Namespace, Labels: labels, OwnerReferences: owner}
-		if _, err := h.copySecret(src, sec, meta); err != nil && !apierrors.IsNotFound(err) {
+		// A refused Secret is not copied: the agent says the copy is missing.
+		if _, err := h.copySecret(src, sec, meta, "helmSecretName"); err != nil && !apierrors.IsNotFound(err) && !h.refused(bd, err) {
 			return bd, fmt.Errorf("copying the chart credentials %s/%s for %s/%s: %w", src, sec, bd.Namespace, bd.Name, err)
 		}
 	}
@@ -112,14 +121,14 @@ func (h *handler) onChange(_ string, bd *fleet.BundleDeployment) (*fleet.BundleD
 		var c bool
 		switch r.Kind {
 		case KindSecret:
-			c, err = h.copySecret(src, r.Name, meta)
+			c, err = h.copySecret(src, r.Name, meta, "downstreamResources")
 		case KindConfigMap:
 			c, err = h.copyConfigMap(src, r.Name, meta)
 		default:
 			// The agent reports the bad kind; there is nothing to copy.
 			continue
 		}
-		if apierrors.IsNotFound(err) {
+		if apierrors.IsNotFound(err) || h.refused(bd, err) {
 			// The agent says which source is missing; a source created later is copied then.
 			continue
 		}
@@ -142,9 +151,28 @@ func (h *handler) onChange(_ string, bd *fleet.BundleDeployment) (*fleet.BundleD
 	return bd, nil
 }
 
-func (h *handler) copySecret(ns, name string, meta metav1.ObjectMeta) (bool, error) {
+// refused reports whether err is the guard's refusal of a Secret (which waiting does not mend:
+// it is not retried), and records it on the Bundle.
+func (h *handler) refused(bd *fleet.BundleDeployment, err error) bool {
+	var r *secretuse.Refused
+	if !errors.As(err, &r) {
+		return false
+	}
+	logrus.WithFields(logfields.For("downstream", bd.Namespace, bd.Name)).Warn(err.Error())
+	if h.recorder != nil {
+		b := &fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: bd.Labels[fleet.BundleNamespaceLabel], Name: bd.Labels[fleet.BundleLabel]}}
+		b.SetGroupVersionKind(fleet.SchemeGroupVersion.WithKind("Bundle"))
+		h.recorder.Event(b, corev1.EventTypeWarning, "SecretRefused", err.Error())
+	}
+	return true
+}
+
+func (h *handler) copySecret(ns, name string, meta metav1.ObjectMeta, use string) (bool, error) {
 	s, err := h.secrets.Get(ns, name)
 	if err != nil {
+		return false, err
+	}
+	if err := h.guard.Check(s, use); err != nil {
 		return false, err
 	}
 	want := &corev1.Secret{ObjectMeta: meta, Type: s.Type, Data: s.Data}

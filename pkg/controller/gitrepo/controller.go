@@ -38,6 +38,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/metrics"
 	"github.com/fleetgo/fleet/pkg/policy"
 	"github.com/fleetgo/fleet/pkg/restriction"
+	"github.com/fleetgo/fleet/pkg/secretuse"
 	"github.com/fleetgo/fleet/pkg/summary"
 )
 
@@ -91,6 +92,8 @@ type Deps struct {
 	// ImageScans, when set, get the ImageScans the repository's fleet.yaml files declare (runs
 	// in this process).
 	ImageScans fleetcontrollers.ImageScanClient
+	// Guard refuses the Secrets a GitRepo may not name (package secretuse).
+	Guard secretuse.Guard
 }
 
 // DefaultRunTimeout bounds an in-process clone-and-apply.
@@ -518,10 +521,21 @@ func (h *handler) helmAuth(gr *fleet.GitRepo, dir string) (bundlereader.ChartAut
 // secret returns a Secret of the GitRepo's namespace from the cache (from the apiserver when
 // the handler has no cache).
 func (h *handler) secret(ns, name string) (*corev1.Secret, error) {
+	var s *corev1.Secret
+	var err error
 	if h.Secrets != nil {
-		return h.Secrets.Cache().Get(ns, name)
+		s, err = h.Secrets.Cache().Get(ns, name)
+	} else {
+		s, err = h.Kube.CoreV1().Secrets(ns).Get(context.Background(), name, metav1.GetOptions{})
 	}
-	return h.Kube.CoreV1().Secrets(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	// A GitRepo names its credentials: none may be a credential of the manager or a cluster.
+	if err := h.Guard.Check(s, "GitRepo of namespace "+ns); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // source is the GitRepo's repository with its credentials (clientSecretName).

@@ -248,6 +248,15 @@ func (h *handler) jobPod(gr *fleet.GitRepo, commit string, cm *corev1.ConfigMap)
 		}
 	}
 
+	// The Helm credentials are mounted by name: the same rule as for those read in-process.
+	for field, sec := range map[string]string{"helmSecretName": gr.Spec.HelmSecretName, "helmSecretNameForPaths": gr.Spec.HelmSecretNameForPaths} {
+		if sec == "" {
+			continue
+		}
+		if _, err := h.secret(gr.Namespace, sec); err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("%s %s: %w", field, sec, err)
+		}
+	}
 	o := h.applyOptions(gr, commit)
 	applyArgs := jobApplyArgs(gr, o, gr.Namespace, commit)
 	applyMounts := append([]corev1.VolumeMount{}, mounts...)

@@ -25,6 +25,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/controller/index"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/policy"
+	"github.com/fleetgo/fleet/pkg/secretuse"
 	"github.com/fleetgo/fleet/pkg/summary"
 )
 
@@ -62,6 +63,8 @@ type Deps struct {
 	Apply apply.Apply
 	// Policies are the namespaces' Policies (package policy); nil checks none.
 	Policies fleetcontrollers.PolicyController
+	// Guard refuses the Secrets a HelmOp may not name (package secretuse).
+	Guard secretuse.Guard
 }
 
 type handler struct {
@@ -230,6 +233,9 @@ func (h *handler) auth(op *fleet.HelmOp) (bundlereader.ChartAuth, func(), error)
 	s, err := h.Secrets.Get(op.Namespace, op.Spec.HelmSecretName)
 	if err != nil {
 		return auth, cleanup, fmt.Errorf("spec.helmSecretName %s: %w", op.Spec.HelmSecretName, err)
+	}
+	if err := h.Guard.Check(s, "spec.helmSecretName"); err != nil {
+		return auth, cleanup, err
 	}
 	auth.Username, auth.Password = string(s.Data["username"]), string(s.Data["password"])
 	cleanup, err = auth.TrustCA(s.Data["cacerts"])

@@ -30,6 +30,7 @@ import (
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/gitsource"
 	"github.com/fleetgo/fleet/pkg/imagescan"
+	"github.com/fleetgo/fleet/pkg/secretuse"
 )
 
 // ConditionReady is False while the registry cannot be scanned or the commit cannot be pushed
@@ -58,6 +59,8 @@ type Deps struct {
 	GitRepos   fleetcontrollers.GitRepoCache
 	// Secrets are read from their cache: registry credentials (secretRef) and git credentials.
 	Secrets corecontrollers.SecretCache
+	// Guard refuses the Secrets an ImageScan may not name (package secretuse).
+	Guard secretuse.Guard
 }
 
 type handler struct {
@@ -161,6 +164,9 @@ func (h *handler) registryAuth(scan *fleet.ImageScan, registry string) (authn.Au
 	s, err := h.Secrets.Get(scan.Namespace, ref.Name)
 	if err != nil {
 		return nil, fmt.Errorf("spec.secretRef %s: %w", ref.Name, err)
+	}
+	if err := h.Guard.Check(s, "spec.secretRef"); err != nil {
+		return nil, err
 	}
 	if data, ok := s.Data[corev1.DockerConfigJsonKey]; ok {
 		var cfg struct {
