@@ -14,6 +14,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/agent/register"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/registration"
+	"github.com/fleetgo/fleet/pkg/render"
 )
 
 // agentFlags are `fleet agent`'s flags.
@@ -78,6 +79,8 @@ func (f *agentFlags) run(ctx context.Context) error {
 	if reg.APIServerCA == "" {
 		reg.APIServerCA = os.Getenv("FLEET_API_SERVER_CA")
 	}
+	// Remote kustomize resources, an opt-in of the cluster's (agentEnvVars).
+	render.RemoteKustomize = os.Getenv(render.RemoteKustomizeEnv) == "true"
 	cfg, err := f.local.restConfig()
 	if err != nil {
 		// In a pod without a kubeconfig: the cluster the agent runs in.

@@ -63,6 +63,11 @@ func (k *Kustomizer) Build(extra []byte) ([]byte, error) {
 			return nil, err
 		}
 	}
+	if !RemoteKustomize {
+		if err := localOnly(fs, "/bundle"); err != nil {
+			return nil, fmt.Errorf("kustomize %s: %w", k.Dir, err)
+		}
+	}
 	opts := krusty.MakeDefaultOptions()
 	resMap, err := krusty.MakeKustomizer(opts).Run(fs, dir)
 	if err != nil {
