@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"regexp"
 	"strings"
@@ -98,7 +99,7 @@ func hostKeyCallback(knownHosts []byte) (ssh.HostKeyCallback, error) {
 }
 
 // LatestCommit returns the commit the source's branch (or revision) points at now.
-func LatestCommit(ctx context.Context, s Source) (string, error) {
+func latestCommit(ctx context.Context, s Source) (string, error) {
 	if fullSHA.MatchString(s.Revision) {
 		return s.Revision, nil
 	}
@@ -109,7 +110,7 @@ func LatestCommit(ctx context.Context, s Source) (string, error) {
 	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{s.URL}})
 	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth, CABundle: s.CABundle, InsecureSkipTLS: s.InsecureSkipTLSVerify})
 	if err != nil {
-		return "", fmt.Errorf("listing %s: %w", s.URL, err)
+		return "", fmt.Errorf("listing %s: %w", Redact(s.URL), err)
 	}
 	want := map[plumbing.ReferenceName]bool{}
 	if s.Revision != "" {
@@ -142,14 +143,20 @@ func LatestCommit(ctx context.Context, s Source) (string, error) {
 		if s.Revision != "" {
 			what = "revision " + s.Revision
 		}
-		return "", fmt.Errorf("%s not found in %s", what, s.URL)
+		return "", fmt.Errorf("%s not found in %s", what, Redact(s.URL))
 	}
 	return found, nil
 }
 
+// LatestCommit is latestCommit with no credential of the URL in its error.
+func LatestCommit(ctx context.Context, s Source) (string, error) {
+	out, err := latestCommit(ctx, s)
+	return out, scrub(err)
+}
+
 // Checkout clones the source into dir (which must not exist or be empty) and checks out commit
 // (empty: the branch's head).
-func Checkout(ctx context.Context, s Source, dir, commit string) (string, error) {
+func checkout(ctx context.Context, s Source, dir, commit string) (string, error) {
 	auth, err := s.method()
 	if err != nil {
 		return "", err
@@ -167,7 +174,7 @@ func Checkout(ctx context.Context, s Source, dir, commit string) (string, error)
 	}
 	repo, err := git.PlainCloneContext(ctx, dir, false, opts)
 	if err != nil {
-		return "", fmt.Errorf("cloning %s: %w", s.URL, err)
+		return "", fmt.Errorf("cloning %s: %w", Redact(s.URL), err)
 	}
 	target := commit
 	if target == "" && s.Revision != "" {
@@ -182,16 +189,22 @@ func Checkout(ctx context.Context, s Source, dir, commit string) (string, error)
 	}
 	hash, err := repo.ResolveRevision(plumbing.Revision(target))
 	if err != nil {
-		return "", fmt.Errorf("revision %s of %s: %w", target, s.URL, err)
+		return "", fmt.Errorf("revision %s of %s: %w", target, Redact(s.URL), err)
 	}
 	wt, err := repo.Worktree()
 	if err != nil {
 		return "", err
 	}
 	if err := wt.Checkout(&git.CheckoutOptions{Hash: *hash, Force: true}); err != nil {
-		return "", fmt.Errorf("checking out %s of %s: %w", hash, s.URL, err)
+		return "", fmt.Errorf("checking out %s of %s: %w", hash, Redact(s.URL), err)
 	}
 	return hash.String(), nil
+}
+
+// Checkout is checkout with no credential of the URL in its error.
+func Checkout(ctx context.Context, s Source, dir, commit string) (string, error) {
+	out, err := checkout(ctx, s, dir, commit)
+	return out, scrub(err)
 }
 
 // SameRepo tells whether two repository URLs name the same repository, whatever the scheme,
@@ -238,7 +251,7 @@ type Commit struct {
 // CommitAndPush commits every change of the checkout in dir (cloned by Checkout from the
 // source's branch) and pushes it to that branch. Nothing is forced: a push the server refuses
 // (the branch moved meanwhile) is an error, and the next attempt starts from a new checkout.
-func CommitAndPush(ctx context.Context, s Source, dir string, c Commit) (string, error) {
+func commitAndPush(ctx context.Context, s Source, dir string, c Commit) (string, error) {
 	auth, err := s.method()
 	if err != nil {
 		return "", err
@@ -256,7 +269,7 @@ func CommitAndPush(ctx context.Context, s Source, dir string, c Commit) (string,
 	}
 	hash, err := wt.Commit(c.Message, &git.CommitOptions{Author: &object.Signature{Name: c.AuthorName, Email: c.AuthorEmail, When: time.Now()}})
 	if err != nil {
-		return "", fmt.Errorf("committing in %s: %w", s.URL, err)
+		return "", fmt.Errorf("committing in %s: %w", Redact(s.URL), err)
 	}
 	branch := s.Branch
 	if branch == "" {
@@ -266,7 +279,50 @@ func CommitAndPush(ctx context.Context, s Source, dir string, c Commit) (string,
 	err = repo.PushContext(ctx, &git.PushOptions{RemoteName: git.DefaultRemoteName, Auth: auth, CABundle: s.CABundle,
 		InsecureSkipTLS: s.InsecureSkipTLSVerify, RefSpecs: []config.RefSpec{config.RefSpec(ref + ":" + ref)}})
 	if err != nil {
-		return "", fmt.Errorf("pushing to branch %s of %s: %w", branch, s.URL, err)
+		return "", fmt.Errorf("pushing to branch %s of %s: %w", branch, Redact(s.URL), err)
 	}
 	return hash.String(), nil
 }
+
+// CommitAndPush is commitAndPush with no credential of the URL in its error.
+func CommitAndPush(ctx context.Context, s Source, dir string, c Commit) (string, error) {
+	out, err := commitAndPush(ctx, s, dir, c)
+	return out, scrub(err)
+}
+
+// Redact is a repository URL without the credentials it may carry (https://user:token@host/...):
+// what may be shown in status, events, logs and metrics.
+func Redact(repo string) string {
+	u, err := url.Parse(repo)
+	if err != nil || u.User == nil || u.Scheme == "" {
+		return repo
+	}
+	u.User = nil
+	return u.String()
+}
+
+// credentialsInURL matches the user information of a URL in text.
+var credentialsInURL = regexp.MustCompile(`(://)[^/\s@]+@`)
+
+// RedactText removes the user information (user names, tokens, passwords) of every URL in msg.
+func RedactText(msg string) string { return credentialsInURL.ReplaceAllString(msg, "$1") }
+
+// scrub keeps err (for errors.Is and As) but shows it without URL credentials: errors of git
+// and HTTP libraries can quote the URL they were given.
+func scrub(err error) error {
+	if err == nil {
+		return nil
+	}
+	if msg := RedactText(err.Error()); msg != err.Error() {
+		return &redacted{err: err, msg: msg}
+	}
+	return err
+}
+
+type redacted struct {
+	err error
+	msg string
+}
+
+func (r *redacted) Error() string { return r.msg }
+func (r *redacted) Unwrap() error { return r.err }

@@ -1,6 +1,12 @@
 package gitsource
 
-import "testing"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
 
 func TestSameRepo(t *testing.T) {
 	same := [][2]string{
@@ -24,5 +30,29 @@ func TestSameRepo(t *testing.T) {
 		if SameRepo(c[0], c[1]) {
 			t.Errorf("%s and %s should differ", c[0], c[1])
 		}
+	}
+}
+
+// A repository URL with credentials shows none of them where it is displayed, and errors that
+// quote it (git's, HTTP's) are scrubbed but still unwrap.
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://user:s3cret@git.example/org/repo.git": "https://git.example/org/repo.git",
+		"https://ghp_TOKEN@github.com/org/repo":        "https://github.com/org/repo",
+		"https://git.example/org/repo":                 "https://git.example/org/repo",
+		"git@github.com:org/repo.git":                  "git@github.com:org/repo.git",
+	} {
+		if got := Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+	cause := context.DeadlineExceeded
+	err := scrub(fmt.Errorf("Get \"https://ghp_TOKEN@github.com/org/repo/info/refs\": %w", cause))
+	if strings.Contains(err.Error(), "ghp_TOKEN") || !strings.Contains(err.Error(), "https://github.com/org/repo/info/refs") || !errors.Is(err, cause) {
+		t.Errorf("scrubbed: %v", err)
+	}
+	_, err = LatestCommit(context.Background(), Source{URL: "https://user:s3cret@127.0.0.1:1/repo.git", Branch: "main"})
+	if err == nil || strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "user") {
+		t.Errorf("a failed listing shows the credentials: %v", err)
 	}
 }

@@ -25,6 +25,7 @@ import (
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/gitsource"
 	"github.com/fleetgo/fleet/pkg/summary"
 )
 
@@ -307,7 +308,7 @@ var (
 			newGauge("gitrepo_ready_clusters", "The number of clusters the GitRepo is ready on.",
 				func(g *fleet.GitRepo) float64 { return float64(g.Status.ReadyClusters) })),
 		labels: func(g *fleet.GitRepo) []string {
-			return []string{g.Name, g.Namespace, g.Spec.Repo, g.Spec.Branch, strings.Join(g.Spec.Paths, ";")}
+			return []string{g.Name, g.Namespace, gitsource.Redact(g.Spec.Repo), g.Spec.Branch, strings.Join(g.Spec.Paths, ";")}
 		},
 	}
 )

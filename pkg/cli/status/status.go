@@ -21,6 +21,7 @@ import (
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/gitsource"
 	"github.com/fleetgo/fleet/pkg/summary"
 )
 
@@ -147,7 +148,7 @@ func readError(resource, ns string, err error) error {
 }
 
 func gather(api fleetcontrollers.Interface, gr *fleet.GitRepo, clusters map[string]*fleet.Cluster) (*GitRepo, error) {
-	g := &GitRepo{Namespace: gr.Namespace, Name: gr.Name, Repo: gr.Spec.Repo, Commit: gr.Status.Commit,
+	g := &GitRepo{Namespace: gr.Namespace, Name: gr.Name, Repo: gitsource.Redact(gr.Spec.Repo), Commit: gr.Status.Commit,
 		State: gitRepoState(gr), ReadyClusters: gr.Status.ReadyClusters, DesiredReadyClusters: gr.Status.DesiredReadyClusters,
 		Error:   firstError(gr.Status.Conditions, fleet.ConditionAccepted, fleet.ConditionStalled, fleet.ConditionGitPolling, fleet.ConditionReady),
 		Bundles: []Bundle{}, Complete: true}
