@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -173,19 +174,19 @@ func downloadChart(h *fleet.HelmOptions, auth ChartAuth) (*embeddedChart, error)
 		return nil, err
 	}
 	getters := getter.All(settings)
+	transport := []getter.Option{
+		getter.WithTLSClientConfig("", "", auth.CAFile),
+		getter.WithInsecureSkipVerifyTLS(auth.InsecureSkipTLSVerify),
+		getter.WithPlainHTTP(auth.PlainHTTP),
+		getter.WithRegistryClient(regClient),
+	}
 	dl := downloader.ChartDownloader{
 		Out:              io.Discard,
 		Getters:          getters,
 		RepositoryConfig: settings.RepositoryConfig,
 		RepositoryCache:  settings.RepositoryCache,
 		RegistryClient:   regClient,
-		Options: []getter.Option{
-			getter.WithBasicAuth(auth.Username, auth.Password),
-			getter.WithTLSClientConfig("", "", auth.CAFile),
-			getter.WithInsecureSkipVerifyTLS(auth.InsecureSkipTLSVerify),
-			getter.WithPlainHTTP(auth.PlainHTTP),
-			getter.WithRegistryClient(regClient),
-		},
+		Options:          append([]getter.Option{getter.WithBasicAuth(auth.Username, auth.Password)}, transport...),
 	}
 
 	ref, version := h.Chart, h.Version
@@ -196,6 +197,11 @@ func downloadChart(h *fleet.HelmOptions, auth ChartAuth) (*embeddedChart, error)
 			return nil, fmt.Errorf("helm.chart %q version %q in repository %s: %w", h.Chart, h.Version, h.Repo, err)
 		}
 		version = ""
+		// A repository's index may place the archive on another host: the repository's
+		// credentials go to the repository's host only (as Helm does since 3.6.1).
+		if !sameHost(h.Repo, ref) {
+			dl.Options = transport
+		}
 	}
 	if err := os.MkdirAll(settings.RepositoryCache, 0o755); err != nil {
 		return nil, err
@@ -209,6 +215,16 @@ func downloadChart(h *fleet.HelmOptions, auth ChartAuth) (*embeddedChart, error)
 		return nil, err
 	}
 	return embed(data)
+}
+
+// sameHost reports whether two URLs have the same scheme, host and port.
+func sameHost(a, b string) bool {
+	ua, err := url.Parse(a)
+	if err != nil {
+		return false
+	}
+	ub, err := url.Parse(b)
+	return err == nil && ua.Scheme == ub.Scheme && ua.Host == ub.Host
 }
 
 // packageLocalChart packages the chart folder dir, which must lie inside the folder top (the
