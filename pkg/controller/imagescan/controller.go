@@ -190,6 +190,11 @@ func (h *handler) registryAuth(scan *fleet.ImageScan, registry string) (authn.Au
 		}
 		return nil, fmt.Errorf("spec.secretRef %s: no credentials for registry %s", ref.Name, registry)
 	}
+	// A username and password go only to the registry the Secret names (key registry): the
+	// ImageScan's author picks the image, and so where its credentials would be sent.
+	if named := string(s.Data["registry"]); strings.TrimPrefix(strings.TrimPrefix(named, "https://"), "http://") != registry {
+		return nil, fmt.Errorf("spec.secretRef %s: its username and password are for registry %q (key registry), not %s", ref.Name, named, registry)
+	}
 	return authn.FromConfig(authn.AuthConfig{Username: string(s.Data["username"]), Password: string(s.Data["password"])}), nil
 }
 
@@ -200,7 +205,13 @@ func (h *handler) writeBack(ctx context.Context, scan *fleet.ImageScan, tag stri
 	if err != nil {
 		return fmt.Errorf("spec.gitrepoName %q: %w", scan.Spec.GitRepoName, err)
 	}
-	src, err := gitrepo.Source(gr, h.Secrets.Get)
+	src, err := gitrepo.Source(gr, func(ns, name string) (*corev1.Secret, error) {
+		s, err := h.Secrets.Get(ns, name)
+		if err == nil {
+			err = h.Guard.Check(s, "clientSecretName of gitrepo "+gr.Name)
+		}
+		return s, err
+	})
 	if err != nil {
 		return fmt.Errorf("gitrepo %s: %w", gr.Name, err)
 	}
