@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -158,7 +159,11 @@ var _ = Describe("fleet apply", func() {
 		})
 		o := apply.Options{Root: root, Options: bundlereader.Options{Name: "repo", Namespace: ns,
 			ChartAuth: bundlereader.ChartAuth{Username: repoAuth.Username, Password: repoAuth.Password}}}
+		// Without helmRepoURLRegex the credentials go nowhere: the repository refuses.
 		_, err := run(ctx, o)
+		Expect(err).To(MatchError(ContainSubstring("401")))
+		o.HelmRepoURLRegex = "^" + regexp.QuoteMeta(chartRepo.URL)
+		_, err = run(ctx, o)
 		Expect(err).NotTo(HaveOccurred())
 		b, err := clients.Bundle().Get(ns, "repo-web", metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
@@ -188,7 +193,8 @@ var _ = Describe("fleet apply", func() {
 			"api/fleet.yaml": "helm:\n  chart: oci://" + registryHost() + "/charts/api\n  version: \">=0.3.0\"\n",
 		})
 		o := apply.Options{Root: root, Options: bundlereader.Options{Name: "repo", Namespace: ns,
-			ChartAuth: bundlereader.ChartAuth{Username: repoAuth.Username, Password: repoAuth.Password, PlainHTTP: true}}}
+			ChartAuth: bundlereader.ChartAuth{Username: repoAuth.Username, Password: repoAuth.Password, PlainHTTP: true}},
+			HelmRepoURLRegex: "^oci://" + regexp.QuoteMeta(registryHost()) + "/"}
 		_, err = run(ctx, o)
 		Expect(err).NotTo(HaveOccurred())
 		b, err := clients.Bundle().Get(ns, "repo-api", metav1.GetOptions{})

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -254,13 +255,19 @@ var _ = Describe("GitRepo", func() {
 			StringData: map[string]string{"secrets.yaml": "private:\n  username: charts\n  password: chart-pass\n"}}, metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		newGitRepo("charted-without", "charted", nil)
-		newGitRepo("charted", "charted", func(s *fleet.GitRepoSpec) { s.HelmSecretNameForPaths = "chart-paths" })
+		// Credentials go where helmRepoURLRegex says; without it (below), nowhere.
+		newGitRepo("charted", "charted", func(s *fleet.GitRepoSpec) {
+			s.HelmSecretNameForPaths, s.HelmRepoURLRegex = "chart-paths", "^"+regexp.QuoteMeta(repo.URL)
+		})
+		newGitRepo("charted-no-regex", "charted", func(s *fleet.GitRepoSpec) { s.HelmSecretNameForPaths = "chart-paths" })
 		Eventually(func() map[string]string { return bundlesOf("charted") }).Should(Equal(map[string]string{"charted-private": commit}))
-		Eventually(func(g Gomega) {
-			s, msg := cond(gitRepo("charted-without"), "Stalled")
-			g.Expect(s).To(Equal(corev1.ConditionTrue))
-			g.Expect(msg).To(ContainSubstring("401"))
-		}).Should(Succeed())
+		for _, name := range []string{"charted-without", "charted-no-regex"} {
+			Eventually(func(g Gomega) {
+				s, msg := cond(gitRepo(name), "Stalled")
+				g.Expect(s).To(Equal(corev1.ConditionTrue))
+				g.Expect(msg).To(ContainSubstring("401"))
+			}).Should(Succeed(), name)
+		}
 	})
 
 	It("rolls its BundleDeployments up: ready clusters, per-state counts, resources per cluster, Ready", func() {

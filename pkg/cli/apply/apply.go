@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"sort"
 
+	"github.com/sirupsen/logrus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -72,6 +73,19 @@ func Run(ctx context.Context, o Options, bundles fleetcontrollers.BundleClient, 
 		o.Targets = append(o.Targets, tf.Targets...)
 		o.TargetRestrictions = append(o.TargetRestrictions, tf.TargetRestrictions...)
 	}
+	if o.HelmRepoURLRegex == "" && hasHelmCredentials(o) {
+		// A repository's fleet.yaml chooses where charts come from: without a regex naming the
+		// chart locations they are for, Helm credentials go nowhere (as on Fleet since 0.12).
+		logrus.WithFields(logrus.Fields{"gitrepo": o.Name, "namespace": o.Namespace}).
+			Warn("helm credentials are not sent to any chart repository: helmRepoURLRegex (--helm-repo-url-regex) is empty; set it to the repositories they are for")
+		o.ChartAuth.Username, o.ChartAuth.Password = "", ""
+		byPath := map[string]bundlereader.ChartAuth{}
+		for k, a := range o.ChartAuthByPath {
+			a.Username, a.Password = "", ""
+			byPath[k] = a
+		}
+		o.ChartAuthByPath = byPath
+	}
 	if o.HelmRepoURLRegex != "" {
 		re, err := regexp.Compile(o.HelmRepoURLRegex)
 		if err != nil {
@@ -118,6 +132,19 @@ func Run(ctx context.Context, o Options, bundles fleetcontrollers.BundleClient, 
 		return applyImageScans(o.ImageScans, o.Namespace, o.Name, res.ImageScans, out)
 	}
 	return nil
+}
+
+// hasHelmCredentials reports whether the run was given a Helm user name or password.
+func hasHelmCredentials(o Options) bool {
+	if o.ChartAuth.Username != "" || o.ChartAuth.Password != "" {
+		return true
+	}
+	for _, a := range o.ChartAuthByPath {
+		if a.Username != "" || a.Password != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // applyImageScans writes the run's ImageScans and deletes the GitRepo's others.
