@@ -277,7 +277,7 @@ func startManagement(ctx context.Context, w *wiring, o Options) error {
 		o.RegistrationNamespace = fleet.ClustersSystemNamespace
 	}
 	if err := registration.Register(ctx, registration.Deps{Kube: w.kube, Apply: w.children, Tokens: f.ClusterRegistrationToken(),
-		ClusterRegistrations: f.ClusterRegistration(), Clusters: f.Cluster(), Secrets: w.c.Secret().Cache(),
+		ClusterRegistrations: f.ClusterRegistration(), Clusters: f.Cluster(), ClusterGroups: f.ClusterGroup().Cache(), Secrets: w.c.Secret().Cache(),
 		RoleBindings: w.r.RoleBinding().Cache(), RegistrationNamespace: o.RegistrationNamespace, CredentialLifetime: o.CredentialLifetime, Recorder: w.recorder, Config: o.Config}); err != nil {
 		return err
 	}

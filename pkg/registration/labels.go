@@ -3,7 +3,12 @@ package registration
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
@@ -38,26 +43,73 @@ func TokenLabels(t *fleet.ClusterRegistrationToken) (map[string]string, bool, er
 }
 
 // RegisteredLabels are the labels a Cluster created by a registration gets: the agent's
-// (sanitized), unless the token it came with restricts them, in which case exactly the token's.
-// A registration whose token is not known (no RequesterAnnotation, as from a Fleet agent, or a
-// token since deleted) gets the agent's labels only when no token of its namespace restricts
-// labels: otherwise leaving the annotation out would be a way around the restriction.
-func RegisteredLabels(reg *fleet.ClusterRegistration, tokens []*fleet.ClusterRegistrationToken) (map[string]string, string) {
+// (sanitized), unless the token it came with restricts them to its cluster group. Then the Cluster
+// gets the token's labels, and of the agent's those that put it in no ClusterGroup of the
+// namespace (groups) beyond the ones the token's labels alone select: an agent cannot move its
+// Cluster into groups its token did not allow. A registration whose token is not known (no
+// RequesterAnnotation, as from a Fleet agent, or a token since deleted) is treated so, with no
+// token labels, when any token of its namespace restricts labels: otherwise leaving the
+// annotation out would be a way around the restriction. The message says what was dropped.
+func RegisteredLabels(reg *fleet.ClusterRegistration, tokens []*fleet.ClusterRegistrationToken, groups []*fleet.ClusterGroup) (map[string]string, string) {
+	asked := SanitizeLabels(reg.Spec.ClusterLabels)
 	if tok := TokenOf(reg.Annotations[RequesterAnnotation], reg.Namespace, tokens); tok != nil {
-		labels, restricted, err := TokenLabels(tok)
+		allowed, restricted, err := TokenLabels(tok)
 		switch {
 		case err != nil:
 			return nil, err.Error() + ": the agent's labels are dropped"
 		case restricted:
-			return SanitizeLabels(labels), ""
+			return withinGroups(SanitizeLabels(allowed), asked, groups)
 		}
-		return SanitizeLabels(reg.Spec.ClusterLabels), ""
+		return asked, ""
 	}
 	for _, t := range tokens {
 		if _, restricted := t.Annotations[ClusterLabelsAnnotation]; restricted && t.Namespace == reg.Namespace {
-			return nil, fmt.Sprintf("the registration names no registration token of namespace %s, where token %s restricts labels: the agent's labels are dropped",
-				reg.Namespace, t.Name)
+			labels, msg := withinGroups(map[string]string{}, asked, groups)
+			if msg != "" {
+				msg = fmt.Sprintf("the registration names no registration token of namespace %s, where token %s restricts labels: %s", reg.Namespace, t.Name, msg)
+			}
+			return labels, msg
 		}
 	}
-	return SanitizeLabels(reg.Spec.ClusterLabels), ""
+	return asked, ""
+}
+
+// withinGroups adds to base those of asked (in key order) that make the labels match no
+// ClusterGroup beyond the ones base matches; the message names the labels left out.
+func withinGroups(base, asked map[string]string, groups []*fleet.ClusterGroup) (map[string]string, string) {
+	out := maps.Clone(base)
+	allowed := matching(out, groups)
+	var dropped []string
+	for _, k := range slices.Sorted(maps.Keys(asked)) {
+		if _, ok := base[k]; ok {
+			continue // the token's value stands
+		}
+		out[k] = asked[k]
+		for g := range matching(out, groups) {
+			if !allowed[g] {
+				delete(out, k)
+				dropped = append(dropped, fmt.Sprintf("%s=%s (cluster group %s)", k, asked[k], g))
+				break
+			}
+		}
+	}
+	if len(dropped) == 0 {
+		return out, ""
+	}
+	return out, "labels the registration token does not allow dropped: " + strings.Join(dropped, ", ")
+}
+
+// matching are the names of the groups whose selector selects labels.
+func matching(labels map[string]string, groups []*fleet.ClusterGroup) map[string]bool {
+	out := map[string]bool{}
+	for _, g := range groups {
+		if g.Spec.Selector == nil {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(g.Spec.Selector)
+		if err == nil && sel.Matches(k8slabels.Set(labels)) {
+			out[g.Name] = true
+		}
+	}
+	return out
 }

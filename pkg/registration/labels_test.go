@@ -12,12 +12,17 @@ import (
 
 func TestRegisteredLabels(t *testing.T) {
 	open := &fleet.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-default", Name: "open"}}
-	prod := &fleet.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-default", Name: "prod",
-		Annotations: map[string]string{ClusterLabelsAnnotation: `{"env":"prod"}`}}}
+	north := &fleet.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-default", Name: "north",
+		Annotations: map[string]string{ClusterLabelsAnnotation: `{"region":"north"}`}}}
 	other := &fleet.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "edge",
-		Annotations: map[string]string{ClusterLabelsAnnotation: `{"env":"edge"}`}}}
-	asks := map[string]string{"env": "dev", "team": "a", "fleet.cattle.io/x": "y"}
-	reg := func(requester string) *fleet.ClusterRegistration {
+		Annotations: map[string]string{ClusterLabelsAnnotation: `{"region":"edge"}`}}}
+	group := func(name string, sel map[string]string) *fleet.ClusterGroup {
+		return &fleet.ClusterGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-default", Name: name},
+			Spec: fleet.ClusterGroupSpec{Selector: &metav1.LabelSelector{MatchLabels: sel}}}
+	}
+	groups := []*fleet.ClusterGroup{group("north", map[string]string{"region": "north"}), group("prod", map[string]string{"env": "prod"}),
+		group("everything", map[string]string{})}
+	reg := func(requester string, asks map[string]string) *fleet.ClusterRegistration {
 		r := &fleet.ClusterRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-default", Name: "request-1"},
 			Spec: fleet.ClusterRegistrationSpec{ClusterLabels: asks}}
 		if requester != "" {
@@ -25,9 +30,8 @@ func TestRegisteredLabels(t *testing.T) {
 		}
 		return r
 	}
-	sa := func(ns, token string) string {
-		return "system:serviceaccount:" + ns + ":" + ImportServiceAccount(token)
-	}
+	sa := func(ns, token string) string { return "system:serviceaccount:" + ns + ":" + ImportServiceAccount(token) }
+	asks := map[string]string{"env": "prod", "team": "a", "region": "south", "fleet.cattle.io/x": "y"}
 	for _, tc := range []struct {
 		name   string
 		reg    *fleet.ClusterRegistration
@@ -35,22 +39,24 @@ func TestRegisteredLabels(t *testing.T) {
 		want   map[string]string
 		msg    string
 	}{
-		{name: "open token: the agent's labels, sanitized", reg: reg(sa("fleet-default", "open")), tokens: []*fleet.ClusterRegistrationToken{open, prod},
-			want: map[string]string{"env": "dev", "team": "a"}},
-		{name: "restricted token: exactly its labels", reg: reg(sa("fleet-default", "prod")), tokens: []*fleet.ClusterRegistrationToken{open, prod},
-			want: map[string]string{"env": "prod"}},
-		{name: "unknown token where one restricts: none", reg: reg(""), tokens: []*fleet.ClusterRegistrationToken{open, prod},
-			want: nil, msg: "token prod restricts labels"},
-		{name: "another namespace's token is not this namespace's", reg: reg(sa("other", "edge")), tokens: []*fleet.ClusterRegistrationToken{open, prod, other},
-			want: nil, msg: "restricts labels"},
-		{name: "unknown token, nothing restricted: the agent's labels", reg: reg(""), tokens: []*fleet.ClusterRegistrationToken{open, other},
-			want: map[string]string{"env": "dev", "team": "a"}},
+		{name: "open token: the agent's labels, sanitized", reg: reg(sa("fleet-default", "open"), asks), tokens: []*fleet.ClusterRegistrationToken{open, north},
+			want: map[string]string{"env": "prod", "team": "a", "region": "south"}},
+		{name: "group token: its labels, and the agent's that join no other group", reg: reg(sa("fleet-default", "north"), asks),
+			tokens: []*fleet.ClusterRegistrationToken{open, north},
+			want:   map[string]string{"region": "north", "team": "a"}, msg: "env=prod (cluster group prod)"},
+		{name: "group token, harmless labels", reg: reg(sa("fleet-default", "north"), map[string]string{"env": "edge"}),
+			tokens: []*fleet.ClusterRegistrationToken{north}, want: map[string]string{"region": "north", "env": "edge"}},
+		{name: "unknown token where one restricts: no token labels, nor labels that join a group", reg: reg("", asks),
+			tokens: []*fleet.ClusterRegistrationToken{open, north},
+			want:   map[string]string{"team": "a", "region": "south"}, msg: "token north restricts labels"},
+		{name: "another namespace's token is not this namespace's", reg: reg(sa("other", "edge"), asks),
+			tokens: []*fleet.ClusterRegistrationToken{open, north, other},
+			want:   map[string]string{"team": "a", "region": "south"}, msg: "restricts labels"},
+		{name: "unknown token, nothing restricted: the agent's labels", reg: reg("", asks), tokens: []*fleet.ClusterRegistrationToken{open, other},
+			want: map[string]string{"env": "prod", "team": "a", "region": "south"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, msg := RegisteredLabels(tc.reg, tc.tokens)
-			if len(got) == 0 && len(tc.want) == 0 {
-				got, tc.want = nil, nil
-			}
+			got, msg := RegisteredLabels(tc.reg, tc.tokens, groups)
 			if !reflect.DeepEqual(got, tc.want) || !strings.Contains(msg, tc.msg) || (tc.msg == "" && msg != "") {
 				t.Errorf("got %v %q, want %v %q", got, msg, tc.want, tc.msg)
 			}

@@ -38,6 +38,8 @@ type Deps struct {
 	Tokens               fleetcontrollers.ClusterRegistrationTokenController
 	ClusterRegistrations fleetcontrollers.ClusterRegistrationController
 	Clusters             fleetcontrollers.ClusterController
+	// ClusterGroups are read for the groups a registration token allows (registration.RegisteredLabels).
+	ClusterGroups fleetcontrollers.ClusterGroupCache
 	// Secrets is the Secret cache (it must hold the registration namespace's).
 	Secrets corecontrollers.SecretCache
 	// RoleBindings is the RoleBinding cache (the one Apply reads).
@@ -352,7 +354,13 @@ func (r *registrations) cluster(reg *fleet.ClusterRegistration) (*fleet.Cluster,
 	if err != nil {
 		return nil, err
 	}
-	clusterLabels, dropped := registration.RegisteredLabels(reg, tokens)
+	var groups []*fleet.ClusterGroup
+	if r.ClusterGroups != nil {
+		if groups, err = r.ClusterGroups.List(reg.Namespace, labels.Everything()); err != nil {
+			return nil, err
+		}
+	}
+	clusterLabels, dropped := registration.RegisteredLabels(reg, tokens, groups)
 	if dropped != "" {
 		r.log(reg).Warn(dropped)
 	}
