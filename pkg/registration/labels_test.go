@@ -30,7 +30,9 @@ func TestRegisteredLabels(t *testing.T) {
 		}
 		return r
 	}
-	sa := func(ns, token string) string { return "system:serviceaccount:" + ns + ":" + ImportServiceAccount(token) }
+	sa := func(ns, token string) string {
+		return "system:serviceaccount:" + ns + ":" + ImportServiceAccount(token)
+	}
 	asks := map[string]string{"env": "prod", "team": "a", "region": "south", "fleet.cattle.io/x": "y"}
 	for _, tc := range []struct {
 		name   string
