@@ -283,12 +283,19 @@ func (d *Deployer) recordedRevision(ctx context.Context, ac *action.Configuratio
 		r.DeploymentID, r.MadeByFleet = "", false
 		return r, nil
 	}
-	if last.Version > e.Version {
-		if last, err = ac.Releases.Get(last.Name, e.Version); errors.Is(err, driver.ErrReleaseNotFound) {
-			return nil, nil
-		} else if err != nil {
+	if last.Version > e.Version && last.Version != e.Pending {
+		recorded, err := ac.Releases.Get(last.Name, e.Version)
+		if errors.Is(err, driver.ErrReleaseNotFound) {
+			// The recorded revision is gone: no deploymentID, so the deploy that follows
+			// looks at the history (and says what is wrong with it).
+			r := fromHelm(last)
+			r.DeploymentID, r.MadeByFleet = "", false
+			return r, nil
+		}
+		if err != nil {
 			return nil, err
 		}
+		last = recorded
 	}
 	return fromHelm(last), nil
 }
