@@ -23,6 +23,7 @@ func newController() *cobra.Command {
 		debug     bool
 		gcPercent int
 		gitops    bool
+		helmops   bool
 	)
 	c := &cobra.Command{
 		Use:   "controller",
@@ -32,7 +33,7 @@ func newController() *cobra.Command {
 			if err := registration.CheckCredentialLifetime(o.CredentialLifetime); err != nil {
 				return err
 			}
-			o.DisableGitOps = !gitops
+			o.DisableGitOps, o.DisableHelmOps = !gitops, !helmops
 			o.AgentDebug = debug
 			setupLogging(logJSON, debug)
 			// The manager's memory is mostly long-lived caches: collecting when the heap grows
@@ -60,6 +61,7 @@ func newController() *cobra.Command {
 	fl.Float32Var(&o.QPS, "kube-api-qps", controller.DefaultQPS, "requests per second to the apiserver")
 	fl.IntVar(&o.Burst, "kube-api-burst", controller.DefaultBurst, "burst of requests to the apiserver")
 	fl.BoolVar(&gitops, "gitops", true, "run the GitRepo controller and the webhook receiver (false: Bundles come from elsewhere)")
+	fl.BoolVar(&helmops, "helmops", true, "run the HelmOp controller (false: HelmOps are left alone, as Fleet's helmops.enabled=false)")
 	fl.StringVar(&o.WebhookAddr, "webhook-addr", ":8084", "address of the git providers' push webhook receiver (empty disables)")
 	fl.StringVar(&o.ShardID, "shard-id", "", "handle only GitRepos, Bundles, BundleDeployments, HelmOps and ImageScans labelled "+fleet.ShardLabel+"=ID (empty: the unlabelled ones, and everything that is one per management cluster)")
 	fl.Var(jsonMap{&o.ShardNodeSelector}, "shard-node-selector", `nodeSelector of the GitRepo Jobs this controller runs, as JSON ({"kubernetes.io/hostname": "node0"}): a shard's nodes`)

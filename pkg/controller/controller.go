@@ -62,6 +62,8 @@ type Options struct {
 	// DisableGitOps leaves GitRepos alone (no GitRepo controller, no webhook receiver): Bundles
 	// are created by other means (Fleet's gitops.enabled=false).
 	DisableGitOps bool
+	// DisableHelmOps leaves HelmOps alone (Fleet's helmops.enabled=false).
+	DisableHelmOps bool
 	// LeaderElect runs the controllers only while holding the Lease, with LeaderTiming.
 	LeaderElect  bool
 	LeaderTiming leader.Timing
@@ -257,8 +259,10 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 	if err != nil {
 		return err
 	}
-	helmop.Register(ctx, helmop.Deps{HelmOps: f.HelmOp(), Bundles: f.Bundle(), BundleDeployments: f.BundleDeployment(),
-		Secrets: c.Secret().Cache(), Apply: bundles.WithSetOwnerReference(false, false), Policies: f.Policy(), Guard: w.guard})
+	if !o.DisableHelmOps {
+		helmop.Register(ctx, helmop.Deps{HelmOps: f.HelmOp(), Bundles: f.Bundle(), BundleDeployments: f.BundleDeployment(),
+			Secrets: c.Secret().Cache(), Apply: bundles.WithSetOwnerReference(false, false), Policies: f.Policy(), Guard: w.guard})
+	}
 	observe(ctx, w, o)
 	downstream.Register(ctx, kube, f.BundleDeployment(), c.Secret(), w.guard, w.recorder)
 	if !sharded {
