@@ -153,6 +153,7 @@ func TestReadBadInput(t *testing.T) {
 		{"selects itself", map[string]string{"fleet.yaml": "labels: {a: b}\ndependsOn:\n- selector: {matchLabels: {a: b}}\n"}, `key "dependsOn[0].selector": selects bundle`},
 		{"bad state", map[string]string{"fleet.yaml": "dependsOn:\n- name: x\n  acceptedStates: [Sleeping]\n"}, `"Sleeping" is not a bundle state`},
 		{"long release name", map[string]string{"fleet.yaml": "helm:\n  releaseName: " + strings.Repeat("a", 54) + "\n"}, `key "helm.releaseName"`},
+		{"release name with an empty label", map[string]string{"fleet.yaml": "helm:\n  releaseName: my..app\n"}, `key "helm.releaseName"`},
 		{"bad operator", map[string]string{"fleet.yaml": "targetCustomizations:\n- clusterSelector:\n    matchExpressions: [{key: a, operator: Equals}]\n"}, `key "targetCustomizations[0].clusterSelector": invalid label selector`},
 		{"missing overlay", map[string]string{"fleet.yaml": "yaml:\n  overlays: [prod]\n"}, `overlay "prod" not found`},
 		{"misspelt key", map[string]string{"fleet.yaml": "defaultNamespce: a\n"}, `fleet.yaml:1: key "defaultNamespce": unknown key (did you mean defaultNamespace?)`},
@@ -298,5 +299,23 @@ func TestImageScanSecretRefObject(t *testing.T) {
 	}
 	if _, err := Read(dir, []string{"."}, Options{Name: "scan", Namespace: "ns"}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Release names follow Helm's rule, as on Fleet: DNS labels joined by dots.
+func TestReleaseNameWithDots(t *testing.T) {
+	dir := t.TempDir()
+	for name, data := range map[string]string{"app/fleet.yaml": "helm:\n  releaseName: my.app-v2\n", "app/cm.yaml": "kind: ConfigMap\n"} {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bs, err := Read(dir, []string{"app"}, Options{Name: "r", Namespace: "fleet-local"})
+	if err != nil || len(bs) != 1 || bs[0].Spec.Helm.ReleaseName != "my.app-v2" {
+		t.Fatalf("got %v, %v", bs, err)
 	}
 }

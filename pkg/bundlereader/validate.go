@@ -12,7 +12,8 @@ import (
 )
 
 var (
-	releaseNameRe = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	// Helm's rule for release names: DNS labels joined by dots.
+	releaseNameRe = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 	dnsLabelRe    = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 )
 
@@ -127,7 +128,7 @@ func validateOptions(bad badInput, prefix string, o *fleet.BundleDeploymentOptio
 	}
 	if o.Helm != nil && o.Helm.ReleaseName != "" {
 		if len(o.Helm.ReleaseName) > names.MaxHelmReleaseName || !releaseNameRe.MatchString(o.Helm.ReleaseName) {
-			return bad(prefix+"helm.releaseName", "%q is not a valid Helm release name (lower case letters, digits and '-', at most %d characters)", o.Helm.ReleaseName, names.MaxHelmReleaseName)
+			return bad(prefix+"helm.releaseName", "%q is not a valid Helm release name (lower case letters, digits, '-' and '.', at most %d characters)", o.Helm.ReleaseName, names.MaxHelmReleaseName)
 		}
 	}
 	if o.Helm != nil && o.Helm.TimeoutSeconds < 0 {

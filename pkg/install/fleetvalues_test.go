@@ -121,6 +121,16 @@ func TestFleetValuesSchema(t *testing.T) {
 			t.Errorf("values %v: error %v, want one naming %s", tc.values, err, tc.want)
 		}
 	}
+	// An interval of "0" (the default) is accepted, as on Fleet.
+	for _, key := range []string{"agentCheckinInterval", "garbageCollectionInterval", "gitClientTimeout", "clusterEnqueueDelay"} {
+		if _, err := Render(charts.Fleet, "fleet", "cattle-fleet-system", map[string]interface{}{key: "0"}); err != nil {
+			t.Errorf("%s: \"0\": %v", key, err)
+		}
+	}
+	if _, err := Render(charts.Agent, "fleet-agent", "cattle-fleet-system", map[string]interface{}{"token": "t", "apiServerURL": "https://m",
+		"garbageCollectionInterval": "0"}); err != nil {
+		t.Errorf("fleet-agent garbageCollectionInterval \"0\": %v", err)
+	}
 }
 
 // A values file written for Fleet's fleet-agent chart installs ours with the same effect.
