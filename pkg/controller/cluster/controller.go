@@ -343,14 +343,17 @@ func (h *handler) status(c *fleet.Cluster, ns string) (fleet.ClusterStatus, erro
 	})
 	var s fleet.BundleSummary
 	var counts fleet.ResourceCounts
-	repoReady := map[string]bool{}
+	repoReady, opReady := map[string]bool{}, map[string]bool{}
 	for _, bd := range bds {
 		name := bd.Labels[fleet.BundleNamespaceLabel] + "/" + bd.Labels[fleet.BundleLabel]
 		state := summary.Add(&s, name, bd)
-		if repo := bd.Labels[fleet.RepoLabel]; repo != "" {
-			key := bd.Labels[fleet.BundleNamespaceLabel] + "/" + repo
-			ready, seen := repoReady[key]
-			repoReady[key] = (ready || !seen) && state == fleet.Ready
+		// A GitRepo (HelmOp) is ready on the cluster when all its deployments there are.
+		for label, into := range map[string]map[string]bool{fleet.RepoLabel: repoReady, fleet.HelmNameLabel: opReady} {
+			if owner := bd.Labels[label]; owner != "" {
+				key := bd.Labels[fleet.BundleNamespaceLabel] + "/" + owner
+				ready, seen := into[key]
+				into[key] = (ready || !seen) && state == fleet.Ready
+			}
 		}
 		if rc := bd.Status.ResourceCounts; rc != nil {
 			summary.AddCounts(&counts, *rc)
@@ -358,13 +361,8 @@ func (h *handler) status(c *fleet.Cluster, ns string) (fleet.ClusterStatus, erro
 	}
 	status.Summary = s
 	status.ResourceCounts = counts
-	status.DesiredReadyGitRepos = len(repoReady)
-	status.ReadyGitRepos = 0
-	for _, ok := range repoReady {
-		if ok {
-			status.ReadyGitRepos++
-		}
-	}
+	status.DesiredReadyGitRepos, status.ReadyGitRepos = len(repoReady), countTrue(repoReady)
+	status.DesiredReadyHelmOps, status.ReadyHelmOps = len(opReady), countTrue(opReady)
 	status.Display.ReadyBundles = fmt.Sprintf("%d/%d", s.Ready, s.DesiredReady)
 
 	ready, reason, message := corev1.ConditionTrue, "", ""
@@ -432,4 +430,14 @@ func (h *handler) finalize(c *fleet.Cluster) (*fleet.Cluster, error) {
 	c = c.DeepCopy()
 	c.Finalizers = slices.DeleteFunc(c.Finalizers, func(f string) bool { return f == fleet.ClusterFinalizer })
 	return h.clusters.Update(c)
+}
+
+func countTrue(m map[string]bool) int {
+	n := 0
+	for _, ok := range m {
+		if ok {
+			n++
+		}
+	}
+	return n
 }

@@ -126,3 +126,38 @@ func TestRollUpOnlyWhenItsInputsChange(t *testing.T) {
 		t.Error("a deleted cluster: want its roll-up forgotten")
 	}
 }
+
+// A Cluster counts the GitRepos and HelmOps deploying to it, and those whose deployments there
+// are all Ready.
+func TestRollUpCountsGitReposAndHelmOps(t *testing.T) {
+	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	deployment := func(name string, ready bool, labels map[string]string) *fleet.BundleDeployment {
+		bd := &fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+			fleet.BundleNamespaceLabel: "fleet-default", fleet.BundleLabel: name}}}
+		for k, v := range labels {
+			bd.Labels[k] = v
+		}
+		bd.Spec.DeploymentID, bd.Spec.StagedDeploymentID = "s-1", "s-1"
+		if ready {
+			bd.Status.AppliedDeploymentID, bd.Status.Ready, bd.Status.NonModified = "s-1", true, true
+		}
+		return bd
+	}
+	cache := &listCounter{bds: []*fleet.BundleDeployment{
+		deployment("repo-a", true, map[string]string{fleet.RepoLabel: "repo"}),
+		deployment("repo-b", false, map[string]string{fleet.RepoLabel: "repo"}),
+		deployment("web", true, map[string]string{fleet.HelmNameLabel: "web"}),
+		deployment("db", false, map[string]string{fleet.HelmNameLabel: "db"}),
+	}}
+	h := &handler{bdCache: cache, now: func() time.Time { return now }, interval: func() time.Duration { return time.Minute }}
+	c := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-default", Name: "one"}}
+	c.Status.Agent.LastSeen = metav1.NewTime(now)
+	status, err := h.rollUp(c, "cluster-ns", c.Status)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status.DesiredReadyGitRepos != 1 || status.ReadyGitRepos != 0 || status.DesiredReadyHelmOps != 2 || status.ReadyHelmOps != 1 {
+		t.Errorf("gitrepos %d/%d, helmops %d/%d; want 0/1 and 1/2", status.ReadyGitRepos, status.DesiredReadyGitRepos,
+			status.ReadyHelmOps, status.DesiredReadyHelmOps)
+	}
+}

@@ -590,7 +590,8 @@ func (h *handler) rollup(gr *fleet.GitRepo, status *fleet.GitRepoStatus, now tim
 	case status.GitJobStatus == JobInProgress:
 		status.Display.State = StateGitUpdating
 	case ready == corev1.ConditionTrue:
-		status.Display.State = string(fleet.Ready)
+		// Empty when ready, as Fleet writes it: Rancher shows such a GitRepo Active.
+		status.Display.State = ""
 	default:
 		status.Display.State = string(summary.WorstState(s))
 		if status.Display.State == "" || status.Display.State == string(fleet.Ready) {

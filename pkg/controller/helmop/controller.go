@@ -330,7 +330,8 @@ func (h *handler) rollup(op *fleet.HelmOp, status *fleet.HelmOpStatus, now time.
 	s := status.Summary
 	status.Display.ReadyBundleDeployments = fmt.Sprintf("%d/%d", s.Ready, s.DesiredReady)
 	ready, msg := readiness(status, b)
-	status.Display.State, status.Display.Error, status.Display.Message = string(fleet.Ready), false, ""
+	// The state is empty when ready, as Fleet writes it: Rancher shows such a HelmOp Active.
+	status.Display.State, status.Display.Error, status.Display.Message = "", false, ""
 	if ready != corev1.ConditionTrue {
 		status.Display.State = string(summary.WorstState(s))
 		if status.Display.State == "" || status.Display.State == string(fleet.Ready) {
