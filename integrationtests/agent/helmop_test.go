@@ -183,6 +183,10 @@ var _ = Describe("HelmOps", Ordered, func() {
 		Eventually(cmData("helmop-oci", "helmop-web"), 90*time.Second).Should(HaveKeyWithValue("chart", "3.1.0"))
 		Eventually(func() string { return helmOp("oci").Status.Version }).Should(Equal("3.1.0"))
 
+		// The form Fleet and the Rancher UI write: the reference in helm.repo, no helm.chart.
+		newOp("oci-repo", "helmop-oci-repo", &fleet.HelmOptions{Repo: "oci://" + reg.Host + "/charts/web", Version: "3.0.0", ReleaseName: "web-oci-repo"})
+		Eventually(cmData("helmop-oci-repo", "helmop-web"), 90*time.Second).Should(HaveKeyWithValue("chart", "3.0.0"))
+
 		newOp("url", "helmop-url", &fleet.HelmOptions{Chart: repo.URL + "/web-1.1.0.tgz", ReleaseName: "web-url"})
 		Eventually(cmData("helmop-url", "helmop-web"), 90*time.Second).Should(HaveKeyWithValue("chart", "1.1.0"))
 		Eventually(func() string { return helmOp("url").Status.Version }).Should(Equal("1.1.0"))

@@ -39,3 +39,27 @@ func TestBundleFollowsTheHelmOpsShard(t *testing.T) {
 		}
 	}
 }
+
+// The form Fleet and the Rancher UI write for an OCI chart (the reference in helm.repo, no
+// helm.chart) is accepted, and the Bundle names the chart by its reference.
+func TestOCIReferenceInRepo(t *testing.T) {
+	op := &fleet.HelmOp{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "fleet-default"}}
+	op.Spec.Helm = &fleet.HelmOptions{Repo: "oci://registry.example/charts/app", Version: "1.x"}
+	if err := validate(op); err == nil {
+		t.Fatal("before: no chart, refused")
+	}
+	ociRepo(op)
+	if err := validate(op); err != nil {
+		t.Fatalf("the UI's form: %v", err)
+	}
+	b := bundle(op, "1.2.0")
+	if b.Spec.Helm.Chart != "oci://registry.example/charts/app" || b.Spec.Helm.Repo != "" || b.Spec.Helm.Version != "1.2.0" {
+		t.Errorf("bundle helm %+v", b.Spec.Helm)
+	}
+	// A chart repository with a chart name is left as it is.
+	op.Spec.Helm = &fleet.HelmOptions{Repo: "https://charts.example", Chart: "app"}
+	ociRepo(op)
+	if op.Spec.Helm.Repo != "https://charts.example" || op.Spec.Helm.Chart != "app" {
+		t.Errorf("a repository form changed: %+v", op.Spec.Helm)
+	}
+}

@@ -112,6 +112,7 @@ func Register(ctx context.Context, d Deps) {
 // why in the Accepted condition. A chart source that cannot be polled keeps the version
 // resolved before (and no Bundle when there was none).
 func (h *handler) generate(op *fleet.HelmOp, status fleet.HelmOpStatus) ([]runtime.Object, fleet.HelmOpStatus, error) {
+	ociRepo(op)
 	if err := validate(op); err != nil {
 		return nil, status, err
 	}
@@ -135,6 +136,15 @@ func (h *handler) generate(op *fleet.HelmOp, status fleet.HelmOpStatus) ([]runti
 	}
 	h.rollup(op, &status, now)
 	return objs, status, nil
+}
+
+// ociRepo takes the form Fleet and the Rancher UI write for a chart in an OCI registry, the
+// whole reference in helm.repo and no helm.chart, as helm.chart holding the reference (op is the
+// handler's copy: the HelmOp keeps what its author wrote, its Bundle gets this).
+func ociRepo(op *fleet.HelmOp) {
+	if hl := op.Spec.Helm; hl != nil && hl.Chart == "" && strings.HasPrefix(hl.Repo, "oci://") {
+		hl.Chart, hl.Repo = hl.Repo, ""
+	}
 }
 
 // validate checks what the spec must say for a chart to be found.
