@@ -546,3 +546,33 @@ func viewerConfig(ns string) *rest.Config {
 	cfg.BearerToken = tr.Status.Token
 	return cfg
 }
+
+var _ = Describe("a GitRepo listing its bundles (spec.bundles)", func() {
+	It("makes Bundles of the listed folders with their options files only, and names a missing folder", func() {
+		commit := publish("listed", "main", map[string]string{
+			"a/cm.yaml":    configMap("a", "1"),
+			"b/cm.yaml":    configMap("b", "1"),
+			"b/prod.yaml":  "defaultNamespace: b-prod\n",
+			"b/fleet.yaml": "defaultNamespace: b\n",
+			"c/cm.yaml":    configMap("c", "1"),
+		})
+		newGitRepo("listed", "listed", func(s *fleet.GitRepoSpec) {
+			s.Bundles = []fleet.BundlePath{{Base: "a"}, {Base: "b", Options: "prod.yaml"}}
+		})
+		Eventually(func() map[string]string { return bundlesOf("listed") }).Should(Equal(map[string]string{
+			"listed-a": commit, "listed-b-prod": commit}), "folder c is not listed, nor b's fleet.yaml")
+		b, err := api.Bundle().Get(fleet.DefaultNamespace, "listed-b-prod", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(b.Spec.DefaultNamespace).To(Equal("b-prod"), "the options file listed")
+
+		newGitRepo("listed-missing", "listed", func(s *fleet.GitRepoSpec) {
+			s.Bundles = []fleet.BundlePath{{Base: "a"}, {Base: "nowhere"}}
+		})
+		Eventually(func(g Gomega) {
+			s, msg := cond(gitRepo("listed-missing"), "Stalled")
+			g.Expect(s).To(Equal(corev1.ConditionTrue))
+			g.Expect(msg).To(ContainSubstring(`"nowhere"`))
+		}).Should(Succeed())
+		Expect(bundlesOf("listed-missing")).To(BeEmpty(), "nothing is written")
+	})
+})

@@ -133,14 +133,14 @@ func drivenDirs(root string, paths []string, so ScanOptions) ([]BundleDir, error
 		}
 		d := BundleDir{Path: dir}
 		if hasFile {
-			if file == "" || strings.Contains(filepath.ToSlash(file), "/") {
+			if file == "" || !filepath.IsLocal(filepath.FromSlash(file)) {
 				return nil, fmt.Errorf("driven scan path %q: %q must name a file in the folder %q", p, file, dir)
 			}
 			if st, err := os.Stat(filepath.Join(root, filepath.FromSlash(dir), file)); err != nil || st.IsDir() {
 				return nil, fmt.Errorf("driven scan path %q: options file %s not found", p, path.Join(dir, file))
 			}
 			d.FleetYAML = path.Join(dir, file)
-			d.OptionsName = strings.TrimSuffix(file, path.Ext(file))
+			d.OptionsName = strings.TrimSuffix(path.Base(file), path.Ext(file))
 		} else if fy := findFleetYAML(filepath.Join(root, filepath.FromSlash(dir)), ""); fy != "" {
 			d.FleetYAML = path.Join(dir, fy)
 		}

@@ -441,6 +441,18 @@ func (h *handler) applyOptions(gr *fleet.GitRepo, commit string) apply.Options {
 	if len(o.Paths) == 0 {
 		o.Paths = []string{"/"}
 	}
+	// spec.bundles names each bundle folder (and its options file): those, and nothing found by
+	// scanning, are the GitRepo's Bundles.
+	if len(gr.Spec.Bundles) > 0 {
+		o.Scan.Driven, o.Paths = true, nil
+		for _, b := range gr.Spec.Bundles {
+			p := b.Base
+			if b.Options != "" {
+				p += ":" + b.Options
+			}
+			o.Paths = append(o.Paths, p)
+		}
+	}
 	return o
 }
 

@@ -379,6 +379,9 @@ func jobApplyArgs(gr *fleet.GitRepo, o apply.Options, ns, commit string) []strin
 	if o.HelmRepoURLRegex != "" {
 		applyArgs = append(applyArgs, "--helm-repo-url-regex", o.HelmRepoURLRegex)
 	}
+	if o.Scan.Driven {
+		applyArgs = append(applyArgs, "--driven-scan")
+	}
 	if o.SyncGeneration != 0 {
 		applyArgs = append(applyArgs, "--sync-generation", strconv.FormatInt(o.SyncGeneration, 10))
 	}

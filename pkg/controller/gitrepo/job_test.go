@@ -49,3 +49,16 @@ func TestJobPodNodeSelector(t *testing.T) {
 		}
 	}
 }
+
+// spec.bundles reaches the Job's fleet apply as a driven scan of exactly the listed folders.
+func TestJobApplyArgsListedBundles(t *testing.T) {
+	gr := &fleet.GitRepo{}
+	gr.Name, gr.Namespace = "repo", "fleet-default"
+	gr.Spec.Bundles = []fleet.BundlePath{{Base: "a"}, {Base: "b", Options: "prod.yaml"}}
+	h := &handler{}
+	o := h.applyOptions(gr, "c1")
+	args := jobApplyArgs(gr, o, gr.Namespace, "c1")
+	if !slices.Contains(args, "--driven-scan") || !slices.Equal(o.Paths, []string{"a", "b:prod.yaml"}) {
+		t.Errorf("args %q, paths %q", strings.Join(args, " "), o.Paths)
+	}
+}
