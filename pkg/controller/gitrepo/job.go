@@ -249,13 +249,16 @@ func (h *handler) jobPod(gr *fleet.GitRepo, commit string, cm *corev1.ConfigMap)
 	}
 
 	// The Helm credentials are mounted by name: the same rule as for those read in-process.
+	helmSecrets := map[string]*corev1.Secret{}
 	for field, sec := range map[string]string{"helmSecretName": gr.Spec.HelmSecretName, "helmSecretNameForPaths": gr.Spec.HelmSecretNameForPaths} {
 		if sec == "" {
 			continue
 		}
-		if _, err := h.secret(gr.Namespace, sec); err != nil && !apierrors.IsNotFound(err) {
+		s, err := h.secret(gr.Namespace, sec)
+		if err != nil && !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("%s %s: %w", field, sec, err)
 		}
+		helmSecrets[field] = s
 	}
 	o := h.applyOptions(gr, commit)
 	applyArgs := jobApplyArgs(gr, o, gr.Namespace, commit)
@@ -263,8 +266,17 @@ func (h *handler) jobPod(gr *fleet.GitRepo, commit string, cm *corev1.ConfigMap)
 	if sec := gr.Spec.HelmSecretName; sec != "" {
 		volumes = append(volumes, secretVolume("helm-credentials", sec))
 		applyMounts = append(applyMounts, corev1.VolumeMount{Name: "helm-credentials", MountPath: jobHelmSecret, ReadOnly: true})
-		env = append(env, secretEnv("HELM_USERNAME", sec, "username"))
-		applyArgs = append(applyArgs, "--username", "$(HELM_USERNAME)", "--password-file", jobHelmSecret+"/password")
+		// As in-process: a Secret may hold a password only, or CAs only (cacerts).
+		user := secretEnv("HELM_USERNAME", sec, "username")
+		user.ValueFrom.SecretKeyRef.Optional = boolPtr(true)
+		env = append(env, user)
+		applyArgs = append(applyArgs, "--username", "$(HELM_USERNAME)")
+		if s := helmSecrets["helmSecretName"]; s == nil || len(s.Data["password"]) > 0 {
+			applyArgs = append(applyArgs, "--password-file", jobHelmSecret+"/password")
+		}
+		if s := helmSecrets["helmSecretName"]; s != nil && len(s.Data["cacerts"]) > 0 {
+			applyArgs = append(applyArgs, "--cacerts-file", jobHelmSecret+"/cacerts")
+		}
 	}
 	if sec := gr.Spec.HelmSecretNameForPaths; sec != "" {
 		volumes = append(volumes, secretVolume("helm-paths", sec))

@@ -5,6 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
@@ -60,5 +64,33 @@ func TestJobApplyArgsListedBundles(t *testing.T) {
 	args := jobApplyArgs(gr, o, gr.Namespace, "c1")
 	if !slices.Contains(args, "--driven-scan") || !slices.Equal(o.Paths, []string{"a", "b:prod.yaml"}) {
 		t.Errorf("args %q, paths %q", strings.Join(args, " "), o.Paths)
+	}
+}
+
+// In a Job, as in-process, a Helm Secret may lack a username (the pod still starts) and its
+// cacerts are trusted.
+func TestJobPodHelmSecretForms(t *testing.T) {
+	gr := &fleet.GitRepo{}
+	gr.Name, gr.Namespace, gr.Spec.Repo, gr.Spec.HelmSecretName = "repo", "fleet-default", "https://git.example/repo", "charts"
+	cm, err := jobConfigMap(gr, "repo-abc", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-default", Name: "charts"},
+		Data: map[string][]byte{"password": []byte("p"), "cacerts": []byte("-----BEGIN CERTIFICATE-----")}}
+	h := &handler{Deps: Deps{Kube: fake.NewSimpleClientset(secret), JobRunner: &JobRunner{Image: "fleet:dev"}}}
+	p, err := h.jobPod(gr, "c1", cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.Containers[0]
+	args := strings.Join(c.Args, " ")
+	if !strings.Contains(args, "--cacerts-file /run/secrets/helm/cacerts") || !strings.Contains(args, "--password-file /run/secrets/helm/password") {
+		t.Errorf("args %s", args)
+	}
+	for _, e := range c.Env {
+		if e.Name == "HELM_USERNAME" && (e.ValueFrom.SecretKeyRef.Optional == nil || !*e.ValueFrom.SecretKeyRef.Optional) {
+			t.Error("a Secret without username stops the pod")
+		}
 	}
 }
