@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -287,6 +288,13 @@ func (h *handler) jobPod(gr *fleet.GitRepo, commit string, cm *corev1.ConfigMap)
 		applyArgs = append(applyArgs, "--label", k+"="+o.Labels[k])
 	}
 	applyArgs = append(append(applyArgs, "--", gr.Name), o.Paths...)
+	// The manager's proxy settings (the fleet chart's proxy and noProxy) reach the clone and the
+	// chart downloads of the Job as they reach in-process runs.
+	for _, name := range []string{"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"} {
+		if v := os.Getenv(name); v != "" {
+			env = append(env, corev1.EnvVar{Name: name, Value: v})
+		}
+	}
 	env = append(env, corev1.EnvVar{Name: "COMMIT", Value: commit},
 		// The pod runs as jobUID, not the image's user, whose home it may not read: Helm's
 		// cache and client-go's kubeconfig lookup use a home it owns.

@@ -94,3 +94,29 @@ func TestJobPodHelmSecretForms(t *testing.T) {
 		}
 	}
 }
+
+// The manager's proxy settings reach the Job's containers.
+func TestJobPodProxy(t *testing.T) {
+	t.Setenv("HTTPS_PROXY", "http://proxy.example:3128")
+	t.Setenv("NO_PROXY", ".svc,10.0.0.0/8")
+	gr := &fleet.GitRepo{}
+	gr.Name, gr.Namespace, gr.Spec.Repo = "repo", "fleet-default", "https://git.example/repo"
+	cm, err := jobConfigMap(gr, "repo-abc", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &handler{Deps: Deps{JobRunner: &JobRunner{Image: "fleet:dev"}}}
+	p, err := h.jobPod(gr, "c1", cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range append(p.InitContainers, p.Containers...) {
+		env := map[string]string{}
+		for _, e := range c.Env {
+			env[e.Name] = e.Value
+		}
+		if env["HTTPS_PROXY"] != "http://proxy.example:3128" || env["NO_PROXY"] != ".svc,10.0.0.0/8" {
+			t.Errorf("%s: env %v", c.Name, env)
+		}
+	}
+}
