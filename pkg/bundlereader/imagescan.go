@@ -38,7 +38,7 @@ func imageScans(root string, d BundleDir, bundle string, o Options) ([]*fleet.Im
 		if s.Image == "" {
 			return nil, bad(".image", "is empty: name the image repository to scan")
 		}
-		var interval time.Duration
+		interval := o.ImageScanInterval
 		if s.Interval != "" {
 			if interval, err = time.ParseDuration(s.Interval); err != nil || interval <= 0 {
 				return nil, bad(".interval", "%q is not a positive duration", s.Interval)

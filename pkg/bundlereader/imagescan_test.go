@@ -87,3 +87,15 @@ func TestImageScansRefused(t *testing.T) {
 		}
 	}
 }
+
+// A GitRepo's imageScanInterval is the interval of the scans that set none.
+func TestImageScanIntervalOfTheGitRepo(t *testing.T) {
+	r, err := readScansWith(t, "imageScans:\n- name: own\n  image: reg.example/web\n  interval: 5m\n- name: default\n  image: reg.example/api\n",
+		Options{Name: "repo", Namespace: "ns", ImageScanInterval: 2 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if own, def := r.ImageScans[0].Spec.Interval.Duration, r.ImageScans[1].Spec.Interval.Duration; own != 5*time.Minute || def != 2*time.Hour {
+		t.Errorf("intervals %s and %s, want 5m and 2h", own, def)
+	}
+}

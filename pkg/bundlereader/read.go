@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -56,6 +57,9 @@ type Options struct {
 	// Compress stores every resource gzipped and base64-encoded (fleet apply -c), not only
 	// large or binary ones.
 	Compress bool
+	// ImageScanInterval, when set, is the interval of the ImageScans fleet.yaml declares
+	// without one (a GitRepo's imageScanInterval).
+	ImageScanInterval time.Duration
 	// MaxConcurrency bundles are read at once (chart downloads included); 0 means 4.
 	MaxConcurrency int
 	// Log, when set, gets a line for each folder of manifests without fleet.yaml whose files

@@ -86,6 +86,7 @@ func newApply() *cobra.Command {
 	fl.StringVar(&o.TargetsFile, "targets-file", "", "YAML file of targets and targetRestrictions added to every Bundle")
 	fl.StringVar(&o.ChartAuth.Username, "username", os.Getenv("HELM_USERNAME"), "username for Helm chart repositories and OCI registries (default $HELM_USERNAME)")
 	fl.BoolVar(&o.Scan.Driven, "driven-scan", false, "each PATH is exactly one bundle, DIR or DIR<sep>OPTIONS-FILE; nothing below is searched")
+	fl.DurationVar(&o.ImageScanInterval, "image-scan-interval", 0, "interval of the ImageScans fleet.yaml declares without one (a GitRepo's imageScanInterval)")
 	fl.StringVar(&o.Scan.DrivenSep, "driven-scan-sep", ":", "separator of folder and options file in --driven-scan paths")
 	fl.IntVar(&o.MaxConcurrency, "bundle-creation-max-concurrency", envInt("FLEET_BUNDLE_CREATION_MAX_CONCURRENCY", bundlereader.DefaultMaxConcurrency), "bundles read at once (default $FLEET_BUNDLE_CREATION_MAX_CONCURRENCY, else 4)")
 	fl.BoolVar(&f.helmBasicHTTP, "helm-basic-http", false, "talk to chart repositories and OCI registries over plain HTTP")

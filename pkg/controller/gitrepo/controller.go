@@ -429,6 +429,9 @@ func (h *handler) applyOptions(gr *fleet.GitRepo, commit string) apply.Options {
 	o.CorrectDrift = gr.Spec.CorrectDrift
 	o.HelmRepoURLRegex = gr.Spec.HelmRepoURLRegex
 	o.SyncGeneration = gr.Spec.ForceSyncGeneration
+	if i := gr.Spec.ImageScanInterval; i != nil {
+		o.ImageScanInterval = i.Duration
+	}
 	if h.Restrictions != nil {
 		if rs, err := h.Restrictions.Cache().List(gr.Namespace, labels.Everything()); err == nil {
 			o.AllowedTargetNamespaceSelector = restriction.Combine(rs).Selector

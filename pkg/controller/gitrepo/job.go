@@ -402,6 +402,9 @@ func jobApplyArgs(gr *fleet.GitRepo, o apply.Options, ns, commit string) []strin
 	if o.Scan.Driven {
 		applyArgs = append(applyArgs, "--driven-scan")
 	}
+	if o.ImageScanInterval > 0 {
+		applyArgs = append(applyArgs, "--image-scan-interval", o.ImageScanInterval.String())
+	}
 	if o.SyncGeneration != 0 {
 		applyArgs = append(applyArgs, "--sync-generation", strconv.FormatInt(o.SyncGeneration, 10))
 	}
