@@ -185,6 +185,13 @@ func checkout(ctx context.Context, s Source, dir, commit string) (string, error)
 		if err != nil {
 			return "", err
 		}
+		wt, err := repo.Worktree()
+		if err != nil {
+			return "", err
+		}
+		if err := submodules(ctx, wt, auth); err != nil {
+			return "", fmt.Errorf("submodules of %s: %w", Redact(s.URL), err)
+		}
 		return head.Hash().String(), nil
 	}
 	hash, err := repo.ResolveRevision(plumbing.Revision(target))
@@ -198,7 +205,20 @@ func checkout(ctx context.Context, s Source, dir, commit string) (string, error)
 	if err := wt.Checkout(&git.CheckoutOptions{Hash: *hash, Force: true}); err != nil {
 		return "", fmt.Errorf("checking out %s of %s: %w", hash, Redact(s.URL), err)
 	}
+	if err := submodules(ctx, wt, auth); err != nil {
+		return "", fmt.Errorf("submodules of %s at %s: %w", Redact(s.URL), hash, err)
+	}
 	return hash.String(), nil
+}
+
+// submodules checks out the submodules of the worktree at the commits it records, recursively,
+// with the repository's own credentials (as Fleet's clones do).
+func submodules(ctx context.Context, wt *git.Worktree, auth transport.AuthMethod) error {
+	subs, err := wt.Submodules()
+	if err != nil || len(subs) == 0 {
+		return err
+	}
+	return subs.UpdateContext(ctx, &git.SubmoduleUpdateOptions{Init: true, RecurseSubmodules: git.DefaultSubmoduleRecursionDepth, Auth: auth})
 }
 
 // Checkout is checkout with no credential of the URL in its error.

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -54,5 +57,45 @@ func TestRedact(t *testing.T) {
 	_, err = LatestCommit(context.Background(), Source{URL: "https://user:s3cret@127.0.0.1:1/repo.git", Branch: "main"})
 	if err == nil || strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "user") {
 		t.Errorf("a failed listing shows the credentials: %v", err)
+	}
+}
+
+// A checkout holds the repository's submodules at the commits it records.
+func TestCheckoutWithSubmodules(t *testing.T) {
+	root := t.TempDir()
+	git := func(dir string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "protocol.file.allow=always", "-c", "user.name=t", "-c", "user.email=t@example.invalid"}, args...)...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	sub, main := filepath.Join(root, "sub"), filepath.Join(root, "main")
+	for _, d := range []string{sub, main} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		git(d, "init", "-q", "--initial-branch=main")
+	}
+	if err := os.WriteFile(filepath.Join(sub, "cm.yaml"), []byte("kind: ConfigMap\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(sub, "add", "-A")
+	git(sub, "commit", "-q", "-m", "sub")
+	if err := os.WriteFile(filepath.Join(main, "README"), []byte("main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(main, "submodule", "-q", "add", "file://"+sub, "vendored")
+	git(main, "add", "-A")
+	git(main, "commit", "-q", "-m", "main")
+
+	dir := filepath.Join(root, "checkout")
+	if _, err := Checkout(context.Background(), Source{URL: "file://" + main, Branch: "main"}, dir, ""); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "vendored", "cm.yaml"))
+	if err != nil || string(data) != "kind: ConfigMap\n" {
+		t.Fatalf("the submodule's file: %q %v", data, err)
 	}
 }
