@@ -13,6 +13,7 @@ import (
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/config"
 	"github.com/fleetgo/fleet/pkg/controller"
+	"github.com/fleetgo/fleet/pkg/controller/bootstrap"
 )
 
 // An earlier build kept the manager's credential in fleet-local: a manager started on such a
@@ -52,5 +53,40 @@ var _ = Describe("a manager started where an earlier build kept its credential i
 			_, err := k.CoreV1().Secrets("cattle-fleet-local-system").Get(ctx, "fleet-agent-bootstrap", metav1.GetOptions{})
 			return err
 		}).Should(Succeed())
+	})
+})
+
+var _ = Describe("the fleet chart's bootstrap values", func() {
+	It("give the local Cluster its labels and agent namespace, or no local Cluster at all", func(ctx context.Context) {
+		shaped, api, err := testenv.StartWithCRDs(ctx, "shaped")
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(shaped.Stop)
+		stop := testenv.RunController(shaped.RESTConfig(), config.Config{}, controller.Options{Bootstrap: bootstrap.Options{
+			ClusterLabels: map[string]string{"env": "mgmt"}, AgentNamespace: "mgmt-agent"}})
+		DeferCleanup(func() { Expect(stop()).To(Succeed()) })
+		Eventually(func(g Gomega) {
+			c, err := api.Cluster().Get(fleet.LocalNamespace, "local", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(c.Labels).To(HaveKeyWithValue("env", "mgmt"))
+			g.Expect(c.Labels).To(HaveKeyWithValue("name", "local"))
+			g.Expect(c.Spec.AgentNamespace).To(Equal("mgmt-agent"))
+		}).Should(Succeed())
+
+		bare, bareAPI, err := testenv.StartWithCRDs(ctx, "bare")
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(bare.Stop)
+		stopBare := testenv.RunController(bare.RESTConfig(), config.Config{}, controller.Options{Bootstrap: bootstrap.Options{LocalAgentDisabled: true}})
+		DeferCleanup(func() { Expect(stopBare()).To(Succeed()) })
+		// The manager is up once it made the default ClusterGroup of fleet-local.
+		Eventually(func() error {
+			_, err := bareAPI.ClusterGroup().Get(fleet.LocalNamespace, fleet.DefaultClusterGroup, metav1.GetOptions{})
+			return err
+		}).Should(Succeed())
+		_, err = bareAPI.Cluster().Get(fleet.LocalNamespace, "local", metav1.GetOptions{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no local Cluster: %v", err)
+		k, err := bare.Clientset()
+		Expect(err).NotTo(HaveOccurred())
+		_, err = k.CoreV1().Secrets("cattle-fleet-system").Get(ctx, "local-cluster", metav1.GetOptions{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no credential for it either: %v", err)
 	})
 })

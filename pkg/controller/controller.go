@@ -64,6 +64,8 @@ type Options struct {
 	DisableGitOps bool
 	// DisableHelmOps leaves HelmOps alone (Fleet's helmops.enabled=false).
 	DisableHelmOps bool
+	// Bootstrap shapes the manager's own Cluster (the fleet chart's bootstrap values).
+	Bootstrap bootstrap.Options
 	// LeaderElect runs the controllers only while holding the Lease, with LeaderTiming.
 	LeaderElect  bool
 	LeaderTiming leader.Timing
@@ -235,7 +237,7 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 	}
 	sharded := o.ShardID != ""
 	if !sharded {
-		if err := bootstrap.Run(ctx, o.SystemNamespace, cfg, kube, f); err != nil {
+		if err := bootstrap.Run(ctx, o.SystemNamespace, o.Bootstrap, cfg, kube, f); err != nil {
 			return err
 		}
 	}

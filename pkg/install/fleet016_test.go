@@ -95,3 +95,17 @@ func TestFleetNotesNameUnappliedValues(t *testing.T) {
 		}
 	}
 }
+
+// bootstrap.localAgentDisabled, clusterLabels and agentNamespace reach the controller.
+func TestFleetBootstrapValues(t *testing.T) {
+	out, err := Render(charts.Fleet, "fleet", "cattle-fleet-system", map[string]interface{}{"bootstrap": map[string]interface{}{
+		"localAgentDisabled": true, "clusterLabels": map[string]interface{}{"env": "mgmt", "tier": "a"}, "agentNamespace": "mgmt-agent"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"- --bootstrap-local-agent-disabled", "- --bootstrap-cluster-labels=env=mgmt,tier=a", "- --bootstrap-agent-namespace=mgmt-agent"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("controller args lack %q", want)
+		}
+	}
+}

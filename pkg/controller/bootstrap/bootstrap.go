@@ -37,17 +37,24 @@ const LocalKubeconfigSecret = "local-cluster"
 // manager's system namespace.
 const LocalAgentNamespace = "cattle-fleet-local-system"
 
+// Options are the fleet chart's bootstrap values.
+type Options struct {
+	// LocalAgentDisabled: no Cluster "local" (and so no agent) for the manager's own cluster.
+	LocalAgentDisabled bool
+	// ClusterLabels are the labels the Cluster "local" is created with (besides name: local).
+	ClusterLabels map[string]string
+	// AgentNamespace is where the local agent runs (default LocalAgentNamespace).
+	AgentNamespace string
+}
+
 // Run creates the bootstrap objects that do not exist yet. cfg is the manager's own connection:
 // the local Cluster's kubeconfig is made from it.
-func Run(ctx context.Context, systemNamespace string, cfg *rest.Config, kube kubernetes.Interface, api fleetcontrollers.Interface) error {
+func Run(ctx context.Context, systemNamespace string, o Options, cfg *rest.Config, kube kubernetes.Interface, api fleetcontrollers.Interface) error {
 	for _, ns := range []string{systemNamespace, fleet.LocalNamespace, fleet.DefaultNamespace} {
 		_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("bootstrap: namespace %s: %w", ns, err)
 		}
-	}
-	if err := localKubeconfig(ctx, systemNamespace, cfg, kube); err != nil {
-		return err
 	}
 	_, err := api.ClusterGroup().Create(&fleet.ClusterGroup{
 		ObjectMeta: metav1.ObjectMeta{Name: fleet.DefaultClusterGroup, Namespace: fleet.LocalNamespace},
@@ -56,10 +63,25 @@ func Run(ctx context.Context, systemNamespace string, cfg *rest.Config, kube kub
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("bootstrap: clustergroup %s/%s: %w", fleet.LocalNamespace, fleet.DefaultClusterGroup, err)
 	}
+	if o.LocalAgentDisabled {
+		return nil
+	}
+	if err := localKubeconfig(ctx, systemNamespace, cfg, kube); err != nil {
+		return err
+	}
+	labels := map[string]string{}
+	for k, v := range o.ClusterLabels {
+		labels[k] = v
+	}
+	labels["name"] = LocalClusterName
+	agentNS := o.AgentNamespace
+	if agentNS == "" {
+		agentNS = LocalAgentNamespace
+	}
 	_, err = api.Cluster().Create(&fleet.Cluster{
-		ObjectMeta: metav1.ObjectMeta{Name: LocalClusterName, Namespace: fleet.LocalNamespace, Labels: map[string]string{"name": LocalClusterName}},
+		ObjectMeta: metav1.ObjectMeta{Name: LocalClusterName, Namespace: fleet.LocalNamespace, Labels: labels},
 		Spec: fleet.ClusterSpec{KubeConfigSecret: LocalKubeconfigSecret, KubeConfigSecretNamespace: systemNamespace,
-			AgentNamespace: LocalAgentNamespace},
+			AgentNamespace: agentNS},
 	})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("bootstrap: cluster %s/%s: %w", fleet.LocalNamespace, LocalClusterName, err)
