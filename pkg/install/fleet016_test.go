@@ -35,6 +35,21 @@ func TestFleet016ValuesFiles(t *testing.T) {
 	if _, ok := objs["Deployment/fleet-controller-shard-north"]; !ok {
 		t.Error("shards: no shard Deployment")
 	}
+	// proxyCACert: a ConfigMap the controller mounts, and trusts besides its image's bundle.
+	if !strings.Contains(objs["ConfigMap/fleet-proxy-ca"], "BEGIN CERTIFICATE") {
+		t.Error("proxyCACert: no ConfigMap fleet-proxy-ca")
+	}
+	trusted := false
+	for _, e := range c.Env {
+		trusted = trusted || e.Name == "SSL_CERT_DIR" && e.Value == "/etc/fleet/proxy-ca"
+	}
+	mounted := false
+	for _, m := range c.VolumeMounts {
+		mounted = mounted || m.MountPath == "/etc/fleet/proxy-ca"
+	}
+	if !trusted || !mounted {
+		t.Errorf("proxyCACert: SSL_CERT_DIR %v, mounted %v", trusted, mounted)
+	}
 
 	off, err := Render(charts.Fleet, "fleet", "cattle-fleet-system", map[string]interface{}{"helmops": map[string]interface{}{"enabled": false}})
 	if err != nil {
@@ -87,9 +102,10 @@ func TestFleetNotesNameUnappliedValues(t *testing.T) {
 	if n := notes(nil); strings.Contains(n, "no effect") {
 		t.Errorf("defaults name nothing:\n%s", n)
 	}
-	n := notes(map[string]interface{}{"gitjob": map[string]interface{}{"replicas": 2}, "proxyCACert": "x",
+	n := notes(map[string]interface{}{"gitjob": map[string]interface{}{"replicas": 2},
+		"extraAnnotations": map[string]interface{}{"gitjob": map[string]interface{}{"a": "b"}},
 		"extraLabels": map[string]interface{}{"helmops": map[string]interface{}{"a": "b"}}})
-	for _, want := range []string{"- gitjob.replicas", "- proxyCACert", "- extraLabels.helmops"} {
+	for _, want := range []string{"- gitjob.replicas", "- extraAnnotations.gitjob", "- extraLabels.helmops"} {
 		if !strings.Contains(n, want) {
 			t.Errorf("notes lack %q:\n%s", want, n)
 		}
