@@ -147,6 +147,25 @@ var _ = Describe("targeting", func() {
 	})
 })
 
+var _ = Describe("a Bundle whose Helm values Fleet 0.13+ keeps in a Secret (spec.valuesHash)", func() {
+	It("deploys with the values of the Secret, the Bundle's and each target's", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		newCluster(ns, "a", map[string]string{"env": "prod"})
+		_, err := kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "moved"},
+			Type: "fleet.cattle.io/bundle-values/v1alpha1",
+			Data: map[string][]byte{"values.yaml": []byte(`{"name":"shop","replicas":1}`), "prod": []byte(`{"replicas":3}`)}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		// As Fleet's apply leaves it: no values in the Bundle, the hash of the Secret's.
+		newBundle(ns, "moved", fleet.BundleSpec{ValuesHash: "0123abcd",
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "app", Helm: &fleet.HelmOptions{}},
+			Targets: []fleet.BundleTarget{{Name: "prod", ClusterSelector: sel("env", "prod")}}})
+		Eventually(clusterNames(ns, "moved")).Should(Equal([]string{"a"}))
+		values := deployments(ns, "moved")["a"].Spec.Options.Helm.Values.Data
+		Expect(values).To(HaveKeyWithValue("name", "shop"))
+		Expect(values).To(HaveKeyWithValue("replicas", float64(3)), "the target's values win")
+	})
+})
+
 var _ = Describe("BundleNamespaceMapping", func() {
 	It("lets Bundles target Clusters of the namespaces it maps", func(ctx context.Context) {
 		bundles, other := newNamespace(ctx), newNamespace(ctx)

@@ -72,6 +72,8 @@ type Deps struct {
 	Policies fleetcontrollers.PolicyController
 	// Restrictions are the namespaces' GitRepoRestrictions (package restriction); nil checks none.
 	Restrictions fleetcontrollers.GitRepoRestrictionController
+	// Secrets holds the Helm values Fleet 0.13+ keeps outside Bundles (spec.valuesHash).
+	Secrets corecontrollers.SecretCache
 	// CheckinInterval is the agents' check-in interval, to tell offline clusters.
 	CheckinInterval func() time.Duration
 }
@@ -86,6 +88,7 @@ type handler struct {
 	mappings fleetcontrollers.BundleNamespaceMappingCache
 	policies fleetcontrollers.PolicyController
 	restrict fleetcontrollers.GitRepoRestrictionController
+	secrets  corecontrollers.SecretCache
 	nsCache  corecontrollers.NamespaceCache
 	checkin  func() time.Duration
 	now      func() time.Time
@@ -107,7 +110,7 @@ func Register(ctx context.Context, d Deps) {
 	h := &handler{
 		bundles: d.Bundles, bds: d.BundleDeployments, bdCache: d.BundleDeployments.Cache(),
 		clusters: d.Clusters.Cache(), groups: d.ClusterGroups.Cache(), contents: d.Contents,
-		mappings: d.Mappings.Cache(), policies: d.Policies, restrict: d.Restrictions, nsCache: d.Namespaces, checkin: d.CheckinInterval, now: time.Now,
+		mappings: d.Mappings.Cache(), policies: d.Policies, restrict: d.Restrictions, secrets: d.Secrets, nsCache: d.Namespaces, checkin: d.CheckinInterval, now: time.Now,
 		memo: newRenderMemo(), facts: newClusterFacts(), plans: newPlanCache(), created: &recentlyCreated{m: map[string]createdEntry{}},
 		writeSlots: make(chan struct{}, maxWritesInFlight),
 		cpu:        make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1)),
@@ -260,6 +263,11 @@ func (h *handler) deploy(b *fleet.Bundle, status fleet.BundleStatus) (fleet.Bund
 	release := func() { once.Do(func() { <-h.cpu }) }
 	defer release()
 
+	if err := storedValues(h.secrets, b); err != nil {
+		// Written by Fleet's apply alongside the Bundle: it is there in a moment, or the
+		// Bundle was moved without it (the message says which).
+		return h.rollup(b, status, nil, nil, err), err
+	}
 	if refused, err := h.applyPolicies(b, &status); refused || err != nil {
 		return status, err
 	}
