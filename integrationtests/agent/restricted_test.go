@@ -1,7 +1,11 @@
 package agent_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/json"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -118,5 +122,35 @@ var _ = Describe("Secrets a Bundle names", func() {
 		}
 		_, err = local.CoreV1().Secrets(ns).Get(ctx, kubeconfig, metav1.GetOptions{})
 		Expect(err).To(HaveOccurred(), "nothing reached the downstream cluster")
+	})
+})
+
+var _ = Describe("a BundleDeployment whose Helm values Fleet 0.13+ keeps in a Secret (spec.valuesHash)", func() {
+	It("is deployed with the values of its options Secret", func(ctx context.Context) {
+		mgr, err := manager.Clientset()
+		Expect(err).NotTo(HaveOccurred())
+		name, ns := unique("fleet-values"), unique("fleet-values-ns")
+		var gz bytes.Buffer
+		zw := gzip.NewWriter(&gz)
+		Expect(json.NewEncoder(zw).Encode(map[string]interface{}{"resources": []fleet.BundleResource{
+			res("Chart.yaml", "apiVersion: v2\nname: moved\nversion: 1.0.0\n"),
+			res("templates/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: moved\ndata:\n  from: {{ .Values.from | quote }}\n")}})).To(Succeed())
+		Expect(zw.Close()).To(Succeed())
+		content := "s-" + name
+		_, err = api.Content().Create(&fleet.Content{ObjectMeta: metav1.ObjectMeta{Name: content}, Content: gz.Bytes()})
+		Expect(err).NotTo(HaveOccurred())
+		// As Fleet's manager writes them: no values in the BundleDeployment, its options Secret.
+		_, err = mgr.CoreV1().Secrets(clusterNS).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Type: "fleet.cattle.io/bundle-deployment/v1alpha1",
+			Data: map[string][]byte{"values": []byte(`{"from":"secret"}`), "stagedValues": []byte(`{"from":"secret"}`)}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		opts := fleet.BundleDeploymentOptions{DefaultNamespace: ns, Helm: &fleet.HelmOptions{}}
+		_, err = api.BundleDeployment().Create(&fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: clusterNS,
+			Labels: map[string]string{fleet.ContentNameLabel: content}},
+			Spec: fleet.BundleDeploymentSpec{DeploymentID: content + ":1", StagedDeploymentID: content + ":1", ValuesHash: "0123abcd",
+				Options: opts, StagedOptions: opts}})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { _ = api.BundleDeployment().Delete(clusterNS, name, nil) })
+		Eventually(cmData(ns, "moved"), 60*time.Second).Should(HaveKeyWithValue("from", "secret"))
 	})
 })

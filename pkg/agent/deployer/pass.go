@@ -3,6 +3,8 @@ package deployer
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -190,7 +192,11 @@ func (h *handler) deploy(bd *fleet.BundleDeployment, rel *helmdeployer.Release, 
 
 // inputs reads the valuesFrom sources and the downstreamResources copies.
 func (h *handler) inputs(bd *fleet.BundleDeployment) (inputs, error) {
-	values, valuesHash, err := h.deployer.Values(h.ctx, &bd.Spec.Options)
+	opts, err := h.storedValues(bd)
+	if err != nil {
+		return inputs{}, err
+	}
+	values, valuesHash, err := h.deployer.Values(h.ctx, opts)
 	if err != nil {
 		return inputs{}, err
 	}
@@ -203,6 +209,40 @@ func (h *handler) inputs(bd *fleet.BundleDeployment) (inputs, error) {
 		valuesHash = hex.EncodeToString(sum[:])[:32]
 	}
 	return inputs{values: values, valuesHash: valuesHash, downstream: downstream}, nil
+}
+
+// OptionsSecretType is the type of the Secret Fleet 0.13 and later keep a BundleDeployment's Helm
+// values in (named as it, in its namespace; spec.valuesHash says it is there).
+const OptionsSecretType = "fleet.cattle.io/bundle-deployment/v1alpha1"
+
+// storedValues is the BundleDeployment's options with the Helm values of its options Secret
+// (key values, JSON) when the manager keeps them there, as Fleet 0.13 and later do.
+func (h *handler) storedValues(bd *fleet.BundleDeployment) (*fleet.BundleDeploymentOptions, error) {
+	opts := &bd.Spec.Options
+	if bd.Spec.ValuesHash == "" || h.upstream == nil {
+		return opts, nil
+	}
+	s, err := h.upstream.CoreV1().Secrets(bd.Namespace).Get(h.ctx, bd.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("the Helm values of bundledeployment %s (spec.valuesHash): %w", bd.Name, err)
+	}
+	if s.Type != OptionsSecretType {
+		return nil, helmdeployer.Permanent(fmt.Errorf("the Helm values of bundledeployment %s: secret %s is of type %s, not %s", bd.Name, s.Name, s.Type, OptionsSecretType))
+	}
+	data := s.Data["values"]
+	if len(data) == 0 || string(data) == "null" {
+		return opts, nil
+	}
+	values := map[string]interface{}{}
+	if err := json.Unmarshal(data, &values); err != nil {
+		return nil, helmdeployer.Permanent(fmt.Errorf("the Helm values of bundledeployment %s: secret %s, key values: %w", bd.Name, s.Name, err))
+	}
+	opts = opts.DeepCopy()
+	if opts.Helm == nil {
+		opts.Helm = &fleet.HelmOptions{}
+	}
+	opts.Helm.Values = &fleet.GenericMap{Data: values}
+	return opts, nil
 }
 
 // overwrittenGone turns record into upgrade when a resource taken over from another bundle has
