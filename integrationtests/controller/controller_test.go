@@ -158,7 +158,7 @@ var _ = Describe("a Bundle whose Helm values Fleet 0.13+ keeps in a Secret (spec
 		// As Fleet's apply leaves it: no values in the Bundle, the hash of the Secret's.
 		newBundle(ns, "moved", fleet.BundleSpec{ValuesHash: "0123abcd",
 			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "app", Helm: &fleet.HelmOptions{}},
-			Targets: []fleet.BundleTarget{{Name: "prod", ClusterSelector: sel("env", "prod")}}})
+			Targets:                 []fleet.BundleTarget{{Name: "prod", ClusterSelector: sel("env", "prod")}}})
 		Eventually(clusterNames(ns, "moved")).Should(Equal([]string{"a"}))
 		values := deployments(ns, "moved")["a"].Spec.Options.Helm.Values.Data
 		Expect(values).To(HaveKeyWithValue("name", "shop"))

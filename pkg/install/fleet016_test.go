@@ -104,7 +104,7 @@ func TestFleetNotesNameUnappliedValues(t *testing.T) {
 	}
 	n := notes(map[string]interface{}{"gitjob": map[string]interface{}{"replicas": 2},
 		"extraAnnotations": map[string]interface{}{"gitjob": map[string]interface{}{"a": "b"}},
-		"extraLabels": map[string]interface{}{"helmops": map[string]interface{}{"a": "b"}}})
+		"extraLabels":      map[string]interface{}{"helmops": map[string]interface{}{"a": "b"}}})
 	for _, want := range []string{"- gitjob.replicas", "- extraAnnotations.gitjob", "- extraLabels.helmops"} {
 		if !strings.Contains(n, want) {
 			t.Errorf("notes lack %q:\n%s", want, n)
