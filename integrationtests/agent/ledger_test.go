@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"strconv"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -69,7 +70,7 @@ var _ = Describe("the agent acts only on releases it made", func() {
 			l, err := local.CoreV1().Secrets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=" + name})
 			Expect(err).NotTo(HaveOccurred())
 			return l.Items
-		}).Should(BeEmpty(), "the bundle's own release is uninstalled")
+		}, 3*time.Minute).Should(BeEmpty(), "the bundle's own release is uninstalled")
 		_, err := local.CoreV1().ConfigMaps("kube-system").Get(ctx, "pwned", metav1.GetOptions{})
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a forged release's hook ran: %v", err)
 		Expect(namespaceExists(ctx, victim)()).To(BeTrue(), "a forged release's namespace was deleted")
@@ -110,8 +111,10 @@ var _ = Describe("the agent acts only on releases it made", func() {
 		for _, ns := range []string{created, existing} {
 			Expect(api.Bundle().Delete(fleet.DefaultNamespace, ns, nil)).To(Succeed())
 		}
-		Eventually(namespaceExists(ctx, created)).Should(BeFalse(), "the namespace the agent created goes with the bundle")
-		Eventually(cmData(existing, "app")).Should(BeNil())
+		// The manager deletes the BundleDeployments, then the agent the releases: after an
+		// outage spec the manager's watches may take a while to catch up.
+		Eventually(namespaceExists(ctx, created), 3*time.Minute).Should(BeFalse(), "the namespace the agent created goes with the bundle")
+		Eventually(cmData(existing, "app"), 3*time.Minute).Should(BeNil())
 		Expect(namespaceExists(ctx, existing)()).To(BeTrue(), "a namespace that existed before stays")
 	})
 })
