@@ -38,7 +38,7 @@ var _ = Describe("fleet cleanup", func() {
 		}
 		older := register("older", "agent-1", "alive", true)
 		// Registrations a second apart, as an agent's are.
-		Eventually(func() bool { return time.Now().After(older.CreationTimestamp.Add(1100 * time.Millisecond)) }).Should(BeTrue())
+		Eventually(func() bool { return time.Now().After(older.CreationTimestamp.Add(1100 * time.Millisecond)) }, 10*time.Second).Should(BeTrue())
 		register("newer", "agent-1", "alive", true)
 		register("orphan", "agent-2", "gone", true)
 		register("pending", "agent-3", "", false)
