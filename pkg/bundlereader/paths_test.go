@@ -60,23 +60,30 @@ func TestPathsStayInside(t *testing.T) {
 				}
 			}
 			bs, err := Read(repo, []string{"app"}, Options{Name: "r", Namespace: "fleet-local"})
-			if len(tt.want) == 0 {
-				if err != nil || len(bs) != 1 {
-					t.Fatalf("want accepted, got %d bundles, %v", len(bs), err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("want an error, got %d bundles", len(bs))
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q lacks %q", err, w)
-				}
-			}
-			if strings.Contains(err.Error(), "hunter2") {
-				t.Error("the error shows the outside file's content")
-			}
+			checkReadOutcome(t, len(bs), err, tt.want)
 		})
+	}
+}
+
+// checkReadOutcome accepts a read that made one bundle when want is empty; otherwise the
+// read must fail with every want in its message and without the outside file's content.
+func checkReadOutcome(t *testing.T, bundles int, err error, want []string) {
+	t.Helper()
+	if len(want) == 0 {
+		if err != nil || bundles != 1 {
+			t.Fatalf("want accepted, got %d bundles, %v", bundles, err)
+		}
+		return
+	}
+	if err == nil {
+		t.Fatalf("want an error, got %d bundles", bundles)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q lacks %q", err, w)
+		}
+	}
+	if strings.Contains(err.Error(), "hunter2") {
+		t.Error("the error shows the outside file's content")
 	}
 }
