@@ -124,14 +124,24 @@ func Register(ctx context.Context, d Deps) {
 
 // watchDeployments brings a Bundle's roll-up up to date when its deployments change.
 func (h *handler) watchDeployments(ctx context.Context, d Deps) {
-	// Once the cache has a created deployment, the copy kept meanwhile is not needed.
+	// Once the cache has a created deployment, the copy kept meanwhile is not needed; once one
+	// is deleted, nothing may stand in for it (a Bundle created again under the same name would
+	// otherwise update a deployment that is gone).
 	_, _ = d.BundleDeployments.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj interface{}) {
+		AddFunc: func(obj any) {
 			if bd, ok := obj.(*fleet.BundleDeployment); ok {
 				if age, ok := h.created.take(bd.Namespace+"/"+bd.Name, h.now()); ok && age > slowCache {
 					logrus.WithFields(logfields.For("bundle", bd.Namespace, bd.Name)).WithField("lag", age.Round(time.Millisecond).String()).
 						Warn("the cache showed a created bundledeployment late")
 				}
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if bd, ok := obj.(*fleet.BundleDeployment); ok {
+				h.created.take(bd.Namespace+"/"+bd.Name, h.now())
 			}
 		},
 	})
@@ -572,6 +582,10 @@ func (ps *syncPass) one(i int, p planned, cur *fleet.BundleDeployment, part *par
 			h.memo.written(b, p.cluster.UID, ps.content, p.fingerprint, bd)
 			if cur == nil {
 				h.created.add(bd, h.now())
+				// The cache may have shown it before it was recorded: then nothing takes it.
+				if _, err := h.bdCache.Get(bd.Namespace, bd.Name); err == nil {
+					h.created.take(bd.Namespace+"/"+bd.Name, h.now())
+				}
 			}
 		}
 		return err
@@ -655,6 +669,10 @@ func (h *handler) write(cur, next *fleet.BundleDeployment) (*fleet.BundleDeploym
 		upd.Labels[k] = v
 	}
 	bd, err := h.bds.Update(upd)
+	if apierrors.IsNotFound(err) {
+		// Deleted since it was seen: the next pass creates it.
+		h.created.take(upd.Namespace+"/"+upd.Name, h.now())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("updating bundledeployment %s/%s: %w", upd.Namespace, upd.Name, err)
 	}
