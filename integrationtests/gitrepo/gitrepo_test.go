@@ -465,10 +465,13 @@ var _ = Describe("GitRepo", func() {
 				repo := "wh-" + p.name
 				first := publish(repo, "main", map[string]string{"app/cm.yaml": configMap("app", "1")})
 				newGitRepo(repo, repo, func(s *fleet.GitRepoSpec) { s.DisablePolling, s.WebhookSecret = true, webhookSecret })
-				// Without polling, the GitRepo has no commit until a webhook brings one.
-				Consistently(func() map[string]string { return bundlesOf(repo) }, 2*time.Second).Should(BeEmpty())
+				// Without polling, the first commit is still fetched; the next one waits for a webhook.
+				Eventually(func() map[string]string { return bundlesOf(repo) }).Should(Equal(map[string]string{repo + "-app": first}))
+				second := publish(repo, "main", map[string]string{"app/cm.yaml": configMap("app", "2")})
+				Consistently(func() map[string]string { return bundlesOf(repo) }, 5*time.Second).Should(Equal(map[string]string{repo + "-app": first}),
+					"more than two polling intervals pass without a look")
 
-				body, _ := json.Marshal(p.payload(git.RepoURL(repo), first))
+				body, _ := json.Marshal(p.payload(git.RepoURL(repo), second))
 				bad := p.headers(body)
 				secretHeader := map[string]string{"github": "X-Hub-Signature-256", "gitlab": "X-Gitlab-Token", "gogs": "X-Gogs-Signature",
 					"bitbucket": "X-Hook-UUID", "bitbucket-server": "X-Hub-Signature", "azure-devops": "Authorization"}[p.name]
@@ -478,8 +481,8 @@ var _ = Describe("GitRepo", func() {
 
 				Expect(post(p.headers(body), body)).To(Equal(http.StatusOK))
 				Eventually(func() map[string]string { return bundlesOf(repo) }, 2*time.Second, 50*time.Millisecond).
-					Should(Equal(map[string]string{repo + "-app": first}))
-				Expect(gitRepo(repo).Status.WebhookCommit).To(Equal(first))
+					Should(Equal(map[string]string{repo + "-app": second}))
+				Expect(gitRepo(repo).Status.WebhookCommit).To(Equal(second))
 			})
 		}
 
@@ -487,21 +490,19 @@ var _ = Describe("GitRepo", func() {
 			gh, repo := providers[0], "wh-steer"
 			first := publish(repo, "main", map[string]string{"app/cm.yaml": configMap("app", "1")})
 			newGitRepo(repo, repo, func(s *fleet.GitRepoSpec) { s.DisablePolling, s.WebhookSecret = true, webhookSecret })
-			// Once the controller has seen the GitRepo, the webhook receiver finds it too.
-			Eventually(func() bool {
-				return fleet.FindCondition(gitRepo(repo).Status.Conditions, fleet.ConditionAccepted) != nil
-			}).Should(BeTrue())
+			Eventually(func() string { return gitRepo(repo).Status.Commit }).Should(Equal(first))
+			second := publish(repo, "main", map[string]string{"app/cm.yaml": configMap("app", "2")})
 			forged := strings.Repeat("ab", 20)
 			body, _ := json.Marshal(gh.payload(git.RepoURL(repo), forged))
 			Expect(post(gh.headers(body), body)).To(Equal(http.StatusOK))
-			Eventually(func() map[string]string { return bundlesOf(repo) }).Should(Equal(map[string]string{repo + "-app": first}),
+			Eventually(func() map[string]string { return bundlesOf(repo) }).Should(Equal(map[string]string{repo + "-app": second}),
 				"a made-up commit only made the controller look: it runs the branch's head")
-			Eventually(func() string { return gitRepo(repo).Status.Commit }).Should(Equal(first), "the Bundles are written before the status")
+			Eventually(func() string { return gitRepo(repo).Status.Commit }).Should(Equal(second), "the Bundles are written before the status")
 
-			second := publish(repo, "main", map[string]string{"app/cm.yaml": configMap("app", "2")})
+			third := publish(repo, "main", map[string]string{"app/cm.yaml": configMap("app", "3")})
 			body, _ = json.Marshal(gh.payload(git.RepoURL(repo), first))
 			Expect(post(gh.headers(body), body)).To(Equal(http.StatusOK))
-			Eventually(func() map[string]string { return bundlesOf(repo) }).Should(Equal(map[string]string{repo + "-app": second}),
+			Eventually(func() map[string]string { return bundlesOf(repo) }).Should(Equal(map[string]string{repo + "-app": third}),
 				"a payload naming an older commit cannot pin the GitRepo to it")
 		})
 
@@ -509,12 +510,11 @@ var _ = Describe("GitRepo", func() {
 			repo := "wh-unsigned"
 			first := publish(repo, "main", map[string]string{"app/cm.yaml": configMap("app", "1")})
 			newGitRepo(repo, repo, func(s *fleet.GitRepoSpec) { s.DisablePolling = true })
-			Eventually(func() bool {
-				return fleet.FindCondition(gitRepo(repo).Status.Conditions, fleet.ConditionAccepted) != nil
-			}).Should(BeTrue())
+			Eventually(func() string { return gitRepo(repo).Status.Commit }).Should(Equal(first))
+			second := publish(repo, "main", map[string]string{"app/cm.yaml": configMap("app", "2")})
 			body, _ := json.Marshal(providers[0].payload(git.RepoURL(repo), strings.Repeat("cd", 20)))
 			Expect(post(map[string]string{"X-GitHub-Event": "push"}, body)).To(Equal(http.StatusOK))
-			Eventually(func() map[string]string { return bundlesOf(repo) }).Should(Equal(map[string]string{repo + "-app": first}))
+			Eventually(func() map[string]string { return bundlesOf(repo) }).Should(Equal(map[string]string{repo + "-app": second}))
 			Expect(gitRepo(repo).Status.WebhookCommit).To(BeEmpty(), "an unverified payload records no commit")
 		})
 	})
@@ -546,6 +546,28 @@ func viewerConfig(ns string) *rest.Config {
 	cfg.BearerToken = tr.Status.Token
 	return cfg
 }
+
+var _ = Describe("a GitRepo with disablePolling", func() {
+	It("fetches the first commit, and again when its spec changes or forceSyncGeneration rises", func() {
+		repo := "no-polling"
+		first := publish(repo, "main", map[string]string{"app/cm.yaml": configMap("app", "1")})
+		newGitRepo(repo, repo, func(s *fleet.GitRepoSpec) { s.DisablePolling = true })
+		Eventually(func() string { return gitRepo(repo).Status.Commit }).Should(Equal(first))
+		Expect(bundlesOf(repo)).To(Equal(map[string]string{repo + "-app": first}))
+
+		second := publish(repo, "main", map[string]string{"app/cm.yaml": configMap("app", "2")})
+		Consistently(func() string { return gitRepo(repo).Status.Commit }, 5*time.Second).Should(Equal(first),
+			"more than two polling intervals pass without a look")
+		Expect(testenv.UpdateGitRepo(api, fleet.DefaultNamespace, repo, func(gr *fleet.GitRepo) { gr.Spec.ForceSyncGeneration++ })).To(Succeed())
+		Eventually(func() string { return gitRepo(repo).Status.Commit }).Should(Equal(second))
+
+		third := publish(repo, "main", map[string]string{"app/cm.yaml": configMap("app", "3")})
+		Expect(testenv.UpdateGitRepo(api, fleet.DefaultNamespace, repo, func(gr *fleet.GitRepo) {
+			gr.Spec.Paths = []string{"app"}
+		})).To(Succeed())
+		Eventually(func() string { return gitRepo(repo).Status.Commit }).Should(Equal(third))
+	})
+})
 
 var _ = Describe("a GitRepo listing its bundles (spec.bundles)", func() {
 	It("makes Bundles of the listed folders with their options files only, and names a missing folder", func() {

@@ -86,13 +86,22 @@ func StartWithCRDsOptions(ctx context.Context, o localcluster.Options) (*localcl
 
 // UpdateBundle applies mutate to the Bundle and writes it, reading it again after a conflict.
 func UpdateBundle(api fleetcontrollers.Interface, ns, name string, mutate func(*fleet.Bundle)) error {
+	return update(func() (*fleet.Bundle, error) { return api.Bundle().Get(ns, name, metav1.GetOptions{}) }, api.Bundle().Update, mutate)
+}
+
+// UpdateGitRepo applies mutate to the GitRepo and writes it, reading it again after a conflict.
+func UpdateGitRepo(api fleetcontrollers.Interface, ns, name string, mutate func(*fleet.GitRepo)) error {
+	return update(func() (*fleet.GitRepo, error) { return api.GitRepo().Get(ns, name, metav1.GetOptions{}) }, api.GitRepo().Update, mutate)
+}
+
+func update[T any](get func() (T, error), put func(T) (T, error), mutate func(T)) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		b, err := api.Bundle().Get(ns, name, metav1.GetOptions{})
+		obj, err := get()
 		if err != nil {
 			return err
 		}
-		mutate(b)
-		_, err = api.Bundle().Update(b)
+		mutate(obj)
+		_, err = put(obj)
 		return err
 	})
 }

@@ -301,10 +301,22 @@ func (h *handler) reconcile(gr *fleet.GitRepo, st fleet.GitRepoStatus) (fleet.Gi
 // payload names.
 func (h *handler) pollWhenDue(gr *fleet.GitRepo, src gitsource.Source, status *fleet.GitRepoStatus, now time.Time) {
 	webhookNewer := !status.LastWebhookTime.IsZero() && !status.LastWebhookTime.Before(&status.LastPollingTime)
-	if webhookNewer && gr.Spec.DisablePolling {
-		h.poll(gr, src, status, now)
-	}
-	if !gr.Spec.DisablePolling {
+	if gr.Spec.DisablePolling {
+		// Only the periodic look stops (as on Fleet): the first commit, a changed spec (a risen
+		// forceSyncGeneration among its changes) and a webhook still make the controller look,
+		// and a look that failed is tried again.
+		failed := false
+		if c := fleet.FindCondition(status.Conditions, fleet.ConditionGitPolling); c != nil && c.Status == corev1.ConditionFalse {
+			failed = true
+		}
+		retryDue := failed && !now.Before(status.LastPollingTime.Add(failedRetry))
+		if webhookNewer || status.LastPollingTime.IsZero() || gr.Generation != status.ObservedGeneration || retryDue {
+			h.poll(gr, src, status, now)
+		}
+		if c := fleet.FindCondition(status.Conditions, fleet.ConditionGitPolling); c != nil && c.Status == corev1.ConditionFalse {
+			h.GitRepos.EnqueueAfter(gr.Namespace, gr.Name, status.LastPollingTime.Add(failedRetry).Sub(now))
+		}
+	} else {
 		interval := DefaultPollingInterval
 		if gr.Spec.PollingInterval != nil && gr.Spec.PollingInterval.Duration > 0 {
 			interval = gr.Spec.PollingInterval.Duration
