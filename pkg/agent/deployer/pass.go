@@ -99,7 +99,8 @@ func (h *handler) reconcile(bd *fleet.BundleDeployment, status fleet.BundleDeplo
 	if deployed != nil {
 		rel = deployed
 	}
-	if rel != nil && rel.Manifest != "" {
+	if rel != nil {
+		// (A release that renders nothing is checked too: nothing to wait for, nothing modified.)
 		h.changes.checked(bd.Name, time.Now())
 		h.check(bd, rel, &status, deployed != nil, now)
 	}
