@@ -1,9 +1,12 @@
 package agent_test
 
 import (
+	"context"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
@@ -31,5 +34,33 @@ var _ = Describe("agent, as Fleet's scenarios see it", func() {
 			Expect(*condition(b, "Monitored")).To(Equal(corev1.ConditionTrue), name)
 			Expect(*condition(b, "Ready")).To(Equal(corev1.ConditionTrue), name)
 		}
+	})
+
+	It("reads both sources of a valuesFrom entry naming a ConfigMap and a Secret, the Secret's over the ConfigMap's", func(ctx context.Context) {
+		name, ns := unique("both-sources"), unique("both-ns")
+		_, err := local.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = local.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "plain"},
+			Data: map[string]string{"values.yaml": "color: blue\nsize: small\n"}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = local.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "hidden"},
+			Data: map[string][]byte{"values.yaml": []byte("password: s3cret\nsize: large\n")}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		newBundle(name, fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns, Helm: &fleet.HelmOptions{
+				Chart: "chart",
+				ValuesFrom: []fleet.ValuesFrom{{
+					ConfigMapKeyRef: &fleet.ConfigMapKeySelector{Name: "plain"},
+					SecretKeyRef:    &fleet.SecretKeySelector{Name: "hidden"},
+				}},
+			}},
+			Resources: []fleet.BundleResource{
+				res("chart/Chart.yaml", "apiVersion: v2\nname: both\nversion: 0.1.0\n"),
+				res("chart/templates/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: merged\ndata:\n"+
+					"  color: {{ .Values.color | quote }}\n  size: {{ .Values.size | quote }}\n  password: {{ .Values.password | quote }}\n"),
+			},
+		})
+		readyAndCurrent(name)
+		Expect(cmData(ns, "merged")()).To(Equal(map[string]string{"color": "blue", "size": "large", "password": "s3cret"}))
 	})
 })

@@ -18,56 +18,70 @@ import (
 const DefaultValuesKey = "values.yaml"
 
 // readValuesFrom reads each valuesFrom source in this cluster and returns the parsed values in
-// order and a hash of the raw data (to notice when a source changes). A missing source is an
-// error the user fixes by creating it; it is retried, not fatal.
+// order and a hash of the raw data (to notice when a source changes). An entry naming both a
+// ConfigMap and a Secret reads both, the Secret's values over the ConfigMap's (as Fleet merges
+// them). A missing source is an error the user fixes by creating it; it is retried, not fatal.
 func readValuesFrom(ctx context.Context, kube kubernetes.Interface, from []fleet.ValuesFrom, defaultNamespace string) ([]map[string]interface{}, string, error) {
 	h := sha256.New()
 	var out []map[string]interface{}
 	for i, v := range from {
-		var (
-			kind, name, ns, key string
-			data                []byte
-		)
-		switch {
-		case v.ConfigMapKeyRef != nil:
-			kind, name, ns, key = "configMap", v.ConfigMapKeyRef.Name, v.ConfigMapKeyRef.Namespace, v.ConfigMapKeyRef.Key
-		case v.SecretKeyRef != nil:
-			kind, name, ns, key = "secret", v.SecretKeyRef.Name, v.SecretKeyRef.Namespace, v.SecretKeyRef.Key
-		default:
-			continue
+		var refs []valuesRef
+		if r := v.ConfigMapKeyRef; r != nil {
+			refs = append(refs, valuesRef{kind: "configMap", name: r.Name, ns: r.Namespace, key: r.Key})
 		}
-		if ns == "" {
-			ns = defaultNamespace
+		if r := v.SecretKeyRef; r != nil {
+			refs = append(refs, valuesRef{kind: "secret", name: r.Name, ns: r.Namespace, key: r.Key})
 		}
-		if key == "" {
-			key = DefaultValuesKey
-		}
-		field := fmt.Sprintf("helm.valuesFrom[%d].%sKeyRef", i, kind)
-		var err error
-		if kind == "configMap" {
-			cm, gerr := kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
-			if err = gerr; err == nil {
-				data = []byte(cm.Data[key])
+		for _, ref := range refs {
+			if ref.ns == "" {
+				ref.ns = defaultNamespace
 			}
-		} else {
-			s, gerr := kube.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
-			if err = gerr; err == nil {
-				data = s.Data[key]
+			if ref.key == "" {
+				ref.key = DefaultValuesKey
 			}
+			values, data, err := ref.read(ctx, kube, fmt.Sprintf("helm.valuesFrom[%d].%sKeyRef", i, ref.kind))
+			if err != nil {
+				return nil, "", err
+			}
+			fmt.Fprintf(h, "%d:%s/%s/%s/%s:", i, ref.kind, ref.ns, ref.name, ref.key)
+			h.Write(data)
+			out = append(out, values)
 		}
-		if apierrors.IsNotFound(err) {
-			return nil, "", fmt.Errorf("%s: %s %s/%s not found", field, kind, ns, name)
-		}
-		if err != nil {
-			return nil, "", fmt.Errorf("%s: reading %s %s/%s: %w", field, kind, ns, name, err)
-		}
-		values := map[string]interface{}{}
-		if err := yaml.Unmarshal(data, &values); err != nil {
-			return nil, "", Permanent(fmt.Errorf("%s: key %s of %s %s/%s is not a YAML map: %w", field, key, kind, ns, name, err))
-		}
-		fmt.Fprintf(h, "%d:%s/%s/%s/%s:", i, kind, ns, name, key)
-		h.Write(data)
-		out = append(out, values)
 	}
 	return out, hex.EncodeToString(h.Sum(nil))[:32], nil
+}
+
+// valuesRef is one source of a valuesFrom entry: a key of a ConfigMap or a Secret.
+type valuesRef struct {
+	kind, name, ns, key string
+}
+
+// read returns the source's values and raw data; field names the entry in errors.
+func (r valuesRef) read(ctx context.Context, kube kubernetes.Interface, field string) (map[string]interface{}, []byte, error) {
+	var (
+		data []byte
+		err  error
+	)
+	if r.kind == "configMap" {
+		cm, gerr := kube.CoreV1().ConfigMaps(r.ns).Get(ctx, r.name, metav1.GetOptions{})
+		if err = gerr; err == nil {
+			data = []byte(cm.Data[r.key])
+		}
+	} else {
+		s, gerr := kube.CoreV1().Secrets(r.ns).Get(ctx, r.name, metav1.GetOptions{})
+		if err = gerr; err == nil {
+			data = s.Data[r.key]
+		}
+	}
+	if apierrors.IsNotFound(err) {
+		return nil, nil, fmt.Errorf("%s: %s %s/%s not found", field, r.kind, r.ns, r.name)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: reading %s %s/%s: %w", field, r.kind, r.ns, r.name, err)
+	}
+	values := map[string]interface{}{}
+	if err := yaml.Unmarshal(data, &values); err != nil {
+		return nil, nil, Permanent(fmt.Errorf("%s: key %s of %s %s/%s is not a YAML map: %w", field, r.key, r.kind, r.ns, r.name, err))
+	}
+	return values, data, nil
 }
