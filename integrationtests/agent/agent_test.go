@@ -176,6 +176,11 @@ var _ = Describe("agent", func() {
 			g.Expect(b.Status.ModifiedStatus).To(ContainElement(And(HaveField("Name", "drifty"), HaveField("Exist", true),
 				HaveField("Patch", ContainSubstring(`"a":"1"`)))))
 			g.Expect(b.Status.ModifiedStatus).To(ContainElement(And(HaveField("Name", "gone"), HaveField("Create", true))))
+			// Named as Fleet's summaries name them (kind.group namespace/name), which alerts match on.
+			ready := fleet.FindCondition(b.Status.Conditions, fleet.ConditionReady)
+			g.Expect(ready).NotTo(BeNil())
+			g.Expect(ready.Message).To(ContainSubstring("configmap.v1 " + ns + "/drifty modified {"))
+			g.Expect(ready.Message).To(ContainSubstring("configmap.v1 " + ns + "/gone missing"))
 		}).Should(Succeed())
 		// The agent's metrics: the drift is counted once it is found, no correction yet.
 		Eventually(func(g Gomega) {

@@ -337,7 +337,7 @@ var _ = Describe("GitRepo", func() {
 		Expect(g.Bundles).To(ConsistOf(And(HaveField("Name", "rollup-app"), HaveField("Ready", 1), HaveField("Desired", 2))))
 		Expect(g.Bundles[0].Clusters).To(ConsistOf(
 			And(HaveField("Name", readyCluster), HaveField("State", "Ready")),
-			And(HaveField("Name", slowCluster), HaveField("State", "NotReady"), HaveField("Message", ContainSubstring("configmap app/app")))))
+			And(HaveField("Name", slowCluster), HaveField("State", "NotReady"), HaveField("Message", ContainSubstring("configmap.v1 app/app")))))
 
 		By("a user who may read only the namespace's GitRepos, Bundles and Clusters sees the non-ready clusters from the Bundle")
 		viewer := viewerConfig(fleet.DefaultNamespace)

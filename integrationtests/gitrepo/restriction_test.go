@@ -62,17 +62,24 @@ var _ = Describe("GitRepoRestriction", func() {
 		_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		_, err = api.Policy().Create(&fleet.Policy{ObjectMeta: metav1.ObjectMeta{Name: "team", Namespace: ns},
-			GitRepo: &fleet.GitRepoPolicy{DefaultServiceAccount: "team", AllowedRepoPatterns: []string{"/allowed-[a-z]+"}}})
+			AllowedServiceAccounts: []string{"team"},
+			GitRepo:                &fleet.GitRepoPolicy{DefaultServiceAccount: "team", AllowedRepoPatterns: []string{"/allowed-[a-z]+"}}})
 		Expect(err).NotTo(HaveOccurred())
 		copyCredentials(ctx, ns)
 		commit := publish("allowed-repo", "main", map[string]string{"app/cm.yaml": configMap("app", "1")})
 		publish("other-repo", "main", map[string]string{"app/cm.yaml": configMap("app", "1")})
-		for _, name := range []string{"allowed-repo", "other-repo"} {
+		publish("allowed-root", "main", map[string]string{"app/cm.yaml": configMap("app", "1")})
+		for name, sa := range map[string]string{"allowed-repo": "", "other-repo": "", "allowed-root": "root"} {
 			_, err = api.GitRepo().Create(&fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-				Spec: fleet.GitRepoSpec{Repo: git.RepoURL(name), Branch: "main", ClientSecretName: credentials,
+				Spec: fleet.GitRepoSpec{Repo: git.RepoURL(name), Branch: "main", ClientSecretName: credentials, ServiceAccount: sa,
 					PollingInterval: &metav1.Duration{Duration: 2 * time.Second}}})
 			Expect(err).NotTo(HaveOccurred())
 		}
+		Eventually(func() string {
+			gr, err := api.GitRepo().Get(ns, "allowed-repo", metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			return gr.Spec.ServiceAccount
+		}).Should(Equal("team"), "as on Fleet, the Policy's default is written into the GitRepo")
 		Eventually(func(g Gomega) {
 			b, err := api.Bundle().Get(ns, "allowed-repo-app", metav1.GetOptions{})
 			g.Expect(err).NotTo(HaveOccurred())
@@ -85,7 +92,15 @@ var _ = Describe("GitRepoRestriction", func() {
 			c := fleet.FindCondition(gr.Status.Conditions, fleet.ConditionAccepted)
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Status).To(Equal(corev1.ConditionFalse))
+			g.Expect(c.Message).To(HavePrefix("disallowed repo " + git.RepoURL("other-repo") + ": "))
 			g.Expect(c.Message).To(ContainSubstring("gitRepo.allowedRepoPatterns"))
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			gr, err := api.GitRepo().Get(ns, "allowed-root", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			c := fleet.FindCondition(gr.Status.Conditions, fleet.ConditionAccepted)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Message).To(HavePrefix("disallowed serviceAccount root: "), "Fleet's words")
 		}).Should(Succeed())
 		_, err = api.Bundle().Get(ns, "other-repo-app", metav1.GetOptions{})
 		Expect(err).To(HaveOccurred(), "a refused GitRepo writes no Bundle")
@@ -132,9 +147,9 @@ var _ = Describe("GitRepoRestriction on Bundles written without a GitRepo", func
 			Expect(err).To(HaveOccurred(), "a refused Bundle is not deployed")
 		}
 		bundle("as-agent", "fleet-agent", "team-apps")
-		refused("as-agent", `serviceAccount "fleet-agent" is not allowed`)
+		refused("as-agent", `disallowed serviceAccount fleet-agent: `)
 		bundle("elsewhere", "", "kube-system")
-		refused("elsewhere", `namespace "kube-system" is not allowed`)
+		refused("elsewhere", `disallowed namespace kube-system: `)
 
 		bundle("allowed", "", "team-apps")
 		Eventually(func(g Gomega) {

@@ -175,7 +175,8 @@ func allowed(field, value string, list []string, rule string) error {
 	if len(list) == 0 || slices.Contains(list, value) {
 		return nil
 	}
-	return fmt.Errorf("%s %q is not allowed by the namespace's Policies (%s %v)", field, value, rule, list)
+	// "disallowed FIELD VALUE: " is Fleet's start of the message, which scripts match on.
+	return fmt.Errorf("disallowed %s %s: not in %s %v of the namespace's Policies", field, value, rule, list)
 }
 
 // matches: no patterns allow anything; otherwise the value must match one (a pattern that is no
@@ -193,5 +194,5 @@ func matches(field, value string, patterns []string, rule string) error {
 	if len(patterns) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%s %q matches none of the namespace's Policies' %s %v", field, value, rule, patterns)
+	return fmt.Errorf("disallowed %s %s: matches none of the namespace's Policies' %s %v", field, value, rule, patterns)
 }

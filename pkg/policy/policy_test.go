@@ -54,7 +54,7 @@ func TestGitRepoDefaultsAndAllowLists(t *testing.T) {
 		want string
 	}{
 		{fleet.GitRepoSpec{Repo: "https://elsewhere/x"}, "gitRepo.allowedRepoPatterns"},
-		{fleet.GitRepoSpec{Repo: "https://git.example.com/x", ServiceAccount: "root"}, "allowedServiceAccounts"},
+		{fleet.GitRepoSpec{Repo: "https://git.example.com/x", ServiceAccount: "root"}, "disallowed serviceAccount root: not in allowedServiceAccounts"},
 		{fleet.GitRepoSpec{Repo: "https://git.example.com/x", ClientSecretName: "stolen"}, "gitRepo.allowedClientSecretNames"},
 	} {
 		spec := tc.spec
@@ -85,6 +85,11 @@ func TestHelmOpPatternsAndSecrets(t *testing.T) {
 		Helm: &fleet.HelmOptions{Repo: "https://charts.example.com/stable", Chart: "web"}}}}
 	if err := s.HelmOp(&ok); err != nil || ok.HelmSecretName != "charts" {
 		t.Fatalf("err %v, secret %q", err, ok.HelmSecretName)
+	}
+	stolen := fleet.HelmOpSpec{HelmSecretName: "stolen", BundleSpec: fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{
+		Helm: &fleet.HelmOptions{Repo: "https://charts.example.com/stable", Chart: "web"}}}}
+	if err := s.HelmOp(&stolen); err == nil || !strings.HasPrefix(err.Error(), "disallowed helmSecretName stolen: ") {
+		t.Errorf("error %v, want Fleet's words: disallowed helmSecretName stolen: ...", err)
 	}
 	oci := fleet.HelmOpSpec{BundleSpec: fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{
 		Helm: &fleet.HelmOptions{Chart: "oci://registry.example.com/charts/web"}}}}

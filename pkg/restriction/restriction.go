@@ -85,7 +85,7 @@ func (s Set) GitRepo(spec *fleet.GitRepoSpec) error {
 			}
 		}
 		if !ok {
-			return fmt.Errorf("repo %q matches none of the allowedRepoPatterns %v of the namespace's GitRepoRestrictions", spec.Repo, s.RepoPatterns)
+			return fmt.Errorf("disallowed repo %s: matches none of the allowedRepoPatterns %v of the namespace's GitRepoRestrictions", spec.Repo, s.RepoPatterns)
 		}
 	}
 	return s.targetNamespace("targetNamespace", spec.TargetNamespace, true)
@@ -131,7 +131,8 @@ func (s Set) allowed(field, value string, list []string, rule string) error {
 	if len(list) == 0 || slices.Contains(list, value) {
 		return nil
 	}
-	return fmt.Errorf("%s %q is not allowed by the GitRepoRestrictions of namespace (%s %v)", field, value, rule, list)
+	// "disallowed FIELD VALUE: " is Fleet's start of the message, which scripts match on.
+	return fmt.Errorf("disallowed %s %s: not in %s %v of the namespace's GitRepoRestrictions", field, value, rule, list)
 }
 
 // targetNamespace checks a target namespace against allowedTargetNamespaces; required says an

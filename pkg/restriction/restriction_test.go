@@ -27,10 +27,10 @@ func TestGitRepo(t *testing.T) {
 		mutate func(*fleet.GitRepoSpec)
 		want   string
 	}{
-		{func(s *fleet.GitRepoSpec) { s.ServiceAccount = "admin" }, `serviceAccount "admin" is not allowed`},
+		{func(s *fleet.GitRepoSpec) { s.ServiceAccount = "admin" }, `disallowed serviceAccount admin: `},
 		{func(s *fleet.GitRepoSpec) { s.Repo = "https://evil.example/x" }, "matches none of the allowedRepoPatterns"},
 		{func(s *fleet.GitRepoSpec) { s.TargetNamespace = "" }, "targetNamespace is empty"},
-		{func(s *fleet.GitRepoSpec) { s.TargetNamespace = "kube-system" }, `targetNamespace "kube-system" is not allowed`},
+		{func(s *fleet.GitRepoSpec) { s.TargetNamespace = "kube-system" }, `disallowed targetNamespace kube-system: `},
 	} {
 		spec := ok
 		c.mutate(&spec)
@@ -66,10 +66,10 @@ func TestBundle(t *testing.T) {
 		mutate func(*fleet.BundleSpec)
 		want   string
 	}{
-		{func(s *fleet.BundleSpec) { s.ServiceAccount = "fleet-agent" }, `serviceAccount "fleet-agent" is not allowed`},
-		{func(s *fleet.BundleSpec) { s.Targets[0].ServiceAccount = "admin" }, `targets[0].serviceAccount "admin" is not allowed`},
+		{func(s *fleet.BundleSpec) { s.ServiceAccount = "fleet-agent" }, `disallowed serviceAccount fleet-agent: `},
+		{func(s *fleet.BundleSpec) { s.Targets[0].ServiceAccount = "admin" }, `disallowed targets[0].serviceAccount admin: `},
 		{func(s *fleet.BundleSpec) { s.TargetNamespace = "" }, "namespace is empty"},
-		{func(s *fleet.BundleSpec) { s.Targets[0].TargetNamespace = "kube-system" }, `targets[0].namespace "kube-system" is not allowed`},
+		{func(s *fleet.BundleSpec) { s.Targets[0].TargetNamespace = "kube-system" }, `disallowed targets[0].namespace kube-system: `},
 	} {
 		spec := ok()
 		c.mutate(&spec)

@@ -51,7 +51,7 @@ func Message(bd *fleet.BundleDeployment, state fleet.BundleState) string {
 	case fleet.NotReady:
 		var parts []string
 		for _, r := range bd.Status.NonReadyStatus {
-			parts = append(parts, fmt.Sprintf("%s %s/%s %s", strings.ToLower(r.Kind), r.Namespace, r.Name, strings.Join(r.Summary.Message, "; ")))
+			parts = append(parts, ResourceName(r.APIVersion, r.Kind, r.Namespace, r.Name)+" "+strings.Join(r.Summary.Message, "; "))
 		}
 		return strings.Join(parts, ", ")
 	case fleet.Modified:
@@ -63,12 +63,29 @@ func Message(bd *fleet.BundleDeployment, state fleet.BundleState) string {
 				what = "missing"
 			case r.Delete:
 				what = "extra"
+			case r.Patch != "":
+				what = "modified " + r.Patch
 			}
-			parts = append(parts, fmt.Sprintf("%s %s/%s %s", strings.ToLower(r.Kind), r.Namespace, r.Name, what))
+			parts = append(parts, ResourceName(r.APIVersion, r.Kind, r.Namespace, r.Name)+" "+what)
 		}
 		return strings.Join(parts, ", ")
 	}
 	return ""
+}
+
+// ResourceName names a resource in messages as Fleet's summaries do (scripts match on them):
+// the kind in lower case, a dot and the API group (the version for the core group), then
+// namespace/name: "job.batch default/migrate", "configmap.v1 default/settings".
+func ResourceName(apiVersion, kind, namespace, name string) string {
+	what := strings.ToLower(kind)
+	if apiVersion != "" {
+		group, _, _ := strings.Cut(apiVersion, "/")
+		what += "." + group
+	}
+	if namespace == "" {
+		return what + " " + name
+	}
+	return what + " " + namespace + "/" + name
 }
 
 // Add counts one BundleDeployment in a summary, listing it as non-ready (up to MaxNonReady)

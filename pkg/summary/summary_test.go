@@ -69,3 +69,21 @@ func TestSummaryAndMessage(t *testing.T) {
 		t.Error("a ready summary has no message")
 	}
 }
+
+func TestMessagesNameKindsWithTheirGroup(t *testing.T) {
+	b := bd("a", "a", "a", false, false)
+	b.Status.NonReadyStatus = []fleet.NonReadyStatus{{APIVersion: "batch/v1", Kind: "Job", Namespace: "default", Name: "migrate",
+		Summary: fleet.Summary{Message: []string{"running"}}}}
+	if got, want := Message(b, fleet.NotReady), "job.batch default/migrate running"; got != want {
+		t.Errorf("not ready: %q, want %q", got, want)
+	}
+	b.Status.ModifiedStatus = []fleet.ModifiedStatus{
+		{APIVersion: "v1", Kind: "ConfigMap", Namespace: "default", Name: "settings", Patch: `{"data":{"a":"1"}}`},
+		{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "reader", Create: true},
+		{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "web", Name: "old", Delete: true},
+	}
+	want := `configmap.v1 default/settings modified {"data":{"a":"1"}}, clusterrole.rbac.authorization.k8s.io reader missing, deployment.apps web/old extra`
+	if got := Message(b, fleet.Modified); got != want {
+		t.Errorf("modified: %q, want %q", got, want)
+	}
+}

@@ -251,10 +251,10 @@ func deploymentMessage(bd *fleet.BundleDeployment) string {
 	}
 	for _, n := range bd.Status.NonReadyStatus {
 		msg := strings.Join(n.Summary.Message, "; ")
-		return strings.TrimSpace(fmt.Sprintf("%s %s/%s %s %s", strings.ToLower(n.Kind), n.Namespace, n.Name, n.Summary.State, msg))
+		return strings.TrimSpace(fmt.Sprintf("%s %s %s", summary.ResourceName(n.APIVersion, n.Kind, n.Namespace, n.Name), n.Summary.State, msg))
 	}
 	for _, m := range bd.Status.ModifiedStatus {
-		return fmt.Sprintf("%s %s/%s modified", strings.ToLower(m.Kind), m.Namespace, m.Name)
+		return summary.ResourceName(m.APIVersion, m.Kind, m.Namespace, m.Name) + " modified"
 	}
 	return ""
 }

@@ -409,11 +409,12 @@ func (h *handler) plan(b *fleet.Bundle, contentName string) ([]planned, error) {
 	// Selectors are parsed once per pass, not once per cluster.
 	gm, err := target.NewGroupMatcher(groups)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("targeting error: %w", err)
 	}
 	matcher, err := target.NewMatcher(b)
 	if err != nil {
-		return nil, fmt.Errorf("targeting: %w", err)
+		// (Fleet's words, which alerts match on.)
+		return nil, fmt.Errorf("targeting error: %w", err)
 	}
 	var out []planned
 	var errs []error

@@ -227,7 +227,27 @@ func (h *handler) onChange(key string, gr *fleet.GitRepo) (*fleet.GitRepo, error
 		gr.Finalizers = append(gr.Finalizers, fleet.GitRepoFinalizer)
 		return h.GitRepos.Update(gr)
 	}
-	return gr, nil
+	return h.recordDefaultServiceAccount(gr)
+}
+
+// recordDefaultServiceAccount writes the namespace's Policies' default service account into a
+// GitRepo that names none, as Fleet does: the object then shows what it runs as. (The other
+// defaults of Policies and GitRepoRestrictions go into what runs only.)
+func (h *handler) recordDefaultServiceAccount(gr *fleet.GitRepo) (*fleet.GitRepo, error) {
+	if h.Policies == nil || gr.Spec.ServiceAccount != "" {
+		return gr, nil
+	}
+	ps, err := h.Policies.Cache().List(gr.Namespace, labels.Everything())
+	if err != nil {
+		return gr, err
+	}
+	sa := policy.Combine(ps).GitRepoServiceAccount
+	if sa == "" {
+		return gr, nil
+	}
+	gr = gr.DeepCopy()
+	gr.Spec.ServiceAccount = sa
+	return h.GitRepos.Update(gr)
 }
 
 // reconcile polls the repository, runs clone-and-apply of a new commit and rolls the GitRepo's

@@ -6,12 +6,14 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
+// Outcomes Fleet's own end-to-end scenarios look at.
 var _ = Describe("a Bundle deleted and created again under the same name", func() {
 	It("gets its BundleDeployments again at once", func(ctx context.Context) {
 		ns := newNamespace(ctx)
@@ -45,5 +47,21 @@ var _ = Describe("a Bundle deleted and created again under the same name", func(
 				Eventually(clusterNames(ns, b)).Should(BeEmpty())
 			}
 		}
+	})
+})
+
+var _ = Describe("a Bundle whose targets cannot be evaluated", func() {
+	It("says so in Fleet's words: the Ready message starts with \"targeting error: \"", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		newCluster(ns, "edge", nil)
+		bogus := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: metav1.LabelSelectorOpIn}}}
+		newBundle(ns, "mistargeted", fleet.BundleSpec{Targets: []fleet.BundleTarget{{ClusterSelector: bogus}}})
+		Eventually(func(g Gomega) {
+			c := fleet.FindCondition(bundleStatus(ns, "mistargeted")().Conditions, fleet.ConditionReady)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(corev1.ConditionFalse))
+			g.Expect(c.Message).To(HavePrefix("targeting error: "))
+			g.Expect(c.Message).To(ContainSubstring("targets[0].clusterSelector"))
+		}).Should(Succeed())
 	})
 })
