@@ -5,6 +5,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -62,5 +64,44 @@ var _ = Describe("agent, as Fleet's scenarios see it", func() {
 		})
 		readyAndCurrent(name)
 		Expect(cmData(ns, "merged")()).To(Equal(map[string]string{"color": "blue", "size": "large", "password": "s3cret"}))
+	})
+
+	It("removes the release a bundle left behind by a namespace change or a rename within the GC interval", func(ctx context.Context) {
+		name, first, second := unique("moving"), unique("moving-ns"), unique("moving-ns")
+		chart := []fleet.BundleResource{
+			res("chart/Chart.yaml", "apiVersion: v2\nname: moving\nversion: 0.1.0\n"),
+			res("chart/templates/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cm\ndata:\n  a: \"1\"\n"),
+		}
+		newBundle(name, fleet.BundleSpec{Resources: chart, BundleDeploymentOptions: fleet.BundleDeploymentOptions{
+			DefaultNamespace: first, Helm: &fleet.HelmOptions{Chart: "chart", ReleaseName: "before"}}})
+		Expect(readyAndCurrent(name).Status.Release).To(Equal(first + "/before:1"))
+		Expect(cmData(first, "before-cm")()).NotTo(BeNil())
+		releases := func(ns string) func() []string {
+			return func() []string {
+				list, err := driver.NewSecrets(local.CoreV1().Secrets(ns)).List(func(*release.Release) bool { return true })
+				Expect(err).NotTo(HaveOccurred())
+				var out []string
+				for _, r := range list {
+					out = append(out, r.Name)
+				}
+				return out
+			}
+		}
+
+		By("a namespace change")
+		updateBundle(name, func(b *fleet.Bundle) { b.Spec.DefaultNamespace = second })
+		Eventually(func() string { return readyAndCurrent(name).Status.Release }).Should(Equal(second + "/before:1"))
+		// The suite's agent collects every 5s, as the chart's garbageCollectionInterval sets it.
+		Eventually(releases(first)).Should(BeEmpty())
+		Eventually(cmData(first, "before-cm")).Should(BeNil())
+		Expect(cmData(second, "before-cm")()).NotTo(BeNil())
+
+		By("a rename")
+		updateBundle(name, func(b *fleet.Bundle) { b.Spec.Helm.ReleaseName = "after" })
+		Eventually(func() string { return readyAndCurrent(name).Status.Release }).Should(Equal(second + "/after:1"))
+		Eventually(releases(second)).Should(Equal([]string{"after"}))
+		Eventually(cmData(second, "before-cm")).Should(BeNil())
+		Expect(cmData(second, "after-cm")()).NotTo(BeNil())
+		Consistently(releases(second), "6s").Should(Equal([]string{"after"}), "the current release stays")
 	})
 })

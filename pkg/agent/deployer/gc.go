@@ -11,14 +11,17 @@ import (
 
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/helmdeployer"
+	"github.com/fleetgo/fleet/pkg/render"
 )
 
 // DefaultGCInterval is how often releases are matched against BundleDeployments.
 const DefaultGCInterval = 15 * time.Minute
 
-// RunGC uninstalls, every interval until ctx ends, the releases this agent made whose
-// BundleDeployment no longer exists: deletions the agent missed while it was down. A
-// BundleDeployment is only judged gone after the manager confirms it, never from an empty cache.
+// RunGC uninstalls, every interval until ctx ends, the releases this agent made that no
+// BundleDeployment deploys any more: those of BundleDeployments deleted while the agent missed it
+// (it was down), and those a BundleDeployment left behind when its release name or namespace
+// changed (as Fleet's agent does). A BundleDeployment is only judged gone after the manager
+// confirms it, never from an empty cache.
 func RunGC(ctx context.Context, interval time.Duration, bds fleetcontrollers.BundleDeploymentController, namespace string, d *helmdeployer.Deployer) {
 	if interval <= 0 {
 		interval = DefaultGCInterval
@@ -37,19 +40,37 @@ func RunGC(ctx context.Context, interval time.Duration, bds fleetcontrollers.Bun
 			continue
 		}
 		for _, r := range rels {
-			if _, err := bds.Cache().Get(namespace, r.BundleID); err == nil {
+			why := stale(r, bds, namespace)
+			if why == "" {
 				continue
 			}
-			_, err := bds.Get(namespace, r.BundleID, metav1.GetOptions{})
-			if !apierrors.IsNotFound(err) {
-				continue
-			}
-			logGC().WithField("release", r.String()).Info("uninstalling release of a deleted bundledeployment")
+			logGC().WithField("release", r.String()).Info("uninstalling release of " + why)
 			if err := d.Uninstall(ctx, r); err != nil {
 				logGC().WithError(err).Warn("garbage collection")
 			}
 		}
 	}
+}
+
+// stale says why release r is no longer deployed by its BundleDeployment ("" when it is).
+func stale(r *helmdeployer.Release, bds fleetcontrollers.BundleDeploymentController, namespace string) string {
+	bd, err := bds.Cache().Get(namespace, r.BundleID)
+	if err != nil {
+		if bd, err = bds.Get(namespace, r.BundleID, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			return "a deleted bundledeployment"
+		}
+		if err != nil {
+			return ""
+		}
+	}
+	if bd.DeletionTimestamp != nil || bd.Spec.DeploymentID == "" {
+		return ""
+	}
+	opts := &bd.Spec.Options
+	if name, ns := render.ReleaseName(opts, bd.Name), render.Namespace(opts); name != r.Name || ns != r.Namespace {
+		return "a bundledeployment now deploying release " + ns + "/" + name
+	}
+	return ""
 }
 
 func logGC() *logrus.Entry {
