@@ -1,0 +1,66 @@
+package gitrepo_test
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+)
+
+// As on Fleet: with no targets anywhere a bundle targets the ClusterGroup "default"; in a
+// workspace that has none (Rancher makes fleet-default without one), it targets no cluster, and
+// that is not an error: the GitRepo is Ready at 0/0 and deploys nowhere.
+var _ = Describe("a GitRepo without targets in a workspace without a ClusterGroup default", func() {
+	It("makes its Bundles, deploys them nowhere and is Ready at 0/0", func(ctx context.Context) {
+		const ns = "new-workspace"
+		_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		copyCredentials(ctx, ns)
+		_, err = api.Cluster().Create(&fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: ns, Labels: map[string]string{"env": "x"}}})
+		Expect(err).NotTo(HaveOccurred())
+		commit := publish("untargeted", "main", map[string]string{"app/cm.yaml": configMap("app", "1")})
+		_, err = api.GitRepo().Create(&fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "untargeted", Namespace: ns},
+			Spec: fleet.GitRepoSpec{Repo: git.RepoURL("untargeted"), Branch: "main", ClientSecretName: credentials,
+				PollingInterval: &metav1.Duration{Duration: 2 * time.Second}}})
+		Expect(err).NotTo(HaveOccurred())
+
+		Eventually(func(g Gomega) {
+			b, err := api.Bundle().Get(ns, "untargeted-app", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(b.Labels).To(HaveKeyWithValue(fleet.CommitLabel, commit))
+			g.Expect(b.Spec.Targets).To(ConsistOf(HaveField("ClusterGroup", fleet.DefaultClusterGroup)))
+			g.Expect(b.Status.Display.ReadyClusters).To(Equal("0/0"))
+			ready := fleet.FindCondition(b.Status.Conditions, fleet.ConditionReady)
+			g.Expect(ready).NotTo(BeNil())
+			g.Expect(ready.Status).To(Equal(corev1.ConditionTrue))
+		}, time.Minute).Should(Succeed())
+		Eventually(func(g Gomega) {
+			gr, err := api.GitRepo().Get(ns, "untargeted", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(gr.Status.Commit).To(Equal(commit))
+			g.Expect(gr.Status.Display.ReadyBundleDeployments).To(Equal("0/0"))
+			g.Expect(gr.Status.Display.State).To(BeEmpty(), "Ready, so empty, as Fleet writes it")
+			ready := fleet.FindCondition(gr.Status.Conditions, fleet.ConditionReady)
+			g.Expect(ready).NotTo(BeNil())
+			g.Expect(ready.Status).To(Equal(corev1.ConditionTrue), ready.Message)
+		}).Should(Succeed())
+		list, err := api.BundleDeployment().List("", metav1.ListOptions{LabelSelector: fleet.RepoLabel + "=untargeted"})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(list.Items).To(BeEmpty())
+
+		By("a ClusterGroup default created later is targeted")
+		_, err = api.ClusterGroup().Create(&fleet.ClusterGroup{ObjectMeta: metav1.ObjectMeta{Name: fleet.DefaultClusterGroup, Namespace: ns},
+			Spec: fleet.ClusterGroupSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "x"}}}})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() string {
+			b, err := api.Bundle().Get(ns, "untargeted-app", metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			return b.Status.Display.ReadyClusters
+		}).Should(Equal("0/1"))
+	})
+})
