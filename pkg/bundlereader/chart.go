@@ -39,6 +39,9 @@ type ChartAuth struct {
 	CAFile string
 	// InsecureSkipTLSVerify disables TLS verification for chart downloads.
 	InsecureSkipTLSVerify bool
+	// GitCABundle (PEM) is trusted, besides CAFile, by clones of git-hosted charts (git::):
+	// a GitRepo's caBundle, which is for its git server.
+	GitCABundle []byte
 	// PlainHTTP talks to OCI registries over HTTP instead of HTTPS.
 	PlainHTTP bool
 	// URLRegex, when set, limits Username and Password to charts whose location (helm.repo,

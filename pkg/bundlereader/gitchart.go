@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/go-git/go-git/v5"
@@ -71,7 +72,14 @@ func fetchGitChart(ctx context.Context, ref string, updateDependencies bool, aut
 	}
 	defer os.RemoveAll(tmp)
 	auth = auth.forURL(ref)
-	opts := &git.CloneOptions{URL: src.repoURL, InsecureSkipTLS: auth.InsecureSkipTLSVerify}
+	opts := &git.CloneOptions{URL: src.repoURL, InsecureSkipTLS: auth.InsecureSkipTLSVerify, CABundle: auth.GitCABundle}
+	if auth.CAFile != "" {
+		ca, err := os.ReadFile(auth.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("helm.chart %q: CAs: %w", ref, err)
+		}
+		opts.CABundle = append(append(slices.Clip(opts.CABundle), '\n'), ca...)
+	}
 	switch {
 	case isSSH(src.repoURL):
 		if len(auth.SSHPrivateKey) > 0 {

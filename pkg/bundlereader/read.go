@@ -238,13 +238,14 @@ func readFleetYAML(root string, d BundleDir) (*fleet.FleetYAML, error) {
 	return fy, nil
 }
 
-// chartAuthFor is the chart credentials of the bundle folder: its own, else the run's.
+// chartAuthFor is the chart credentials of the bundle folder: its own, else the run's. The
+// git server's CAs (GitCABundle) are the run's for every folder.
 func chartAuthFor(d BundleDir, o Options) ChartAuth {
-	if a, ok := o.ChartAuthByPath[d.Path]; ok {
-		return a
-	}
-	if a, ok := o.ChartAuthByPath[strings.TrimPrefix(d.Path, "./")]; ok {
-		return a
+	for _, p := range []string{d.Path, strings.TrimPrefix(d.Path, "./")} {
+		if a, ok := o.ChartAuthByPath[p]; ok {
+			a.GitCABundle = o.ChartAuth.GitCABundle
+			return a
+		}
 	}
 	return o.ChartAuth
 }

@@ -26,6 +26,7 @@ type applyFlags struct {
 	passwordFile   string
 	pathAuthFile   string
 	sshKeyFile     string
+	gitCAFile      string
 	nsSelector     string
 	file           string
 	syncGeneration int64
@@ -81,6 +82,7 @@ func newApply() *cobra.Command {
 	fl.BoolVar(&o.Paused, "paused", false, "create the Bundles paused")
 	fl.StringVarP(&o.ServiceAccount, "service-account", "a", "", "downstream ServiceAccount the agent deploys as")
 	fl.StringVar(&f.sshKeyFile, "ssh-privatekey-file", "", "SSH private key for charts hosted in git over SSH")
+	fl.StringVar(&f.gitCAFile, "git-cacerts-file", "", "PEM file of CAs to trust for charts hosted in git (git::), besides --cacerts-file (ours: a GitRepo's caBundle)")
 	fl.Int64Var(&f.syncGeneration, "sync-generation", 0, "forceSyncGeneration of every Bundle: raising it redeploys")
 	fl.StringVar(&o.TargetNamespace, "target-namespace", "", "force every resource into this namespace")
 	fl.StringVar(&o.TargetsFile, "targets-file", "", "YAML file of targets and targetRestrictions added to every Bundle")
@@ -194,6 +196,11 @@ func (f *applyFlags) readCredentials(o *apply.Options) (cleanup func(), err erro
 	if f.sshKeyFile != "" {
 		if o.ChartAuth.SSHPrivateKey, err = os.ReadFile(f.sshKeyFile); err != nil {
 			return cleanup, fmt.Errorf("--ssh-privatekey-file: %w", err)
+		}
+	}
+	if f.gitCAFile != "" {
+		if o.ChartAuth.GitCABundle, err = os.ReadFile(f.gitCAFile); err != nil {
+			return cleanup, fmt.Errorf("--git-cacerts-file: %w", err)
 		}
 	}
 	if f.pathAuthFile == "" {

@@ -2,6 +2,7 @@ package localserver
 
 import (
 	"context"
+	"encoding/pem"
 	"fmt"
 	"net"
 	"net/http"
@@ -35,6 +36,31 @@ func StartGitServer(root string, auth BasicAuth) (*GitServer, error) {
 // StartGitServerOn is StartGitServer listening on ip (loopback when nil), for clients in other
 // network namespaces: pods of a real node reach it at the host's end of their link.
 func StartGitServerOn(root string, auth BasicAuth, ip net.IP) (*GitServer, error) {
+	h, err := gitHandler(root)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := serveOn(auth.wrap(h), ip)
+	if err != nil {
+		return nil, err
+	}
+	return &GitServer{Root: root, URL: srv.URL, srv: srv}, nil
+}
+
+// StartTLSGitServer is StartGitServer over HTTPS with a certificate of its own CA (valid for
+// 127.0.0.1): ca is that CA, in PEM, for clients to trust.
+func StartTLSGitServer(root string, auth BasicAuth) (g *GitServer, ca []byte, err error) {
+	h, err := gitHandler(root)
+	if err != nil {
+		return nil, nil, err
+	}
+	srv := httptest.NewTLSServer(auth.wrap(h))
+	ca = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	return &GitServer{Root: root, URL: srv.URL, srv: srv}, ca, nil
+}
+
+// gitHandler runs git http-backend for the bare repositories under root (created if missing).
+func gitHandler(root string) (http.Handler, error) {
 	backend, err := exec.LookPath("git-http-backend")
 	if err != nil {
 		backend = gitHTTPBackend
@@ -45,7 +71,7 @@ func StartGitServerOn(root string, auth BasicAuth, ip net.IP) (*GitServer, error
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, err
 	}
-	h := &cgi.Handler{
+	return &cgi.Handler{
 		Path: backend,
 		Env: []string{
 			"GIT_PROJECT_ROOT=" + root,
@@ -53,12 +79,7 @@ func StartGitServerOn(root string, auth BasicAuth, ip net.IP) (*GitServer, error
 			// Pushes are allowed without REMOTE_USER, so tests can push over HTTP too.
 			"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.receivepack", "GIT_CONFIG_VALUE_0=true",
 		},
-	}
-	srv, err := serveOn(auth.wrap(h), ip)
-	if err != nil {
-		return nil, err
-	}
-	return &GitServer{Root: root, URL: srv.URL, srv: srv}, nil
+	}, nil
 }
 
 // serveOn starts an HTTP test server on ip (loopback when nil) at a free port.

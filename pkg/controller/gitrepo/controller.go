@@ -546,7 +546,8 @@ func (h *handler) cloneAndApplyIn(ctx context.Context, gr *fleet.GitRepo, src gi
 // helmAuth reads helmSecretName (username, password, cacerts) for chart downloads.
 func (h *handler) helmAuth(gr *fleet.GitRepo, dir string) (bundlereader.ChartAuth, string, error) {
 	var a bundlereader.ChartAuth
-	a.InsecureSkipTLSVerify = gr.Spec.InsecureSkipTLSVerify
+	// The repository's TLS settings hold for charts in git (git::) too, as on Fleet.
+	a.InsecureSkipTLSVerify, a.GitCABundle = gr.Spec.InsecureSkipTLSVerify, gr.Spec.CABundle
 	if gr.Spec.HelmSecretName == "" {
 		return a, "", nil
 	}

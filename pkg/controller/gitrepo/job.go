@@ -387,6 +387,10 @@ func jobApplyArgs(gr *fleet.GitRepo, o apply.Options, ns, commit string) []strin
 			applyArgs = append(applyArgs, flag)
 		}
 	}
+	if len(gr.Spec.CABundle) > 0 {
+		// The repository's CAs hold for its charts in git (git::) too.
+		applyArgs = append(applyArgs, "--git-cacerts-file", jobConfig+"/"+caFileKey)
+	}
 	if cd := o.CorrectDrift; cd != nil && cd.Enabled {
 		applyArgs = append(applyArgs, "--correct-drift")
 		if cd.Force {

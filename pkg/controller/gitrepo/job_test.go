@@ -32,6 +32,15 @@ func TestJobApplyArgsCarryGitRepoOptions(t *testing.T) {
 	if slices.Contains(args, "--correct-drift-keep-failed-history") {
 		t.Errorf("old flag name used: %q", joined)
 	}
+	if strings.Contains(joined, "--git-cacerts-file") {
+		t.Errorf("no caBundle, yet %q", joined)
+	}
+	// The repository's CAs hold for its charts in git too.
+	gr.Spec.CABundle = []byte("PEM")
+	joined = strings.Join(jobApplyArgs(gr, h.applyOptions(gr, "c1"), gr.Namespace, "c1"), " ")
+	if want := "--git-cacerts-file " + jobConfig + "/" + caFileKey; !strings.Contains(joined, want) {
+		t.Errorf("args %q lack %q", joined, want)
+	}
 }
 
 // A shard's GitRepo Jobs run on its nodes (--shard-node-selector); without one, anywhere.
