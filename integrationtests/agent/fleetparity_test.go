@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -9,6 +10,7 @@ import (
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
@@ -103,5 +105,36 @@ var _ = Describe("agent, as Fleet's scenarios see it", func() {
 		Eventually(cmData(second, "before-cm")).Should(BeNil())
 		Expect(cmData(second, "after-cm")()).NotTo(BeNil())
 		Consistently(releases(second), "6s").Should(Equal([]string{"after"}), "the current release stays")
+	})
+
+	It("keeps a field comparePatches ignore at its modified value when forceSyncGeneration redeploys, and deploys the chart's own change of it", func(ctx context.Context) {
+		name, ns := unique("scaled-keep"), unique("scaled-ns")
+		newBundle(name, fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns, Diff: &fleet.DiffOptions{ComparePatches: []fleet.ComparePatch{{
+				APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: "scaled", JSONPointers: []string{"/spec/replicas"},
+			}}}},
+			Resources: []fleet.BundleResource{res("deploy.yaml", deployment("scaled", ""))},
+		})
+		readyAndCurrent(name)
+		replicas := func() int32 {
+			d, err := local.AppsV1().Deployments(ns).Get(ctx, "scaled", metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			return *d.Spec.Replicas
+		}
+		// What an autoscaler does.
+		_, err := local.AppsV1().Deployments(ns).Patch(ctx, "scaled", types.MergePatchType, []byte(`{"spec":{"replicas":2}}`), metav1.PatchOptions{})
+		Expect(err).NotTo(HaveOccurred())
+
+		for _, revision := range []string{":2", ":3"} {
+			updateBundle(name, func(b *fleet.Bundle) { b.Spec.ForceSyncGeneration++ })
+			Eventually(func() string { return bd(name).Status.Release }).Should(HaveSuffix(revision), "the forced redeploy ran")
+			Consistently(replicas, "3s").Should(Equal(int32(2)), "the ignored field kept its modified value (revision %s)", revision)
+		}
+
+		updateBundle(name, func(b *fleet.Bundle) {
+			b.Spec.Resources = []fleet.BundleResource{res("deploy.yaml", strings.Replace(deployment("scaled", ""), "replicas: 1", "replicas: 3", 1))}
+		})
+		Eventually(func() string { return bd(name).Status.Release }).Should(HaveSuffix(":4"))
+		Expect(replicas()).To(Equal(int32(3)), "a change the chart makes is deployed")
 	})
 })

@@ -345,6 +345,9 @@ func (d *Deployer) deploy(ctx context.Context, in Input) (*Release, error) {
 	run := &helmRun{ac: ac, name: name, ns: ns, opts: helmOpts, labels: d.releaseLabels(in),
 		post: &postRenderer{setID: SetID(in.BundleID), keep: opts.KeepResources, deleteCRDs: opts.DeleteCRDResources, kustomize: post,
 			namespace: opts.TargetNamespace, namespaced: d.disc.namespaced}}
+	if run.post.ignored, err = d.ignoredFields(ctx, last, &opts, ns, sa); err != nil {
+		return nil, err
+	}
 	mine := entry{Namespace: ns, Name: name, BundleID: in.BundleID, DeleteNamespace: opts.DeleteNamespace, CreatedNamespace: createdNS,
 		ServiceAccount: sa}
 	if err := d.intend(ctx, mine, last); err != nil {
@@ -358,6 +361,9 @@ func (d *Deployer) deploy(ctx context.Context, in Input) (*Release, error) {
 		rel, err = run.upgrade(ctx, c, in.Values)
 	}
 	metrics.Deployed(last == nil, time.Since(started))
+	if run.post.ignored != nil {
+		mine.IgnoredRendered = run.post.ignored.renderedJSON()
+	}
 	// Whatever revision the action left (a failed one, an atomic rollback's) is the agent's.
 	if lerr := d.writeLedger(ctx, ac, mine); lerr != nil {
 		err = errors.Join(err, lerr)

@@ -46,6 +46,10 @@ type entry struct {
 	CreatedNamespace bool
 	// ServiceAccount is who the bundle deploys as ("": the agent): its uninstall runs as it too.
 	ServiceAccount string
+	// IgnoredRendered (JSON) holds what the chart rendered, at the newest revision, for the
+	// fields comparePatches ignore (see ignoredFields): the next upgrade tells from it whether
+	// the chart changed one.
+	IgnoredRendered string
 }
 
 func ledgerName(ns, name string) string {
@@ -60,7 +64,7 @@ func (e entry) configMap(agentNS string) *corev1.ConfigMap {
 		Data: map[string]string{"namespace": e.Namespace, "name": e.Name, "bundleID": e.BundleID,
 			"version": strconv.Itoa(e.Version), "digest": e.Digest, "pending": strconv.Itoa(e.Pending),
 			"deleteNamespace": strconv.FormatBool(e.DeleteNamespace), "createdNamespace": strconv.FormatBool(e.CreatedNamespace),
-			"serviceAccount": e.ServiceAccount}}
+			"serviceAccount": e.ServiceAccount, "ignoredRendered": e.IgnoredRendered}}
 }
 
 func entryOf(cm *corev1.ConfigMap) entry {
@@ -68,7 +72,8 @@ func entryOf(cm *corev1.ConfigMap) entry {
 	v, _ := strconv.Atoi(d["version"])
 	pending, _ := strconv.Atoi(d["pending"])
 	return entry{Namespace: d["namespace"], Name: d["name"], BundleID: d["bundleID"], Version: v, Digest: d["digest"], Pending: pending,
-		DeleteNamespace: d["deleteNamespace"] == "true", CreatedNamespace: d["createdNamespace"] == "true", ServiceAccount: d["serviceAccount"]}
+		DeleteNamespace: d["deleteNamespace"] == "true", CreatedNamespace: d["createdNamespace"] == "true", ServiceAccount: d["serviceAccount"],
+		IgnoredRendered: d["ignoredRendered"]}
 }
 
 // digest fingerprints what a revision would make the agent do: its manifest and its hooks.

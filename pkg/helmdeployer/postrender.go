@@ -39,6 +39,8 @@ type postRenderer struct {
 	// namespace, when set, is forced onto every object; namespaced tells which kinds may be.
 	namespace  string
 	namespaced func(schema.GroupVersionKind) (bool, error)
+	// ignored, on upgrades, keeps the cluster's values of fields comparePatches ignore.
+	ignored *ignoredFields
 }
 
 func (p *postRenderer) Run(in *bytes.Buffer) (*bytes.Buffer, error) {
@@ -81,6 +83,11 @@ func (p *postRenderer) Run(in *bytes.Buffer) (*bytes.Buffer, error) {
 		if p.namespace != "" {
 			if err := p.force(obj); err != nil {
 				return nil, err
+			}
+		}
+		if p.ignored != nil {
+			if err := p.ignored.keep(obj); err != nil {
+				return nil, fmt.Errorf("reading %s %s for the fields comparePatches ignore: %w", obj.GetKind(), obj.GetName(), err)
 			}
 		}
 		data, err := yaml.Marshal(obj.Object)
