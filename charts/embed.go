@@ -56,3 +56,10 @@ func Load(name string) (*chart.Chart, error) {
 	}
 	return c, nil
 }
+
+// KnownHosts are the SSH host keys the fleet chart ships in its ConfigMap known-hosts: those
+// GitHub, GitLab, Bitbucket and Azure DevOps publish.
+func KnownHosts() []byte {
+	data, _ := files.ReadFile("fleet/known_hosts")
+	return data
+}

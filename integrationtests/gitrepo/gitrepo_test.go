@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 
+	"github.com/fleetgo/fleet/charts"
 	"github.com/fleetgo/fleet/integrationtests/testenv"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/cli/status"
@@ -238,6 +239,37 @@ var _ = Describe("GitRepo", func() {
 			g.Expect(msg).To(ContainSubstring("key is unknown"))
 		}).Should(Succeed())
 		Expect(bundlesOf("ssh-wrong-host")).To(BeEmpty())
+	})
+
+	It("checks SSH host keys against the ConfigMap known-hosts when the secret holds no known_hosts", func(ctx context.Context) {
+		sshd, err := localserver.StartSSHGitServer(ctx, git.Root)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(sshd.Close)
+		commit := publish("shared-hosts", "main", map[string]string{"app/cm.yaml": configMap("app", "1")})
+		// What the fleet chart writes: the providers' keys and additionalKnownHosts.
+		_, err = kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cattle-fleet-system"}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			Expect(err).NotTo(HaveOccurred())
+		}
+		_, err = kube.CoreV1().ConfigMaps("cattle-fleet-system").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "known-hosts"},
+			Data: map[string]string{"known_hosts": string(charts.KnownHosts()) + string(sshd.KnownHosts)}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = kube.CoreV1().Secrets(fleet.DefaultNamespace).Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "ssh-no-hosts", Namespace: fleet.DefaultNamespace}, Type: corev1.SecretTypeSSHAuth,
+			Data: map[string][]byte{corev1.SSHAuthPrivateKey: sshd.ClientKey}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		newGitRepo("ssh-shared", "shared-hosts", func(s *fleet.GitRepoSpec) { s.Repo, s.ClientSecretName = sshd.RepoURL("shared-hosts"), "ssh-no-hosts" })
+		// The same server under a name the ConfigMap does not know.
+		newGitRepo("ssh-unnamed", "shared-hosts", func(s *fleet.GitRepoSpec) {
+			s.Repo, s.ClientSecretName = strings.Replace(sshd.RepoURL("shared-hosts"), "127.0.0.1", "localhost", 1), "ssh-no-hosts"
+		})
+		Eventually(func() map[string]string { return bundlesOf("ssh-shared") }, time.Minute).Should(Equal(map[string]string{"ssh-shared-app": commit}))
+		Eventually(func(g Gomega) {
+			s, msg := cond(gitRepo("ssh-unnamed"), "GitPolling")
+			g.Expect(s).To(Equal(corev1.ConditionFalse))
+			g.Expect(msg).To(ContainSubstring("key is unknown"))
+		}).Should(Succeed())
+		Expect(bundlesOf("ssh-unnamed")).To(BeEmpty(), "insecureSkipHostKeyChecks is false")
 	})
 
 	It("downloads charts with the credentials helmSecretNameForPaths gives each path", func(ctx context.Context) {

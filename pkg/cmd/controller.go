@@ -68,6 +68,7 @@ func newController() *cobra.Command {
 	fl.StringVar(&o.WebhookAddr, "webhook-addr", ":8084", "address of the git providers' push webhook receiver (empty disables)")
 	fl.StringVar(&o.ShardID, "shard-id", "", "handle only GitRepos, Bundles, BundleDeployments, HelmOps and ImageScans labelled "+fleet.ShardLabel+"=ID (empty: the unlabelled ones, and everything that is one per management cluster)")
 	fl.Var(jsonMap{&o.ShardNodeSelector}, "shard-node-selector", `nodeSelector of the GitRepo Jobs this controller runs, as JSON ({"kubernetes.io/hostname": "node0"}): a shard's nodes`)
+	fl.BoolVar(&o.InsecureSkipHostKeyChecks, "insecure-skip-host-key-checks", false, "trust SSH git hosts that neither a GitRepo's known_hosts nor the ConfigMap known-hosts names, whatever their key (the fleet chart's insecureSkipHostKeyChecks)")
 	fl.BoolVar(&o.ImageScanEnabled, "imagescan-enabled", false, "run ImageScans: scan registries and commit newer image tags to their GitRepos' repositories")
 	fl.StringVar(&o.GitJobImage, "git-job-image", "", "image (with the fleet binary) of the Jobs that clone GitRepos and apply them; empty runs them in this process")
 	fl.IntVar(&o.GitRuns, "git-runs", 4, "GitRepo clone-and-apply runs at once when they run in this process")

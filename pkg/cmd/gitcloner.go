@@ -60,7 +60,8 @@ func newGitCloner() *cobra.Command {
 	fl.StringVar(&src.Auth.Username, "username", "", "username for HTTP(S) basic auth")
 	fl.StringVar(&passwordFile, "password-file", "", "file holding the password for HTTP(S) basic auth")
 	fl.StringVar(&keyFile, "ssh-private-key-file", "", "file holding the SSH private key")
-	fl.StringVar(&knownHostsFile, "known-hosts-file", "", "known_hosts file for SSH (required with a key)")
+	fl.StringVar(&knownHostsFile, "known-hosts-file", "", "known_hosts file for SSH (required with a key, unless --insecure-skip-host-key-checks)")
+	fl.BoolVar(&src.Auth.InsecureIgnoreHostKey, "insecure-skip-host-key-checks", false, "trust SSH hosts the known_hosts file does not name, whatever their key")
 	fl.StringVar(&caFile, "ca-bundle-file", "", "PEM file of CAs to trust for HTTPS")
 	fl.BoolVar(&src.InsecureSkipTLSVerify, "insecure-skip-tls", false, "do not verify the server's TLS certificate")
 	return c

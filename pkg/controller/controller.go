@@ -112,6 +112,9 @@ type Options struct {
 	ContentGracePeriod time.Duration
 	// Clock is what Schedules' windows are measured by; nil means time.Now (tests drive it).
 	Clock func() time.Time
+	// InsecureSkipHostKeyChecks trusts SSH git hosts no known_hosts names (the fleet chart's
+	// insecureSkipHostKeyChecks); the ConfigMap known-hosts of SystemNamespace names the rest.
+	InsecureSkipHostKeyChecks bool
 	// ImageScanEnabled runs ImageScans (Fleet's --imagescan-enabled): registry scans that
 	// commit newer tags to their GitRepo's repository.
 	ImageScanEnabled bool
@@ -457,7 +460,7 @@ func startGitOps(ctx context.Context, cfg *rest.Config, scf lassocontroller.Shar
 	gitrepo.Register(ctx, gitrepo.Deps{Kube: kube, GitRepos: f.GitRepo(), Bundles: f.Bundle(), BundleDeployments: f.BundleDeployment(),
 		Clusters: f.Cluster(), Runs: o.GitRuns, RunTimeout: o.GitRunTimeout, CheckinInterval: w.checkin, Config: o.Config,
 		JobRunner: jobs, Restrictions: f.GitRepoRestriction(), Secrets: c.Secret(), Policies: f.Policy(), ImageScans: f.ImageScan(),
-		Guard: w.guard})
+		Guard: w.guard, KnownHosts: &gitrepo.KnownHosts{Kube: kube, Namespace: o.SystemNamespace, Insecure: o.InsecureSkipHostKeyChecks}})
 	serve.Run(ctx, o.WebhookAddr, &gitrepo.Webhook{Kube: kube, GitRepos: f.GitRepo(), SystemNamespace: o.SystemNamespace})
 	if o.ImageScanEnabled {
 		imagescan.Register(ctx, imagescan.Deps{ImageScans: f.ImageScan(), GitRepos: f.GitRepo().Cache(), Secrets: c.Secret().Cache(),

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"regexp"
@@ -40,11 +41,14 @@ type Source struct {
 }
 
 // Auth are credentials: basic auth for HTTP(S), or an SSH key (with known_hosts; without it
-// any host key is refused).
+// any host key is refused, unless InsecureIgnoreHostKey).
 type Auth struct {
 	Username, Password string
 	SSHPrivateKey      []byte
 	KnownHosts         []byte
+	// InsecureIgnoreHostKey accepts any SSH host key when KnownHosts is empty (the fleet chart's
+	// insecureSkipHostKeyChecks).
+	InsecureIgnoreHostKey bool
 }
 
 var fullSHA = regexp.MustCompile(`^[0-9a-f]{40}$`)
@@ -64,10 +68,10 @@ func (s Source) method() (transport.AuthMethod, error) {
 		if err != nil {
 			return nil, fmt.Errorf("ssh private key: %w", err)
 		}
-		if len(a.KnownHosts) == 0 {
-			return nil, errors.New("ssh: known_hosts is required to check the server's host key")
+		if len(a.KnownHosts) == 0 && !a.InsecureIgnoreHostKey {
+			return nil, errors.New("ssh: no known_hosts to check the server's host key (none in the GitRepo's secret or the known-hosts ConfigMap) and insecureSkipHostKeyChecks is false")
 		}
-		cb, err := hostKeyCallback(a.KnownHosts)
+		cb, err := HostKeyCallback(a.KnownHosts, a.InsecureIgnoreHostKey)
 		if err != nil {
 			return nil, err
 		}
@@ -80,7 +84,25 @@ func (s Source) method() (transport.AuthMethod, error) {
 	return nil, nil
 }
 
-func hostKeyCallback(knownHosts []byte) (ssh.HostKeyCallback, error) {
+// HostKeyCallback checks SSH host keys against knownHosts (known_hosts lines). With
+// trustUnknown, a host knownHosts does not name is trusted whatever its key (the fleet chart's
+// insecureSkipHostKeyChecks); a named host with another key is refused all the same.
+func HostKeyCallback(knownHosts []byte, trustUnknown bool) (ssh.HostKeyCallback, error) {
+	cb, err := knownHostsCallback(knownHosts)
+	if err != nil || !trustUnknown {
+		return cb, err
+	}
+	return func(host string, remote net.Addr, key ssh.PublicKey) error {
+		err := cb(host, remote, key)
+		var ke *knownhosts.KeyError
+		if errors.As(err, &ke) && len(ke.Want) == 0 {
+			return nil
+		}
+		return err
+	}, nil
+}
+
+func knownHostsCallback(knownHosts []byte) (ssh.HostKeyCallback, error) {
 	f, err := os.CreateTemp("", "known_hosts-")
 	if err != nil {
 		return nil, err

@@ -34,7 +34,7 @@ func TestControllerManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := kinds(t, out)
-	if k["CustomResourceDefinition"] < 10 || k["Deployment"] != 1 || k["Namespace"] != 1 || k["ClusterRole"] != 1 || k["ConfigMap"] != 1 {
+	if k["CustomResourceDefinition"] < 10 || k["Deployment"] != 1 || k["Namespace"] != 1 || k["ClusterRole"] != 1 || k["ConfigMap"] != 2 {
 		t.Fatalf("kinds: %v", k)
 	}
 	for _, want := range []string{"image: registry.local:5000/fleet:v9", "namespace: fleet-sys", "- --namespace=fleet-sys"} {

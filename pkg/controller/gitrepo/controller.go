@@ -94,6 +94,8 @@ type Deps struct {
 	ImageScans fleetcontrollers.ImageScanClient
 	// Guard refuses the Secrets a GitRepo may not name (package secretuse).
 	Guard secretuse.Guard
+	// KnownHosts are the SSH host keys for secrets without known_hosts (nil: none).
+	KnownHosts *KnownHosts
 }
 
 // DefaultRunTimeout bounds an in-process clone-and-apply.
@@ -586,9 +588,14 @@ func (h *handler) secret(ns, name string) (*corev1.Secret, error) {
 	return s, nil
 }
 
-// source is the GitRepo's repository with its credentials (clientSecretName).
+// source is the GitRepo's repository with its credentials (clientSecretName), SSH ones with
+// the shared known hosts when the secret holds none.
 func (h *handler) source(gr *fleet.GitRepo) (gitsource.Source, error) {
-	return Source(gr, h.secret)
+	src, err := Source(gr, h.secret)
+	if err != nil {
+		return src, err
+	}
+	return src, h.KnownHosts.fill(&src.Auth)
 }
 
 // Source is the GitRepo's repository with its credentials (clientSecretName, read with

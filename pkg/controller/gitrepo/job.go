@@ -27,6 +27,7 @@ import (
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/bundlereader"
 	"github.com/fleetgo/fleet/pkg/cli/apply"
+	"github.com/fleetgo/fleet/pkg/gitsource"
 	"github.com/fleetgo/fleet/pkg/metrics"
 	"github.com/fleetgo/fleet/pkg/names"
 )
@@ -44,6 +45,7 @@ const (
 	jobTmp         = "/tmp"
 	targetsFileKey = "targets.yaml"
 	caFileKey      = "ca.pem"
+	knownHostsKey  = "known_hosts"
 )
 
 // JobRunner runs clone-and-apply as a Job per commit: a pod whose init container runs
@@ -242,7 +244,22 @@ func (h *handler) jobPod(gr *fleet.GitRepo, commit string, cm *corev1.ConfigMap)
 		volumes = append(volumes, secretVolume("git-credentials", sec))
 		mounts = append(mounts, corev1.VolumeMount{Name: "git-credentials", MountPath: jobGitSecret, ReadOnly: true})
 		if _, ok := s.Data[corev1.SSHAuthPrivateKey]; ok {
-			clone = append(clone, "--ssh-private-key-file", jobGitSecret+"/"+corev1.SSHAuthPrivateKey, "--known-hosts-file", jobGitSecret+"/known_hosts")
+			clone = append(clone, "--ssh-private-key-file", jobGitSecret+"/"+corev1.SSHAuthPrivateKey)
+			shared := gitsource.Auth{SSHPrivateKey: s.Data[corev1.SSHAuthPrivateKey], KnownHosts: s.Data["known_hosts"]}
+			if err := h.KnownHosts.fill(&shared); err != nil {
+				return nil, fmt.Errorf("known hosts: %w", err)
+			}
+			switch {
+			case len(s.Data["known_hosts"]) > 0:
+				clone = append(clone, "--known-hosts-file", jobGitSecret+"/known_hosts")
+			case len(shared.KnownHosts) > 0:
+				// The secret has none: the shared ones go with the run's ConfigMap.
+				cm.Data[knownHostsKey] = string(shared.KnownHosts)
+				clone = append(clone, "--known-hosts-file", jobConfig+"/"+knownHostsKey)
+			}
+			if shared.InsecureIgnoreHostKey {
+				clone = append(clone, "--insecure-skip-host-key-checks")
+			}
 		} else {
 			env = append(env, secretEnv("GIT_USERNAME", sec, corev1.BasicAuthUsernameKey))
 			clone = append(clone, "--username", "$(GIT_USERNAME)", "--password-file", jobGitSecret+"/"+corev1.BasicAuthPasswordKey)

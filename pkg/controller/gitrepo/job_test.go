@@ -129,3 +129,34 @@ func TestJobPodProxy(t *testing.T) {
 		}
 	}
 }
+
+// In a Job, as in-process, an SSH secret without known_hosts gets the shared known hosts (they
+// go with the run's ConfigMap), and insecureSkipHostKeyChecks reaches the clone step.
+func TestJobPodSharedKnownHosts(t *testing.T) {
+	gr := &fleet.GitRepo{}
+	gr.Name, gr.Namespace, gr.Spec.Repo, gr.Spec.ClientSecretName = "repo", "fleet-default", "ssh://git@git.example/repo", "ssh"
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-default", Name: "ssh"},
+		Data: map[string][]byte{corev1.SSHAuthPrivateKey: []byte("KEY")}}
+	shared := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "cattle-fleet-system", Name: KnownHostsConfigMap},
+		Data: map[string]string{"known_hosts": "git.example ssh-ed25519 AAAA\n"}}
+	for _, insecure := range []bool{false, true} {
+		kube := fake.NewSimpleClientset(secret, shared)
+		h := &handler{Deps: Deps{Kube: kube, JobRunner: &JobRunner{Image: "fleet:dev"},
+			KnownHosts: &KnownHosts{Kube: kube, Namespace: "cattle-fleet-system", Insecure: insecure}}}
+		cm, err := jobConfigMap(gr, "repo-abc", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := h.jobPod(gr, "c1", cm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := strings.Join(p.InitContainers[0].Args, " ")
+		if !strings.Contains(args, "--known-hosts-file "+jobConfig+"/"+knownHostsKey) || cm.Data[knownHostsKey] != shared.Data["known_hosts"] {
+			t.Errorf("args %s, config %v", args, cm.Data)
+		}
+		if strings.Contains(args, "--insecure-skip-host-key-checks") != insecure {
+			t.Errorf("insecure %v: args %s", insecure, args)
+		}
+	}
+}
