@@ -64,3 +64,32 @@ var _ = Describe("a GitRepo without targets in a workspace without a ClusterGrou
 		}).Should(Equal("0/1"))
 	})
 })
+
+var _ = Describe("a GitRepo naming no clientSecretName", func() {
+	It("clones with the namespace's Secret gitcredential, as on Fleet", func(ctx context.Context) {
+		const ns = "default-credentials"
+		_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		commit := publish("needs-auth", "main", map[string]string{"app/cm.yaml": configMap("app", "1")})
+		_, err = api.GitRepo().Create(&fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "needs-auth", Namespace: ns},
+			Spec: fleet.GitRepoSpec{Repo: git.RepoURL("needs-auth"), Branch: "main", PollingInterval: &metav1.Duration{Duration: 2 * time.Second}}})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) {
+			gr, err := api.GitRepo().Get(ns, "needs-auth", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			c := fleet.FindCondition(gr.Status.Conditions, fleet.ConditionGitPolling)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(corev1.ConditionFalse), "the server wants credentials")
+		}).Should(Succeed())
+
+		_, err = kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "gitcredential"},
+			Type: corev1.SecretTypeBasicAuth, StringData: map[string]string{corev1.BasicAuthUsernameKey: gitUser, corev1.BasicAuthPasswordKey: gitPassword}},
+			metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() string {
+			gr, err := api.GitRepo().Get(ns, "needs-auth", metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			return gr.Status.Commit
+		}, time.Minute).Should(Equal(commit))
+	})
+})

@@ -606,16 +606,38 @@ func Source(gr *fleet.GitRepo, secret func(ns, name string) (*corev1.Secret, err
 	if gr.Spec.Repo == "" {
 		return src, fmt.Errorf("spec.repo is empty")
 	}
-	if gr.Spec.ClientSecretName == "" {
-		return src, nil
-	}
-	s, err := secret(gr.Namespace, gr.Spec.ClientSecretName)
-	if err != nil {
-		return src, fmt.Errorf("clientSecretName %s: %w", gr.Spec.ClientSecretName, err)
+	s, err := clientSecret(gr, secret)
+	if err != nil || s == nil {
+		return src, err
 	}
 	src.Auth = gitsource.Auth{Username: string(s.Data[corev1.BasicAuthUsernameKey]), Password: string(s.Data[corev1.BasicAuthPasswordKey]),
 		SSHPrivateKey: s.Data[corev1.SSHAuthPrivateKey], KnownHosts: s.Data["known_hosts"]}
 	return src, nil
+}
+
+// DefaultClientSecretName is the Secret a GitRepo naming no clientSecretName clones with when
+// its namespace has one (as on Fleet).
+const DefaultClientSecretName = "gitcredential"
+
+// clientSecret is the GitRepo's git credentials: its clientSecretName, else the namespace's
+// Secret gitcredential when there is one (nil when there is none).
+func clientSecret(gr *fleet.GitRepo, secret func(ns, name string) (*corev1.Secret, error)) (*corev1.Secret, error) {
+	name := gr.Spec.ClientSecretName
+	if name == "" {
+		s, err := secret(gr.Namespace, DefaultClientSecretName)
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("default credentials %s: %w", DefaultClientSecretName, err)
+		}
+		return s, nil
+	}
+	s, err := secret(gr.Namespace, name)
+	if err != nil {
+		return nil, fmt.Errorf("clientSecretName %s: %w", name, err)
+	}
+	return s, nil
 }
 
 // rollup fills the status from the GitRepo's Bundles and BundleDeployments.

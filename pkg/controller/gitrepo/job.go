@@ -236,12 +236,12 @@ func (h *handler) jobPod(gr *fleet.GitRepo, commit string, cm *corev1.ConfigMap)
 		{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm.Name}}}},
 	}
 	clone := cloneArgs(gr, commit)
-	if sec := gr.Spec.ClientSecretName; sec != "" {
-		s, err := h.secret(gr.Namespace, sec)
-		if err != nil {
-			return nil, fmt.Errorf("clientSecretName %s: %w", sec, err)
-		}
-		volumes = append(volumes, secretVolume("git-credentials", sec))
+	s, err := clientSecret(gr, h.secret)
+	if err != nil {
+		return nil, err
+	}
+	if s != nil {
+		volumes = append(volumes, secretVolume("git-credentials", s.Name))
 		mounts = append(mounts, corev1.VolumeMount{Name: "git-credentials", MountPath: jobGitSecret, ReadOnly: true})
 		if _, ok := s.Data[corev1.SSHAuthPrivateKey]; ok {
 			clone = append(clone, "--ssh-private-key-file", jobGitSecret+"/"+corev1.SSHAuthPrivateKey)
@@ -261,7 +261,7 @@ func (h *handler) jobPod(gr *fleet.GitRepo, commit string, cm *corev1.ConfigMap)
 				clone = append(clone, "--insecure-skip-host-key-checks")
 			}
 		} else {
-			env = append(env, secretEnv("GIT_USERNAME", sec, corev1.BasicAuthUsernameKey))
+			env = append(env, secretEnv("GIT_USERNAME", s.Name, corev1.BasicAuthUsernameKey))
 			clone = append(clone, "--username", "$(GIT_USERNAME)", "--password-file", jobGitSecret+"/"+corev1.BasicAuthPasswordKey)
 		}
 	}

@@ -52,7 +52,7 @@ func TestJobPodNodeSelector(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, sel := range []map[string]string{{"zone": "east"}, nil} {
-		h := &handler{Deps: Deps{JobRunner: &JobRunner{Image: "fleet:dev", NodeSelector: sel}}}
+		h := &handler{Deps: Deps{Kube: fake.NewSimpleClientset(), JobRunner: &JobRunner{Image: "fleet:dev", NodeSelector: sel}}}
 		p, err := h.jobPod(gr, "c1", cm)
 		if err != nil {
 			t.Fatal(err)
@@ -114,7 +114,7 @@ func TestJobPodProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &handler{Deps: Deps{JobRunner: &JobRunner{Image: "fleet:dev"}}}
+	h := &handler{Deps: Deps{Kube: fake.NewSimpleClientset(), JobRunner: &JobRunner{Image: "fleet:dev"}}}
 	p, err := h.jobPod(gr, "c1", cm)
 	if err != nil {
 		t.Fatal(err)
@@ -158,5 +158,40 @@ func TestJobPodSharedKnownHosts(t *testing.T) {
 		if strings.Contains(args, "--insecure-skip-host-key-checks") != insecure {
 			t.Errorf("insecure %v: args %s", insecure, args)
 		}
+	}
+}
+
+// A GitRepo naming no clientSecretName clones with the namespace's Secret gitcredential when
+// there is one, as on Fleet; without one, with no credentials.
+func TestDefaultClientSecret(t *testing.T) {
+	gr := &fleet.GitRepo{}
+	gr.Name, gr.Namespace, gr.Spec.Repo = "repo", "fleet-default", "https://git.example/repo"
+	h := &handler{Deps: Deps{Kube: fake.NewSimpleClientset()}}
+	src, err := h.source(gr)
+	if err != nil || src.Auth.Username != "" {
+		t.Fatalf("no default secret: auth %+v, %v", src.Auth, err)
+	}
+	def := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-default", Name: DefaultClientSecretName}, Type: corev1.SecretTypeBasicAuth,
+		Data: map[string][]byte{corev1.BasicAuthUsernameKey: []byte("bot"), corev1.BasicAuthPasswordKey: []byte("pw")}}
+	h = &handler{Deps: Deps{Kube: fake.NewSimpleClientset(def), JobRunner: &JobRunner{Image: "fleet:dev"}}}
+	if src, err = h.source(gr); err != nil || src.Auth.Username != "bot" || src.Auth.Password != "pw" {
+		t.Fatalf("default secret: auth %+v, %v", src.Auth, err)
+	}
+	cm, err := jobConfigMap(gr, "repo-abc", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := h.jobPod(gr, "c1", cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mounted string
+	for _, v := range p.Volumes {
+		if v.Name == "git-credentials" {
+			mounted = v.Secret.SecretName
+		}
+	}
+	if mounted != DefaultClientSecretName {
+		t.Errorf("the Job mounts %q", mounted)
 	}
 }
