@@ -2,6 +2,11 @@ package gitrepo_test
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"path/filepath"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -10,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/localserver"
 )
 
 // As on Fleet: with no targets anywhere a bundle targets the ClusterGroup "default"; in a
@@ -91,5 +97,30 @@ var _ = Describe("a GitRepo naming no clientSecretName", func() {
 			Expect(err).NotTo(HaveOccurred())
 			return gr.Status.Commit
 		}, time.Minute).Should(Equal(commit))
+	})
+})
+
+var _ = Describe("a GitRepo whose secret is a GitHub App's", func() {
+	It("clones with an installation token the controller gets for the App, asking for it once while it lasts", func(ctx context.Context) {
+		key, err := rsa.GenerateKey(rand.Reader, 2048)
+		Expect(err).NotTo(HaveOccurred())
+		const token = "ghs_installation_token"
+		gh := localserver.StartGitHubAPI(4242, 77, &key.PublicKey, token)
+		DeferCleanup(gh.Close)
+		appGit, err := localserver.StartGitServer(filepath.Join(GinkgoT().TempDir(), "app-git"), localserver.BasicAuth{Username: "x-access-token", Password: token})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(appGit.Close)
+		commit, err := appGit.Publish(ctx, "app-repo", "main", files(map[string]string{"app/cm.yaml": configMap("app", "1")}), "first")
+		Expect(err).NotTo(HaveOccurred())
+
+		pemKey := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+		_, err = kube.CoreV1().Secrets(fleet.DefaultNamespace).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "github-app"},
+			Data: map[string][]byte{"github_app_id": []byte("4242"), "github_app_installation_id": []byte("77"),
+				"github_app_private_key": pemKey, "github_app_base_url": []byte(gh.URL)}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		newGitRepo("as-app", "app-repo", func(s *fleet.GitRepoSpec) { s.Repo, s.ClientSecretName = appGit.RepoURL("app-repo"), "github-app" })
+		Eventually(func() string { return gitRepo("as-app").Status.Commit }, time.Minute).Should(Equal(commit))
+		Expect(bundlesOf("as-app")).To(Equal(map[string]string{"as-app-app": commit}))
+		Consistently(gh.Issued.Load, "5s").Should(BeNumerically("==", 1), "a token lasts an hour: polls every 2s reuse it")
 	})
 })

@@ -14,6 +14,8 @@ func newGitCloner() *cobra.Command {
 	var (
 		src                                                   gitsource.Source
 		passwordFile, keyFile, knownHostsFile, caFile, commit string
+		app                                                   gitsource.GitHubApp
+		appKeyFile                                            string
 	)
 	c := &cobra.Command{
 		Use:   "gitcloner [flags] REPO DIR",
@@ -45,6 +47,12 @@ func newGitCloner() *cobra.Command {
 			if src.CABundle, err = read("ca-bundle-file", caFile); err != nil {
 				return err
 			}
+			if appKeyFile != "" {
+				if app.PrivateKey, err = read("github-app-private-key-file", appKeyFile); err != nil {
+					return err
+				}
+				src.Auth.GitHubApp = &app
+			}
 			got, err := gitsource.Checkout(cmd.Context(), src, args[1], commit)
 			if err != nil {
 				return err
@@ -63,6 +71,10 @@ func newGitCloner() *cobra.Command {
 	fl.StringVar(&knownHostsFile, "known-hosts-file", "", "known_hosts file for SSH (required with a key, unless --insecure-skip-host-key-checks)")
 	fl.BoolVar(&src.Auth.InsecureIgnoreHostKey, "insecure-skip-host-key-checks", false, "trust SSH hosts the known_hosts file does not name, whatever their key")
 	fl.StringVar(&caFile, "ca-bundle-file", "", "PEM file of CAs to trust for HTTPS")
+	fl.Int64Var(&app.ID, "github-app-id", 0, "with --github-app-private-key-file: clone as this GitHub App")
+	fl.Int64Var(&app.InstallationID, "github-app-installation-id", 0, "the GitHub App's installation to clone as")
+	fl.StringVar(&appKeyFile, "github-app-private-key-file", "", "file holding the GitHub App's private key (PEM)")
+	fl.StringVar(&app.BaseURL, "github-app-base-url", "", "the GitHub API's base URL (default https://api.github.com)")
 	fl.BoolVar(&src.InsecureSkipTLSVerify, "insecure-skip-tls", false, "do not verify the server's TLS certificate")
 	return c
 }

@@ -49,13 +49,22 @@ type Auth struct {
 	// InsecureIgnoreHostKey accepts any SSH host key when KnownHosts is empty (the fleet chart's
 	// insecureSkipHostKeyChecks).
 	InsecureIgnoreHostKey bool
+	// GitHubApp, when set, authenticates HTTPS with an installation token of the App.
+	GitHubApp *GitHubApp
 }
 
 var fullSHA = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
 // method returns go-git's auth for the source's URL.
-func (s Source) method() (transport.AuthMethod, error) {
+func (s Source) method(ctx context.Context) (transport.AuthMethod, error) {
 	a := s.Auth
+	if a.GitHubApp != nil {
+		token, err := a.GitHubApp.token(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &http.BasicAuth{Username: "x-access-token", Password: token}, nil
+	}
 	if len(a.SSHPrivateKey) > 0 {
 		user := a.Username
 		if user == "" {
@@ -125,7 +134,7 @@ func latestCommit(ctx context.Context, s Source) (string, error) {
 	if fullSHA.MatchString(s.Revision) {
 		return s.Revision, nil
 	}
-	auth, err := s.method()
+	auth, err := s.method(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -179,7 +188,7 @@ func LatestCommit(ctx context.Context, s Source) (string, error) {
 // Checkout clones the source into dir (which must not exist or be empty) and checks out commit
 // (empty: the branch's head).
 func checkout(ctx context.Context, s Source, dir, commit string) (string, error) {
-	auth, err := s.method()
+	auth, err := s.method(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -294,7 +303,7 @@ type Commit struct {
 // source's branch) and pushes it to that branch. Nothing is forced: a push the server refuses
 // (the branch moved meanwhile) is an error, and the next attempt starts from a new checkout.
 func commitAndPush(ctx context.Context, s Source, dir string, c Commit) (string, error) {
-	auth, err := s.method()
+	auth, err := s.method(ctx)
 	if err != nil {
 		return "", err
 	}

@@ -612,6 +612,9 @@ func Source(gr *fleet.GitRepo, secret func(ns, name string) (*corev1.Secret, err
 	}
 	src.Auth = gitsource.Auth{Username: string(s.Data[corev1.BasicAuthUsernameKey]), Password: string(s.Data[corev1.BasicAuthPasswordKey]),
 		SSHPrivateKey: s.Data[corev1.SSHAuthPrivateKey], KnownHosts: s.Data["known_hosts"]}
+	if src.Auth.GitHubApp, err = gitsource.GitHubAppOf(s.Data); err != nil {
+		return src, fmt.Errorf("secret %s: %w", s.Name, err)
+	}
 	return src, nil
 }
 

@@ -260,6 +260,15 @@ func (h *handler) jobPod(gr *fleet.GitRepo, commit string, cm *corev1.ConfigMap)
 			if shared.InsecureIgnoreHostKey {
 				clone = append(clone, "--insecure-skip-host-key-checks")
 			}
+		} else if app, err := gitsource.GitHubAppOf(s.Data); err != nil {
+			return nil, fmt.Errorf("secret %s: %w", s.Name, err)
+		} else if app != nil {
+			// The clone step trades the App's key for a token itself.
+			clone = append(clone, "--github-app-id", strconv.FormatInt(app.ID, 10), "--github-app-installation-id", strconv.FormatInt(app.InstallationID, 10),
+				"--github-app-private-key-file", jobGitSecret+"/"+gitsource.GitHubAppPrivateKeyKey)
+			if app.BaseURL != "" {
+				clone = append(clone, "--github-app-base-url", app.BaseURL)
+			}
 		} else {
 			env = append(env, secretEnv("GIT_USERNAME", s.Name, corev1.BasicAuthUsernameKey))
 			clone = append(clone, "--username", "$(GIT_USERNAME)", "--password-file", jobGitSecret+"/"+corev1.BasicAuthPasswordKey)
