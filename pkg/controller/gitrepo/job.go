@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,6 +47,8 @@ const (
 	targetsFileKey = "targets.yaml"
 	caFileKey      = "ca.pem"
 	knownHostsKey  = "known_hosts"
+	proxyCAKey     = "proxy-ca.crt"
+	jobProxyCA     = "/etc/fleet/proxy-ca"
 )
 
 // JobRunner runs clone-and-apply as a Job per commit: a pod whose init container runs
@@ -61,6 +64,24 @@ type JobRunner struct {
 	// NodeSelector, when set, is the Jobs' pods' nodeSelector (a shard's, so its GitRepos are
 	// cloned on its nodes).
 	NodeSelector map[string]string
+	// ProxyCA (PEM) is trusted by the Jobs besides their image's CA bundle: the CAs the manager
+	// trusts the same way (the fleet chart's proxyCACert, ProxyCAFromEnv).
+	ProxyCA []byte
+}
+
+// ProxyCAFromEnv reads the CAs of SSL_CERT_DIR, where the fleet chart puts proxyCACert for the
+// controller ("" when unset or empty).
+func ProxyCAFromEnv() []byte {
+	var out []byte
+	for _, dir := range filepath.SplitList(os.Getenv("SSL_CERT_DIR")) {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if data, err := os.ReadFile(filepath.Join(dir, e.Name())); err == nil && !e.IsDir() {
+				out = append(append(out, data...), '\n')
+			}
+		}
+	}
+	return out
 }
 
 // Limits of a GitRepo Job: the kubelet ends one running longer than jobDeadline (a stalled git
@@ -320,6 +341,15 @@ func (h *handler) jobPod(gr *fleet.GitRepo, commit string, cm *corev1.ConfigMap)
 		if v := os.Getenv(name); v != "" {
 			env = append(env, corev1.EnvVar{Name: name, Value: v})
 		}
+	}
+	if ca := h.JobRunner.ProxyCA; len(ca) > 0 {
+		// As the manager trusts it: besides the image's CA bundle.
+		cm.Data[proxyCAKey] = string(ca)
+		volumes = append(volumes, corev1.Volume{Name: "proxy-ca", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: cm.Name}, Items: []corev1.KeyToPath{{Key: proxyCAKey, Path: proxyCAKey}}}}})
+		m := corev1.VolumeMount{Name: "proxy-ca", MountPath: jobProxyCA, ReadOnly: true}
+		mounts, applyMounts = append(mounts, m), append(applyMounts, m)
+		env = append(env, corev1.EnvVar{Name: "SSL_CERT_DIR", Value: jobProxyCA})
 	}
 	env = append(env, corev1.EnvVar{Name: "COMMIT", Value: commit},
 		// The pod runs as jobUID, not the image's user, whose home it may not read: Helm's

@@ -1,6 +1,8 @@
 package gitrepo
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -126,6 +128,36 @@ func TestJobPodProxy(t *testing.T) {
 		}
 		if env["HTTPS_PROXY"] != "http://proxy.example:3128" || env["NO_PROXY"] != ".svc,10.0.0.0/8" {
 			t.Errorf("%s: env %v", c.Name, env)
+		}
+		if _, ok := env["SSL_CERT_DIR"]; ok {
+			t.Errorf("%s: no proxy CA, yet SSL_CERT_DIR", c.Name)
+		}
+	}
+
+	// The proxy's CA (the fleet chart's proxyCACert, which the controller trusts) goes with the
+	// run's ConfigMap and is trusted by both steps besides the image's bundle.
+	t.Setenv("SSL_CERT_DIR", t.TempDir())
+	if err := os.WriteFile(filepath.Join(os.Getenv("SSL_CERT_DIR"), "proxy-ca.crt"), []byte("PROXY-CA-PEM"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.JobRunner.ProxyCA = ProxyCAFromEnv()
+	if p, err = h.jobPod(gr, "c1", cm); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(cm.Data[proxyCAKey], "PROXY-CA-PEM") {
+		t.Errorf("config %v", cm.Data)
+	}
+	for _, c := range append(p.InitContainers, p.Containers...) {
+		env := map[string]string{}
+		for _, e := range c.Env {
+			env[e.Name] = e.Value
+		}
+		mounted := false
+		for _, m := range c.VolumeMounts {
+			mounted = mounted || m.Name == "proxy-ca" && m.MountPath == env["SSL_CERT_DIR"]
+		}
+		if env["SSL_CERT_DIR"] != jobProxyCA || !mounted {
+			t.Errorf("%s: env %v, mounts %v", c.Name, env, c.VolumeMounts)
 		}
 	}
 }
