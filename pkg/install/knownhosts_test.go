@@ -3,6 +3,8 @@ package install
 import (
 	"bufio"
 	"bytes"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -55,5 +57,48 @@ func TestKnownHostsConfigMap(t *testing.T) {
 		if got := strings.Contains(args, "--insecure-skip-host-key-checks"); got != insecure {
 			t.Errorf("insecureSkipHostKeyChecks %v: args %s", insecure, args)
 		}
+	}
+}
+
+// A top-level values key no release of the chart has is refused, naming the closest known key;
+// the known keys (file known-keys) are the schema's top-level properties.
+func TestUnknownValuesKeyNamesTheClosest(t *testing.T) {
+	for key, closest := range map[string]string{"nodeSelectr": "nodeSelector", "agentChekinInterval": "agentCheckinInterval",
+		"tolerationz": "tolerations", "priorityClasName": "priorityClassName", "debugLevle": "debugLevel"} {
+		_, err := Render(charts.Fleet, "fleet", "cattle-fleet-system", map[string]any{key: "x"})
+		if err == nil || !strings.Contains(err.Error(), key+" is not a key of Fleet's fleet chart (did you mean "+closest+"?)") {
+			t.Errorf("%s: error %v, want one naming %s", key, err, closest)
+		}
+	}
+	_, err := Render(charts.Agent, "fleet-agent", "cattle-fleet-system", map[string]any{"noProxi": "x"})
+	if err == nil || !strings.Contains(err.Error(), "noProxi is not a key of Fleet's fleet-agent chart (did you mean noProxy?)") {
+		t.Errorf("fleet-agent: error %v", err)
+	}
+	for _, name := range []string{charts.Fleet, charts.Agent} {
+		knownKeysAreTheSchemas(t, name)
+	}
+}
+
+func knownKeysAreTheSchemas(t *testing.T, chart string) {
+	t.Helper()
+	c, err := charts.Load(chart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema struct {
+		Properties map[string]any `json:"properties"`
+	}
+	if err := yaml.Unmarshal(c.Schema, &schema); err != nil {
+		t.Fatal(err)
+	}
+	var known string
+	for _, f := range c.Files {
+		if f.Name == "known-keys" {
+			known = string(f.Data)
+		}
+	}
+	want := slices.Sorted(maps.Keys(schema.Properties))
+	if got := strings.Fields(known); !slices.Equal(got, want) {
+		t.Errorf("%s: known-keys %v, the schema's properties %v", chart, got, want)
 	}
 }
