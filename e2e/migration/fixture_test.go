@@ -38,7 +38,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"sigs.k8s.io/yaml"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/chartinstall"
@@ -113,6 +112,7 @@ func writeFleetInstallation(ctx context.Context) {
 	for name, content := range appFiles {
 		Expect(os.WriteFile(filepath.Join(src, "app", name), []byte(content), 0o644)).To(Succeed())
 	}
+	writeValuesFolder(src)
 	var err error
 	commit, err = git.Publish(ctx, repoName, branch, src, "the app")
 	Expect(err).NotTo(HaveOccurred())
@@ -127,14 +127,17 @@ func writeFleetInstallation(ctx context.Context) {
 	_, err = managerKube.CoreV1().ConfigMaps(fleet.SystemNamespace).Create(ctx, cm, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())
 
-	content := writeContent()
+	content := writeContent(appFiles, manifests)
 	writeGitRepoAndBundle()
+	valuesContent := writeValuesBundle()
 	writeClusterGroup()
 	for _, d := range downstreams {
 		writeCluster(ctx, d)
 		writeAgentIdentity(ctx, d)
 		writeBundleDeployment(d, content)
+		writeValuesDeployment(d, valuesContent)
 		writeDownstream(ctx, d)
+		writeValuesDownstream(ctx, d)
 	}
 }
 
@@ -153,9 +156,9 @@ func readyConditions(now metav1.Time, types ...string) []genericcondition.Generi
 	return out
 }
 
-// writeContent stores the bundle's manifest as Fleet does: gzip-compressed JSON, named from its
-// sha256.
-func writeContent() string {
+// writeContent stores a bundle's manifest (the files names of files) as Fleet does:
+// gzip-compressed JSON, named from its sha256.
+func writeContent(files map[string]string, names []string) string {
 	type resource struct {
 		Name    string `json:"name"`
 		Content string `json:"content"`
@@ -163,8 +166,8 @@ func writeContent() string {
 	var m struct {
 		Resources []resource `json:"resources"`
 	}
-	for _, name := range manifests {
-		m.Resources = append(m.Resources, resource{Name: name, Content: appFiles[name]})
+	for _, name := range names {
+		m.Resources = append(m.Resources, resource{Name: name, Content: files[name]})
 	}
 	raw, err := json.Marshal(m)
 	Expect(err).NotTo(HaveOccurred())
@@ -185,13 +188,13 @@ func writeGitRepoAndBundle() {
 	targets := []fleet.GitTarget{{Name: "migrated", ClusterGroup: groupName}}
 	gr, err := api.GitRepo().Create(&fleet.GitRepo{
 		ObjectMeta: metav1.ObjectMeta{Name: gitRepoName, Namespace: fleet.DefaultNamespace, Finalizers: []string{fleet.GitRepoFinalizer}},
-		Spec: fleet.GitRepoSpec{Repo: git.RepoURL(repoName), Branch: branch, Paths: []string{"app"}, Targets: targets,
+		Spec: fleet.GitRepoSpec{Repo: git.RepoURL(repoName), Branch: branch, Paths: []string{"app", "values"}, Targets: targets,
 			PollingInterval: &metav1.Duration{Duration: 2 * time.Second}}})
 	Expect(err).NotTo(HaveOccurred())
 	gr.Status.Commit, gr.Status.ObservedGeneration, gr.Status.GitJobStatus = commit, gr.Generation, "Current"
-	gr.Status.Display.ReadyBundleDeployments = "2/2"
+	gr.Status.Display.ReadyBundleDeployments = "4/4"
 	gr.Status.DesiredReadyClusters, gr.Status.ReadyClusters = 2, 2
-	gr.Status.Summary = fleet.BundleSummary{DesiredReady: 2, Ready: 2}
+	gr.Status.Summary = fleet.BundleSummary{DesiredReady: 4, Ready: 4}
 	gr.Status.Conditions = readyConditions(now, string(fleet.ConditionReady), "Accepted")
 	_, err = api.GitRepo().UpdateStatus(gr)
 	Expect(err).NotTo(HaveOccurred())
@@ -247,8 +250,8 @@ func writeCluster(ctx context.Context, d *downstream) {
 	d.fleetLastSeen = time.Now().Add(-time.Minute).Truncate(time.Second)
 	c.Status.Namespace = d.clusterNS
 	c.Status.Agent = fleet.AgentStatus{LastSeen: metav1.NewTime(d.fleetLastSeen), Namespace: fleet.SystemNamespace}
-	c.Status.Summary = fleet.BundleSummary{DesiredReady: 1, Ready: 1}
-	c.Status.Display.ReadyBundles = "1/1"
+	c.Status.Summary = fleet.BundleSummary{DesiredReady: 2, Ready: 2}
+	c.Status.Display.ReadyBundles = "2/2"
 	c.Status.Conditions = readyConditions(metav1.Now(), string(fleet.ConditionReady), "Processed")
 	_, err = api.Cluster().UpdateStatus(c)
 	Expect(err).NotTo(HaveOccurred())
@@ -345,25 +348,7 @@ func writeDownstream(ctx context.Context, d *downstream) {
 		Data: map[string]string{"config": `{"labels":{"env":"` + d.env + `"},"agentTLSMode":"system-store"}`}}, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())
 
-	// The chart Fleet's agent makes of raw manifests, post-rendered: object-set labels and
-	// annotations on every object; the bundle ID, commit and agent namespace on the chart.
-	dir := filepath.Join(GinkgoT().TempDir(), "chart")
-	Expect(os.MkdirAll(filepath.Join(dir, "templates"), 0o755)).To(Succeed())
-	chartYAML := "apiVersion: v2\nname: " + bundleName + "\nversion: 0.0.0\nannotations:\n" +
-		"  fleet.cattle.io/bundle-id: " + bundleName + "\n  fleet.cattle.io/commit: " + commit + "\n" +
-		"  fleet.cattle.io/agent-namespace: " + fleet.SystemNamespace + "\n"
-	Expect(os.WriteFile(filepath.Join(dir, "Chart.yaml"), []byte(chartYAML), 0o644)).To(Succeed())
-	setLabels, setAnnotations, err := apply.GetLabelsAndAnnotations("fleet-agent-bundle-"+bundleName, nil)
-	Expect(err).NotTo(HaveOccurred())
-	for _, name := range manifests {
-		var obj map[string]interface{}
-		Expect(yaml.Unmarshal([]byte(appFiles[name]), &obj)).To(Succeed())
-		meta := obj["metadata"].(map[string]interface{})
-		meta["labels"], meta["annotations"] = setLabels, setAnnotations
-		out, err := yaml.Marshal(obj)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(os.WriteFile(filepath.Join(dir, "templates", name), out, 0o644)).To(Succeed())
-	}
+	dir := fleetChart(bundleName, appFiles, manifests)
 	_, err = chartinstall.InstallOrUpgrade(ctx, chartinstall.Options{Kubeconfig: d.Kubeconfig, Namespace: appNamespace,
 		ReleaseName: bundleName, ChartDir: dir})
 	Expect(err).NotTo(HaveOccurred())
@@ -381,6 +366,43 @@ func writeDownstream(ctx context.Context, d *downstream) {
 	d.configMapUID = cm.UID
 }
 
+// fleetChart is the chart Fleet's agent makes of a bundle's files (names): the bundle's own
+// Chart.yaml, or one made for raw manifests (which become templates), with the bundle ID, commit
+// and agent namespace as annotations; every object carries the object-set labels and
+// annotations its post-renderer adds.
+func fleetChart(bundleID string, files map[string]string, names []string) string {
+	dir := filepath.Join(GinkgoT().TempDir(), "chart-"+bundleID)
+	Expect(os.MkdirAll(filepath.Join(dir, "templates"), 0o755)).To(Succeed())
+	chartYAML, ok := files["Chart.yaml"]
+	if !ok {
+		chartYAML = "apiVersion: v2\nname: " + bundleID + "\nversion: 0.0.0\n"
+	}
+	chartYAML += "annotations:\n  fleet.cattle.io/bundle-id: " + bundleID + "\n  fleet.cattle.io/commit: " + commit + "\n" +
+		"  fleet.cattle.io/agent-namespace: " + fleet.SystemNamespace + "\n"
+	Expect(os.WriteFile(filepath.Join(dir, "Chart.yaml"), []byte(chartYAML), 0o644)).To(Succeed())
+	setLabels, setAnnotations, err := apply.GetLabelsAndAnnotations("fleet-agent-bundle-"+bundleID, nil)
+	Expect(err).NotTo(HaveOccurred())
+	labels, err := json.Marshal(setLabels)
+	Expect(err).NotTo(HaveOccurred())
+	annotations, err := json.Marshal(setAnnotations)
+	Expect(err).NotTo(HaveOccurred())
+	for _, name := range names {
+		content, out := files[name], filepath.Join(dir, name)
+		if name == "Chart.yaml" {
+			continue
+		}
+		if name != "values.yaml" {
+			content = strings.Replace(content, "metadata:\n", "metadata:\n  labels: "+string(labels)+"\n  annotations: "+string(annotations)+"\n", 1)
+		}
+		if !strings.HasPrefix(name, "templates/") && name != "values.yaml" {
+			out = filepath.Join(dir, "templates", name) // a raw manifest
+		}
+		Expect(os.MkdirAll(filepath.Dir(out), 0o755)).To(Succeed())
+		Expect(os.WriteFile(out, []byte(content), 0o644)).To(Succeed())
+	}
+	return dir
+}
+
 func podUIDs(ctx context.Context, g Gomega, d *downstream) []types.UID {
 	pods, err := d.kube.CoreV1().Pods(appNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app=migrate"})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -395,7 +417,12 @@ func podUIDs(ctx context.Context, g Gomega, d *downstream) []types.UID {
 
 // releaseRevisions are the revisions of the app's release in d, from Helm's storage Secrets.
 func releaseRevisions(ctx context.Context, g Gomega, d *downstream) []string {
-	secrets, err := d.kube.CoreV1().Secrets(appNamespace).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=" + bundleName})
+	return revisionsOf(ctx, g, d, appNamespace, bundleName)
+}
+
+// revisionsOf are the revisions of release ns/name in d, from Helm's storage Secrets.
+func revisionsOf(ctx context.Context, g Gomega, d *downstream, ns, name string) []string {
+	secrets, err := d.kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=" + name})
 	g.Expect(err).NotTo(HaveOccurred())
 	var out []string
 	for _, s := range secrets.Items {

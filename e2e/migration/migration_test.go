@@ -66,6 +66,12 @@ var _ = Describe("moving a Fleet installation", Ordered, func() {
 					LabelSelector: "owner=helm,version=1,fleet.cattle.io/bundle-id=" + bundleName + ",fleet.cattle.io/agent-namespace=" + fleet.SystemNamespace})
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(adopted.Items).To(HaveLen(1))
+				// The values bundle too, whose values Fleet kept in Secrets.
+				vbd, err := api.BundleDeployment().Get(d.clusterNS, valuesBundle, metav1.GetOptions{})
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(vbd.Status.Release).To(Equal(valuesNamespace + "/" + valuesBundle + ":1"))
+				g.Expect(valuesRevisions(ctx, g, d)).To(ConsistOf("1=deployed"))
+				valuesKept(ctx, g, d)
 			}).Should(Succeed(), d.env)
 		}
 		regs, err := api.ClusterRegistration().List(fleet.DefaultNamespace, metav1.ListOptions{})
@@ -83,13 +89,20 @@ var _ = Describe("moving a Fleet installation", Ordered, func() {
 				g.Expect(bd.Status.AppliedDeploymentID).To(Equal(bd.Spec.DeploymentID))
 				g.Expect(bd.Status.Release).To(Equal(appNamespace + "/" + bundleName + ":2"))
 				g.Expect(bd.Status.Ready).To(BeTrue())
+				// Upgraded with the values Fleet kept in Secrets and those of valuesFrom, not the
+				// chart's defaults.
+				vbd, err := api.BundleDeployment().Get(d.clusterNS, valuesBundle, metav1.GetOptions{})
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(vbd.Status.AppliedDeploymentID).To(Equal(vbd.Spec.DeploymentID))
+				g.Expect(vbd.Status.Release).To(Equal(valuesNamespace + "/" + valuesBundle + ":2"))
+				g.Expect(vbd.Status.Ready).To(BeTrue())
 			}, 3*time.Minute).Should(Succeed(), d.env)
 		}
 		Eventually(func(g Gomega) {
 			gr, err := api.GitRepo().Get(fleet.DefaultNamespace, gitRepoName, metav1.GetOptions{})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(gr.Status.Commit).To(Equal(commit))
-			g.Expect(gr.Status.Display.ReadyBundleDeployments).To(Equal("2/2"))
+			g.Expect(gr.Status.Display.ReadyBundleDeployments).To(Equal("4/4"))
 			c := fleet.FindCondition(gr.Status.Conditions, fleet.ConditionReady)
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Status).To(Equal(corev1.ConditionTrue), c.Message)
@@ -100,6 +113,8 @@ var _ = Describe("moving a Fleet installation", Ordered, func() {
 			for _, d := range downstreams {
 				g.Expect(releaseRevisions(ctx, g, d)).To(ConsistOf("1=superseded", "2=deployed"), d.env)
 				workloadsUntouched(ctx, g, d)
+				g.Expect(valuesRevisions(ctx, g, d)).To(ConsistOf("1=superseded", "2=deployed"), d.env)
+				valuesKept(ctx, g, d)
 			}
 		}, 6*time.Second, time.Second).Should(Succeed())
 	})
@@ -170,6 +185,7 @@ var _ = Describe("moving a Fleet installation", Ordered, func() {
 			}
 			Expect(os.WriteFile(filepath.Join(src, "app", name), []byte(content), 0o644)).To(Succeed())
 		}
+		writeValuesFolder(src)
 		next, err := git.Publish(ctx, repoName, branch, src, "after the move")
 		Expect(err).NotTo(HaveOccurred())
 		for _, d := range downstreams {
@@ -183,10 +199,13 @@ var _ = Describe("moving a Fleet installation", Ordered, func() {
 			gr, err := api.GitRepo().Get(fleet.DefaultNamespace, gitRepoName, metav1.GetOptions{})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(gr.Status.Commit).To(Equal(next))
-			g.Expect(gr.Status.Display.ReadyBundleDeployments).To(Equal("2/2"))
+			g.Expect(gr.Status.Display.ReadyBundleDeployments).To(Equal("4/4"))
 		}, 2*time.Minute).Should(Succeed())
 		for _, d := range downstreams {
-			Eventually(func(g Gomega) { workloadsUntouched(ctx, g, d) }).Should(Succeed(), d.env)
+			Eventually(func(g Gomega) {
+				workloadsUntouched(ctx, g, d)
+				valuesKept(ctx, g, d)
+			}).Should(Succeed(), d.env)
 		}
 	})
 })
