@@ -306,26 +306,32 @@ func legacyToken(ctx context.Context, d *downstream) string {
 }
 
 func writeBundleDeployment(d *downstream, content string) {
-	opts := fleet.BundleDeploymentOptions{DefaultNamespace: appNamespace}
+	d.fleetDeploymentID = writeDeployment(d, bundleName, appNamespace, fleet.BundleDeploymentOptions{DefaultNamespace: appNamespace}, content, "")
+}
+
+// writeDeployment writes d's BundleDeployment name of a bundle as Fleet's manager writes it
+// (opts, its valuesHash when its values are in a Secret), reported applied by Fleet's agent as
+// revision 1 of release releaseNS/name. It returns the deploymentID.
+func writeDeployment(d *downstream, name, releaseNS string, opts fleet.BundleDeploymentOptions, content, valuesHash string) string {
 	raw, err := json.Marshal(opts)
 	Expect(err).NotTo(HaveOccurred())
 	sum := sha256.Sum256(raw)
-	d.fleetDeploymentID = content + ":" + hex.EncodeToString(sum[:])
+	id := content + ":" + hex.EncodeToString(sum[:])
 	bd, err := api.BundleDeployment().Create(&fleet.BundleDeployment{
-		ObjectMeta: metav1.ObjectMeta{Name: bundleName, Namespace: d.clusterNS, Finalizers: []string{fleet.BundleDeploymentFinalizer},
-			Labels: map[string]string{fleet.BundleLabel: bundleName, fleet.BundleNamespaceLabel: fleet.DefaultNamespace,
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: d.clusterNS, Finalizers: []string{fleet.BundleDeploymentFinalizer},
+			Labels: map[string]string{fleet.BundleLabel: name, fleet.BundleNamespaceLabel: fleet.DefaultNamespace,
 				fleet.RepoLabel: gitRepoName, fleet.CommitLabel: commit, fleet.ManagedLabel: "true",
 				fleet.ClusterLabel: d.name, fleet.ClusterNamespaceLabel: fleet.DefaultNamespace}},
-		Spec: fleet.BundleDeploymentSpec{DeploymentID: d.fleetDeploymentID, StagedDeploymentID: d.fleetDeploymentID,
-			Options: opts, StagedOptions: opts}})
+		Spec: fleet.BundleDeploymentSpec{DeploymentID: id, StagedDeploymentID: id, Options: opts, StagedOptions: opts, ValuesHash: valuesHash}})
 	Expect(err).NotTo(HaveOccurred())
-	bd.Status.AppliedDeploymentID = d.fleetDeploymentID
-	bd.Status.Release = appNamespace + "/" + bundleName + ":1"
+	bd.Status.AppliedDeploymentID = id
+	bd.Status.Release = releaseNS + "/" + name + ":1"
 	bd.Status.Ready, bd.Status.NonModified = true, true
 	bd.Status.Display = fleet.BundleDeploymentDisplay{Deployed: "Yes", Monitored: "Yes", State: "Ready"}
 	bd.Status.Conditions = readyConditions(metav1.Now(), string(fleet.ConditionReady), string(fleet.ConditionDeployed), string(fleet.ConditionInstalled), "Monitored")
 	_, err = api.BundleDeployment().UpdateStatus(bd)
 	Expect(err).NotTo(HaveOccurred())
+	return id
 }
 
 // writeDownstream leaves in the downstream cluster what Fleet's agent had there: its Secret

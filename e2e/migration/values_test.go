@@ -11,7 +11,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"os"
 	"path/filepath"
 
@@ -34,7 +33,7 @@ const (
 var valuesFiles = map[string]string{
 	"fleet.yaml": "defaultNamespace: " + valuesNamespace + "\nhelm:\n  values:\n    greeting: from-git\n" +
 		"  valuesFrom:\n  - configMapKeyRef:\n      name: values-cm\n      key: values.yaml\n",
-	"Chart.yaml": "apiVersion: v2\nname: values-app\nversion: 0.1.0\n",
+	"Chart.yaml":  "apiVersion: v2\nname: values-app\nversion: 0.1.0\n",
 	"values.yaml": "greeting: chart-default\ncolor: chart-default\n",
 	"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: values-settings\ndata:\n" +
 		"  greeting: {{ .Values.greeting | quote }}\n  color: {{ .Values.color | quote }}\n",
@@ -96,27 +95,10 @@ func writeValuesBundle() string {
 // it (its values in the Secret named as it, in the cluster namespace), reported applied.
 func writeValuesDeployment(d *downstream, content string) {
 	opts := fleet.BundleDeploymentOptions{DefaultNamespace: valuesNamespace, Helm: &fleet.HelmOptions{ValuesFrom: valuesFrom}}
-	raw, err := json.Marshal(opts)
-	Expect(err).NotTo(HaveOccurred())
-	sum := sha256.Sum256(raw)
-	id := content + ":" + hex.EncodeToString(sum[:])
-	bd, err := api.BundleDeployment().Create(&fleet.BundleDeployment{
-		ObjectMeta: metav1.ObjectMeta{Name: valuesBundle, Namespace: d.clusterNS, Finalizers: []string{fleet.BundleDeploymentFinalizer},
-			Labels: map[string]string{fleet.BundleLabel: valuesBundle, fleet.BundleNamespaceLabel: fleet.DefaultNamespace,
-				fleet.RepoLabel: gitRepoName, fleet.CommitLabel: commit, fleet.ManagedLabel: "true",
-				fleet.ClusterLabel: d.name, fleet.ClusterNamespaceLabel: fleet.DefaultNamespace}},
-		Spec: fleet.BundleDeploymentSpec{DeploymentID: id, StagedDeploymentID: id, Options: opts, StagedOptions: opts, ValuesHash: valuesHash()}})
-	Expect(err).NotTo(HaveOccurred())
-	_, err = managerKube.CoreV1().Secrets(d.clusterNS).Create(context.Background(), &corev1.Secret{
+	writeDeployment(d, valuesBundle, valuesNamespace, opts, content, valuesHash())
+	_, err := managerKube.CoreV1().Secrets(d.clusterNS).Create(context.Background(), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: valuesBundle}, Type: deployer.OptionsSecretType,
 		Data: map[string][]byte{"values": gitValues}}, metav1.CreateOptions{})
-	Expect(err).NotTo(HaveOccurred())
-	bd.Status.AppliedDeploymentID = id
-	bd.Status.Release = valuesNamespace + "/" + valuesBundle + ":1"
-	bd.Status.Ready, bd.Status.NonModified = true, true
-	bd.Status.Display = fleet.BundleDeploymentDisplay{Deployed: "Yes", Monitored: "Yes", State: "Ready"}
-	bd.Status.Conditions = readyConditions(metav1.Now(), string(fleet.ConditionReady), string(fleet.ConditionDeployed), string(fleet.ConditionInstalled), "Monitored")
-	_, err = api.BundleDeployment().UpdateStatus(bd)
 	Expect(err).NotTo(HaveOccurred())
 }
 
