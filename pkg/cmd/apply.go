@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -11,11 +12,14 @@ import (
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/bundlereader"
 	"github.com/fleetgo/fleet/pkg/cli/apply"
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
+	"github.com/fleetgo/fleet/pkg/ocistorage"
 )
 
 // applyFlags are fleet apply's flags that need work before they become apply.Options.
@@ -93,12 +97,12 @@ func newApply() *cobra.Command {
 	fl.IntVar(&o.MaxConcurrency, "bundle-creation-max-concurrency", envInt("FLEET_BUNDLE_CREATION_MAX_CONCURRENCY", bundlereader.DefaultMaxConcurrency), "bundles read at once (default $FLEET_BUNDLE_CREATION_MAX_CONCURRENCY, else 4)")
 	fl.BoolVar(&f.helmBasicHTTP, "helm-basic-http", false, "talk to chart repositories and OCI registries over plain HTTP")
 	fl.BoolVar(&f.helmInsecure, "helm-insecure-skip-tls", false, "do not verify TLS certificates of chart sources")
-	fl.StringVar(&f.ociRegistrySecret, "oci-registry-secret", "", "Fleet's OCI content storage secret: accepted, without effect here (Bundles keep their resources)")
-	fl.StringVar(&f.ociReference, "oci-reference", "", "Fleet's OCI content storage reference: accepted, without effect here")
-	fl.StringVar(&f.ociUsername, "ociusername", "", "Fleet's OCI content storage user: accepted, without effect here")
-	fl.StringVar(&f.ociPasswordFile, "oci-password-file", "", "Fleet's OCI content storage password file: accepted, without effect here")
-	fl.BoolVar(&f.ociBasicHTTP, "oci-basic-http", false, "Fleet's OCI content storage over HTTP: accepted, without effect here")
-	fl.BoolVar(&f.ociInsecure, "oci-insecure", false, "Fleet's OCI content storage without TLS checks: accepted, without effect here")
+	fl.StringVar(&f.ociRegistrySecret, "oci-registry-secret", "", "Secret (type fleet.cattle.io/bundle-oci-storage/v1alpha1) of the namespace naming the OCI registry that keeps the Bundles' contents")
+	fl.StringVar(&f.ociReference, "oci-reference", "", "OCI repository (host[:port]/path) that keeps the Bundles' contents: they hold none, only its ID (spec.contentsId)")
+	fl.StringVar(&f.ociUsername, "ociusername", "", "user pushing to --oci-reference")
+	fl.StringVar(&f.ociPasswordFile, "oci-password-file", "", "file holding --ociusername's password")
+	fl.BoolVar(&f.ociBasicHTTP, "oci-basic-http", false, "reach --oci-reference over plain HTTP")
+	fl.BoolVar(&f.ociInsecure, "oci-insecure", false, "reach --oci-reference without checking its TLS certificate")
 	// Ours.
 	fl.StringVar(&o.Root, "root", ".", "folder of the checkout; PATHs are relative to it")
 	fl.StringVar(&f.nsSelector, "allowed-target-namespace-selector", "", "label selector (a=b,c in (d)) the downstream namespaces of every Bundle must match; agents refuse others")
@@ -120,14 +124,14 @@ func runApply(cmd *cobra.Command, o *apply.Options, f *applyFlags, args []string
 	if err != nil {
 		return err
 	}
-	if f.ociRegistrySecret != "" || f.ociReference != "" || f.ociUsername != "" || f.ociPasswordFile != "" || f.ociBasicHTTP || f.ociInsecure {
-		fmt.Fprintln(cmd.ErrOrStderr(), "warning: OCI content storage is not available here: the --oci-* flags are ignored and Bundles keep their resources")
-	}
 	if o.Output != "" {
 		return apply.Run(cmd.Context(), *o, nil, cmd.OutOrStdout())
 	}
 	cfg, err := f.kube.restConfig()
 	if err != nil {
+		return err
+	}
+	if o.OCI, err = f.ociStorage(cmd.Context(), cfg, o.Namespace); err != nil {
 		return err
 	}
 	fac, err := fleetfactory.NewFactoryFromConfig(cfg)
@@ -136,6 +140,40 @@ func runApply(cmd *cobra.Command, o *apply.Options, f *applyFlags, args []string
 	}
 	o.ImageScans = fac.Fleet().V1alpha1().ImageScan()
 	return apply.Run(cmd.Context(), *o, fac.Fleet().V1alpha1().Bundle(), cmd.OutOrStdout())
+}
+
+// ociStorage is the registry that --oci-reference (with --ociusername, --oci-password-file,
+// --oci-basic-http, --oci-insecure) or --oci-registry-secret (a Secret of namespace ns) names;
+// nil when none does.
+func (f *applyFlags) ociStorage(ctx context.Context, cfg *rest.Config, ns string) (*ocistorage.Storage, error) {
+	switch {
+	case f.ociRegistrySecret != "":
+		kube, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		s, err := kube.CoreV1().Secrets(ns).Get(ctx, f.ociRegistrySecret, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("--oci-registry-secret: %w", err)
+		}
+		st, err := ocistorage.FromSecret(s.Data)
+		if err != nil {
+			return nil, fmt.Errorf("--oci-registry-secret %s: %w", f.ociRegistrySecret, err)
+		}
+		return &st, nil
+	case f.ociReference != "":
+		st := ocistorage.Storage{Reference: strings.TrimPrefix(f.ociReference, "oci://"), Username: f.ociUsername,
+			BasicHTTP: f.ociBasicHTTP, Insecure: f.ociInsecure}
+		if f.ociPasswordFile != "" {
+			data, err := os.ReadFile(f.ociPasswordFile)
+			if err != nil {
+				return nil, fmt.Errorf("--oci-password-file: %w", err)
+			}
+			st.Password = strings.TrimSpace(string(data))
+		}
+		return &st, nil
+	}
+	return nil, nil
 }
 
 // complete turns the arguments and the flags that need work into options.

@@ -51,6 +51,7 @@ func Deployment(b *fleet.Bundle, ci ClusterInfo, m *Match, contentName string) (
 			DependsOn:          b.Spec.DependsOn,
 			CorrectDrift:       opts.CorrectDrift,
 			HelmChartOptions:   b.Spec.HelmOpOptions.DeepCopy(),
+			OCIContents:        b.Spec.ContentsID != "",
 			Paused:             b.Spec.Paused || ci.Cluster.Spec.Paused,
 			// A scheduled cluster outside all of its windows gets nothing new.
 			OffSchedule: ci.Cluster.Status.Scheduled && !ci.Cluster.Status.ActiveSchedule,

@@ -11,6 +11,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/bundlereader"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/render"
+	"github.com/fleetgo/fleet/pkg/target"
 )
 
 // contentCacheSize bounds how many decoded Contents the agent keeps. Contents are immutable
@@ -45,17 +46,47 @@ func (c *contentCache) Files(name string) (render.Files, error) {
 	return f, nil
 }
 
+// FilesFrom returns the bundle files of contents name that fetch returns (gzipped, as a
+// Content holds them), checked against name (the hash of the manifest).
+func (c *contentCache) FilesFrom(name string, fetch func() ([]byte, error)) (render.Files, error) {
+	if f, ok := c.files.Get(name); ok {
+		return f.(render.Files), nil
+	}
+	gz, err := fetch()
+	if err != nil {
+		return nil, err
+	}
+	data, err := bundlereader.Gunzip(gz, "contents "+name)
+	if err != nil {
+		return nil, err
+	}
+	if got := target.ContentName(data); got != name {
+		return nil, fmt.Errorf("contents %s: the registry holds %s", name, got)
+	}
+	f, err := decodeManifest(data, "contents "+name)
+	if err != nil {
+		return nil, err
+	}
+	c.files.Add(name, f)
+	return f, nil
+}
+
 // decodeContent reads a Content: gzip of {"resources": [...]}.
 func decodeContent(content *fleet.Content) (render.Files, error) {
 	data, err := bundlereader.Gunzip(content.Content, "content "+content.Name)
 	if err != nil {
 		return nil, err
 	}
+	return decodeManifest(data, "content "+content.Name)
+}
+
+// decodeManifest reads a manifest, {"resources": [...]}; what names it in errors.
+func decodeManifest(data []byte, what string) (render.Files, error) {
 	var manifest struct {
 		Resources []fleet.BundleResource `json:"resources"`
 	}
 	if err := json.Unmarshal(data, &manifest); err != nil {
-		return nil, fmt.Errorf("content %s: %w", content.Name, err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return render.FromResources(manifest.Resources)
 }

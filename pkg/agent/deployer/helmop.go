@@ -9,6 +9,7 @@ import (
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/bundlereader"
 	"github.com/fleetgo/fleet/pkg/names"
+	"github.com/fleetgo/fleet/pkg/ocistorage"
 	"github.com/fleetgo/fleet/pkg/render"
 )
 
@@ -18,7 +19,7 @@ import (
 // points at it, as for a chart fetched when the bundle was made.
 func (h *handler) files(bd *fleet.BundleDeployment) (render.Files, fleet.BundleDeploymentOptions, error) {
 	opts := *bd.Spec.Options.DeepCopy()
-	files, err := h.contents.Files(manifestID(bd.Spec.DeploymentID))
+	files, err := h.manifestFiles(bd)
 	if err != nil || bd.Spec.HelmChartOptions == nil || opts.Helm == nil {
 		return files, opts, err
 	}
@@ -37,6 +38,29 @@ func (h *handler) files(bd *fleet.BundleDeployment) (render.Files, fleet.BundleD
 	}
 	opts.Helm.Chart, opts.Helm.Repo, opts.Helm.Version = chart.Name, "", version
 	return withChart, opts, nil
+}
+
+// manifestFiles are the files of bd's manifest: from its Content, or from the registry that
+// keeps them (ociContents), pulled with the manager's copy of the registry's Secret.
+func (h *handler) manifestFiles(bd *fleet.BundleDeployment) (render.Files, error) {
+	id := manifestID(bd.Spec.DeploymentID)
+	if !bd.Spec.OCIContents {
+		return h.contents.Files(id)
+	}
+	return h.contents.FilesFrom(id, func() ([]byte, error) {
+		if h.upstream == nil {
+			return nil, fmt.Errorf("contents %s are in a registry, and this agent reads no Secrets of the manager", id)
+		}
+		s, err := h.upstream.CoreV1().Secrets(bd.Namespace).Get(h.ctx, ocistorage.AgentSecretName(bd.Name), metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("contents %s: the registry's secret: %w", id, err)
+		}
+		st, err := ocistorage.FromSecret(s.Data)
+		if err != nil {
+			return nil, fmt.Errorf("contents %s: secret %s: %w", id, s.Name, err)
+		}
+		return st.Pull(h.ctx, id)
+	})
 }
 
 // chartAuth reads the chart source's credentials: the manager's copy of the HelmOp's

@@ -5,6 +5,7 @@ package apply
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"io"
@@ -23,6 +24,8 @@ import (
 	"github.com/fleetgo/fleet/pkg/bundlereader"
 	"github.com/fleetgo/fleet/pkg/cli/output"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/ocistorage"
+	"github.com/fleetgo/fleet/pkg/target"
 )
 
 // Options of one run.
@@ -45,6 +48,9 @@ type Options struct {
 	// ImageScans, when set, gets the ImageScans the fleet.yaml files declare (imageScans[]), and
 	// those of the GitRepo no longer declared are deleted; unset, they are not written.
 	ImageScans fleetcontrollers.ImageScanClient
+	// OCI, when set, keeps the Bundles' contents in that registry: each manifest is pushed
+	// there and the Bundle names it (spec.contentsId) instead of holding its resources.
+	OCI *ocistorage.Storage
 }
 
 // TargetsFile is the content of a targets file, in Fleet's format: targets added to every
@@ -119,6 +125,14 @@ func Run(ctx context.Context, o Options, bundles fleetcontrollers.BundleClient, 
 				existing.Namespace, existing.Name, owner(existing), or(owner(b), "this run"))
 		}
 	}
+	if o.OCI != nil {
+		// Pushed before anything is written: a Bundle never names contents that are not there.
+		for _, b := range read {
+			if err := pushContents(ctx, *o.OCI, b); err != nil {
+				return fmt.Errorf("bundle %s/%s: %w", b.Namespace, b.Name, err)
+			}
+		}
+	}
 	for _, b := range read {
 		if err := createOrUpdate(bundles, b); err != nil {
 			return err
@@ -131,6 +145,29 @@ func Run(ctx context.Context, o Options, bundles fleetcontrollers.BundleClient, 
 	if o.ImageScans != nil {
 		return applyImageScans(o.ImageScans, o.Namespace, o.Name, res.ImageScans, out)
 	}
+	return nil
+}
+
+// pushContents stores b's manifest in the registry, gzipped as a Content holds it, and makes b
+// name it instead of holding its resources.
+func pushContents(ctx context.Context, st ocistorage.Storage, b *fleet.Bundle) error {
+	manifest, err := target.Manifest(b.Spec.Resources)
+	if err != nil {
+		return err
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	if _, err := zw.Write(manifest); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	id := target.ContentName(manifest)
+	if err := st.Push(ctx, id, gz.Bytes()); err != nil {
+		return err
+	}
+	b.Spec.ContentsID, b.Spec.Resources = id, nil
 	return nil
 }
 

@@ -17,6 +17,9 @@ import (
 // ensureContent stores the Bundle's manifest once, as a Content named after its hash, and
 // returns the name. Bundles with the same manifest share the Content.
 func (h *handler) ensureContent(b *fleet.Bundle) (string, error) {
+	if b.Spec.ContentsID != "" {
+		return b.Spec.ContentsID, nil // a registry keeps them (oci.go)
+	}
 	if name, ok := h.memo.contentName(b); ok {
 		if _, err := h.contents.Cache().Get(name); err == nil {
 			return name, nil

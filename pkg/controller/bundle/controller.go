@@ -37,6 +37,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/controller/index"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/logfields"
+	"github.com/fleetgo/fleet/pkg/ocistorage"
 	"github.com/fleetgo/fleet/pkg/policy"
 	"github.com/fleetgo/fleet/pkg/restriction"
 	"github.com/fleetgo/fleet/pkg/summary"
@@ -72,8 +73,14 @@ type Deps struct {
 	Policies fleetcontrollers.PolicyController
 	// Restrictions are the namespaces' GitRepoRestrictions (package restriction); nil checks none.
 	Restrictions fleetcontrollers.GitRepoRestrictionController
-	// Secrets holds the Helm values Fleet 0.13+ keeps outside Bundles (spec.valuesHash).
+	// Secrets holds the Helm values Fleet 0.13+ keeps outside Bundles (spec.valuesHash) and the
+	// registries of Bundles whose contents one keeps (spec.contentsId).
 	Secrets corecontrollers.SecretCache
+	// SecretWriter writes the agents' copies of those registries' Secrets.
+	SecretWriter corecontrollers.SecretClient
+	// GitRepos name the registry Secret of their Bundles (ociRegistrySecret); nil: the
+	// namespace's Secret ocistorage.
+	GitRepos fleetcontrollers.GitRepoCache
 	// CheckinInterval is the agents' check-in interval, to tell offline clusters.
 	CheckinInterval func() time.Duration
 }
@@ -90,12 +97,15 @@ type handler struct {
 	restrict fleetcontrollers.GitRepoRestrictionController
 	secrets  corecontrollers.SecretCache
 	nsCache  corecontrollers.NamespaceCache
-	checkin  func() time.Duration
-	now      func() time.Time
-	memo     *renderMemo
-	facts    *clusterFacts
-	plans    *planCache
-	created  *recentlyCreated
+	// secretWriter and gitrepos serve Bundles whose contents a registry keeps (oci.go).
+	secretWriter corecontrollers.SecretClient
+	gitrepos     fleetcontrollers.GitRepoCache
+	checkin      func() time.Duration
+	now          func() time.Time
+	memo         *renderMemo
+	facts        *clusterFacts
+	plans        *planCache
+	created      *recentlyCreated
 	// writeSlots holds one token per BundleDeployment write in flight.
 	writeSlots chan struct{}
 	// cpu holds one token per pass planning or rendering.
@@ -110,7 +120,8 @@ func Register(ctx context.Context, d Deps) {
 	h := &handler{
 		bundles: d.Bundles, bds: d.BundleDeployments, bdCache: d.BundleDeployments.Cache(),
 		clusters: d.Clusters.Cache(), groups: d.ClusterGroups.Cache(), contents: d.Contents,
-		mappings: d.Mappings.Cache(), policies: d.Policies, restrict: d.Restrictions, secrets: d.Secrets, nsCache: d.Namespaces, checkin: d.CheckinInterval, now: time.Now,
+		mappings: d.Mappings.Cache(), policies: d.Policies, restrict: d.Restrictions, secrets: d.Secrets, nsCache: d.Namespaces,
+		secretWriter: d.SecretWriter, gitrepos: d.GitRepos, checkin: d.CheckinInterval, now: time.Now,
 		memo: newRenderMemo(), facts: newClusterFacts(), plans: newPlanCache(), created: &recentlyCreated{m: map[string]createdEntry{}},
 		writeSlots: make(chan struct{}, maxWritesInFlight),
 		cpu:        make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1)),
@@ -281,6 +292,10 @@ func (h *handler) deploy(b *fleet.Bundle, status fleet.BundleStatus) (fleet.Bund
 	if refused, err := h.applyPolicies(b, &status); refused || err != nil {
 		return status, err
 	}
+	oci, err := h.ociStorage(b)
+	if err != nil {
+		return h.rollup(b, status, nil, nil, err), err
+	}
 	contentName, err := h.ensureContent(b)
 	if err != nil {
 		return status, err
@@ -298,7 +313,7 @@ func (h *handler) deploy(b *fleet.Bundle, status fleet.BundleStatus) (fleet.Bund
 		// A user error (invalid selector, template error): report it and keep what is deployed.
 		return h.rollup(b, status, nil, nil, planErr), nil
 	}
-	result, r, requeue, err := h.sync(b, plan, contentName, release)
+	result, r, requeue, err := h.sync(b, plan, contentName, oci, release)
 	if err != nil {
 		h.plans.drop(b)
 		return status, err
@@ -311,7 +326,12 @@ func (h *handler) deploy(b *fleet.Bundle, status fleet.BundleStatus) (fleet.Bund
 	if requeue {
 		h.bundles.EnqueueAfter(b.Namespace, b.Name, requeueNew)
 	}
-	return h.rollup(b, status, result, r, nil), nil
+	status = h.rollup(b, status, result, r, nil)
+	status.OCIReference = ""
+	if oci != nil {
+		status.OCIReference = oci.Ref(b.Spec.ContentsID)
+	}
+	return status, nil
 }
 
 // reusable says whether b's plan may be kept for its next pass: not when its namespace has
@@ -490,7 +510,7 @@ type synced struct {
 // every target and promoting them, partition by partition, within the rollout's limits. The
 // result is in plan order.
 // release is called once the decisions are made, before waiting for the writes.
-func (h *handler) sync(b *fleet.Bundle, plan []planned, contentName string, release func()) ([]synced, *rollout, bool, error) {
+func (h *handler) sync(b *fleet.Bundle, plan []planned, contentName string, oci *ocistorage.Storage, release func()) ([]synced, *rollout, bool, error) {
 	byNamespace, err := h.existing(b, plan)
 	if err != nil {
 		return nil, nil, false, err
@@ -500,6 +520,9 @@ func (h *handler) sync(b *fleet.Bundle, plan []planned, contentName string, rele
 		return nil, nil, false, err
 	}
 	ps := &syncPass{h: h, b: b, content: contentName, rollout: r, maxNew: maxNewOf(b), out: make([]synced, len(plan))}
+	if oci != nil {
+		ps.ociAgent = oci.AgentData()
+	}
 	ps.g.SetLimit(parallelWrites)
 	wanted := map[string]bool{}
 	for i, p := range plan {
@@ -543,6 +566,8 @@ type syncPass struct {
 	// left for the next pass.
 	created, maxNew int
 	requeue         bool
+	// ociAgent is what agents pull the Bundle's contents with (nil: a Content holds them).
+	ociAgent map[string][]byte
 }
 
 // one decides about target i (cur: its deployment, nil when there is none) and, when it needs
@@ -579,6 +604,9 @@ func (ps *syncPass) one(i int, p planned, cur *fleet.BundleDeployment, part *par
 		defer func() { <-h.writeSlots }()
 		bd, err := h.write(cur, next)
 		ps.out[i].bd = bd
+		if err == nil && bd.UID != "" && ps.ociAgent != nil {
+			err = h.ensureOCISecret(bd, ps.ociAgent)
+		}
 		if err == nil && bd.UID != "" {
 			h.memo.written(b, p.cluster.UID, ps.content, p.fingerprint, bd)
 			if cur == nil {

@@ -36,6 +36,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/gitsource"
 	"github.com/fleetgo/fleet/pkg/logfields"
 	"github.com/fleetgo/fleet/pkg/metrics"
+	"github.com/fleetgo/fleet/pkg/ocistorage"
 	"github.com/fleetgo/fleet/pkg/policy"
 	"github.com/fleetgo/fleet/pkg/restriction"
 	"github.com/fleetgo/fleet/pkg/secretuse"
@@ -531,6 +532,9 @@ func (h *handler) cloneAndApplyIn(ctx context.Context, gr *fleet.GitRepo, src gi
 	if caFile != "" {
 		o.ChartAuth.CAFile = caFile
 	}
+	if o.OCI, err = h.ociStorage(gr); err != nil {
+		return err
+	}
 	if sec := gr.Spec.HelmSecretNameForPaths; sec != "" {
 		s, err := h.secret(gr.Namespace, sec)
 		if err != nil {
@@ -543,6 +547,38 @@ func (h *handler) cloneAndApplyIn(ctx context.Context, gr *fleet.GitRepo, src gi
 	o.Root = dir
 	o.ImageScans = h.ImageScans
 	return apply.Run(ctx, o, h.Bundles, io.Discard)
+}
+
+// ociStorage is the registry that keeps the GitRepo's bundle contents: the Secret its
+// ociRegistrySecret names, or the namespace's Secret ocistorage (of type
+// fleet.cattle.io/bundle-oci-storage/v1alpha1) when it names none; nil without either.
+func (h *handler) ociStorage(gr *fleet.GitRepo) (*ocistorage.Storage, error) {
+	st, _, err := h.ociStorageSecret(gr)
+	return st, err
+}
+
+// ociStorageSecret is ociStorage and the name of its Secret.
+func (h *handler) ociStorageSecret(gr *fleet.GitRepo) (*ocistorage.Storage, string, error) {
+	name := gr.Spec.OCIRegistrySecret
+	if name == "" {
+		s, err := h.secret(gr.Namespace, ocistorage.DefaultSecretName)
+		if apierrors.IsNotFound(err) || err == nil && s.Type != ocistorage.SecretType {
+			return nil, "", nil
+		}
+		if err != nil {
+			return nil, "", fmt.Errorf("oci storage secret %s: %w", ocistorage.DefaultSecretName, err)
+		}
+		name = s.Name
+	}
+	s, err := h.secret(gr.Namespace, name)
+	if err != nil {
+		return nil, "", fmt.Errorf("ociRegistrySecret %s: %w", name, err)
+	}
+	st, err := ocistorage.FromSecret(s.Data)
+	if err != nil {
+		return nil, "", fmt.Errorf("ociRegistrySecret %s: %w", name, err)
+	}
+	return &st, name, nil
 }
 
 // helmAuth reads helmSecretName (username, password, cacerts) for chart downloads.

@@ -31,6 +31,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/gitsource"
 	"github.com/fleetgo/fleet/pkg/metrics"
 	"github.com/fleetgo/fleet/pkg/names"
+	"github.com/fleetgo/fleet/pkg/ocistorage"
 )
 
 // Paths inside a GitRepo Job's pod.
@@ -41,6 +42,7 @@ const (
 	jobGitSecret  = "/run/secrets/git"
 	jobHelmSecret = "/run/secrets/helm"
 	jobHelmPaths  = "/run/secrets/helm-paths"
+	jobOCISecret  = "/run/secrets/oci"
 	// jobTokenDir is where client-go looks for the pod's ServiceAccount token.
 	jobTokenDir    = "/var/run/secrets/kubernetes.io/serviceaccount"
 	jobTmp         = "/tmp"
@@ -330,6 +332,28 @@ func (h *handler) jobPod(gr *fleet.GitRepo, commit string, cm *corev1.ConfigMap)
 		volumes = append(volumes, secretVolume("helm-paths", sec))
 		applyMounts = append(applyMounts, corev1.VolumeMount{Name: "helm-paths", MountPath: jobHelmPaths, ReadOnly: true})
 		applyArgs = append(applyArgs, "--helm-credentials-by-path-file", jobHelmPaths+"/"+bundlereader.PathCredentialsKey)
+	}
+	st, ociSecret, err := h.ociStorageSecret(gr)
+	if err != nil {
+		return nil, err
+	}
+	if st != nil {
+		// The registry's password is mounted; the rest are arguments.
+		volumes = append(volumes, secretVolume("oci-storage", ociSecret))
+		applyMounts = append(applyMounts, corev1.VolumeMount{Name: "oci-storage", MountPath: jobOCISecret, ReadOnly: true})
+		applyArgs = append(applyArgs, "--oci-reference", st.Reference)
+		if st.Username != "" {
+			applyArgs = append(applyArgs, "--ociusername", st.Username)
+		}
+		if st.Password != "" {
+			applyArgs = append(applyArgs, "--oci-password-file", jobOCISecret+"/"+ocistorage.KeyPassword)
+		}
+		if st.BasicHTTP {
+			applyArgs = append(applyArgs, "--oci-basic-http")
+		}
+		if st.Insecure {
+			applyArgs = append(applyArgs, "--oci-insecure")
+		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(o.Labels)) {
 		applyArgs = append(applyArgs, "--label", k+"="+o.Labels[k])

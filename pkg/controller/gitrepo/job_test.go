@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/pkg/ocistorage"
 )
 
 // A GitRepo's helmRepoURLRegex, forceSyncGeneration and correctDrift reach the Job's fleet apply
@@ -175,14 +176,7 @@ func TestJobPodSharedKnownHosts(t *testing.T) {
 		kube := fake.NewSimpleClientset(secret, shared)
 		h := &handler{Deps: Deps{Kube: kube, JobRunner: &JobRunner{Image: "fleet:dev"},
 			KnownHosts: &KnownHosts{Kube: kube, Namespace: "cattle-fleet-system", Insecure: insecure}}}
-		cm, err := jobConfigMap(gr, "repo-abc", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := h.jobPod(gr, "c1", cm)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, cm := podOf(t, h, gr)
 		args := strings.Join(p.InitContainers[0].Args, " ")
 		if !strings.Contains(args, "--known-hosts-file "+jobConfig+"/"+knownHostsKey) || cm.Data[knownHostsKey] != shared.Data["known_hosts"] {
 			t.Errorf("args %s, config %v", args, cm.Data)
@@ -209,14 +203,7 @@ func TestDefaultClientSecret(t *testing.T) {
 	if src, err = h.source(gr); err != nil || src.Auth.Username != "bot" || src.Auth.Password != "pw" {
 		t.Fatalf("default secret: auth %+v, %v", src.Auth, err)
 	}
-	cm, err := jobConfigMap(gr, "repo-abc", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := h.jobPod(gr, "c1", cm)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, _ := podOf(t, h, gr)
 	var mounted string
 	for _, v := range p.Volumes {
 		if v.Name == "git-credentials" {
@@ -226,4 +213,40 @@ func TestDefaultClientSecret(t *testing.T) {
 	if mounted != DefaultClientSecretName {
 		t.Errorf("the Job mounts %q", mounted)
 	}
+}
+
+// In a Job, as in-process, the namespace's OCI storage Secret makes fleet apply push the
+// contents: its password mounted, the rest as arguments.
+func TestJobPodOCIStorage(t *testing.T) {
+	gr := &fleet.GitRepo{}
+	gr.Name, gr.Namespace, gr.Spec.Repo = "repo", "fleet-default", "https://git.example/repo"
+	storage := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-default", Name: ocistorage.DefaultSecretName}, Type: ocistorage.SecretType,
+		Data: map[string][]byte{ocistorage.KeyReference: []byte("registry.example:5000/fleet"), ocistorage.KeyUsername: []byte("pusher"),
+			ocistorage.KeyPassword: []byte("pw"), ocistorage.KeyInsecure: []byte("true")}}
+	h := &handler{Deps: Deps{Kube: fake.NewSimpleClientset(storage), JobRunner: &JobRunner{Image: "fleet:dev"}}}
+	p, _ := podOf(t, h, gr)
+	args := strings.Join(p.Containers[0].Args, " ")
+	for _, want := range []string{"--oci-reference registry.example:5000/fleet", "--ociusername pusher",
+		"--oci-password-file " + jobOCISecret + "/password", "--oci-insecure"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("args %s lack %q", args, want)
+		}
+	}
+	if strings.Contains(args, "--oci-basic-http") || strings.Contains(args, "pw") {
+		t.Errorf("args %s", args)
+	}
+}
+
+// podOf is the Job pod h makes for gr's commit c1, and the run's ConfigMap.
+func podOf(t *testing.T, h *handler, gr *fleet.GitRepo) (*corev1.PodSpec, *corev1.ConfigMap) {
+	t.Helper()
+	cm, err := jobConfigMap(gr, "repo-abc", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := h.jobPod(gr, "c1", cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, cm
 }
