@@ -20,9 +20,9 @@ var _ = Describe("charts", func() {
 		// Into a namespace of its own, so the controller process the suite runs is not disturbed.
 		rel, err := chartinstall.InstallOrUpgrade(ctx, chartinstall.Options{Kubeconfig: manager.Kubeconfig, Namespace: "fleet-chart",
 			ReleaseName: "fleet", ChartDir: filepath.Join(root, "charts", "fleet"),
-			Values: map[string]interface{}{"apiServerURL": "https://manager.example:6443",
-				"image":  map[string]interface{}{"repository": "registry.example/fleet", "tag": "e2e"},
-				"shards": []interface{}{map[string]interface{}{"id": "east", "nodeSelector": map[string]interface{}{"zone": "east"}}}}})
+			Values: map[string]any{"apiServerURL": "https://manager.example:6443",
+				"image":  map[string]any{"repository": "registry.example/fleet", "tag": "e2e"},
+				"shards": []any{map[string]any{"id": "east", "nodeSelector": map[string]any{"zone": "east"}}}}})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(rel.Info.Status.String()).To(Equal("deployed"))
 		d, err := managerKube.AppsV1().Deployments("fleet-chart").Get(ctx, "fleet-controller", metav1.GetOptions{})
@@ -52,7 +52,7 @@ var _ = Describe("charts", func() {
 		// only to show the apiserver takes it).
 		_, err = chartinstall.InstallOrUpgrade(ctx, chartinstall.Options{Kubeconfig: manager.Kubeconfig, Namespace: "fleet-agent-chart",
 			ReleaseName: "fleet-agent", ChartDir: filepath.Join(root, "charts", "fleet-agent"),
-			Values: map[string]interface{}{"token": "t", "apiServerURL": "https://manager.example:6443", "labels": map[string]interface{}{"env": "dev"}}})
+			Values: map[string]any{"token": "t", "apiServerURL": "https://manager.example:6443", "labels": map[string]any{"env": "dev"}}})
 		Expect(err).NotTo(HaveOccurred())
 		_, err = managerKube.CoreV1().Secrets("fleet-agent-chart").Get(ctx, "fleet-agent-bootstrap", metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())

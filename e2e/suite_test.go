@@ -205,13 +205,13 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	// dev registers through the fleet-agent chart with a token's values, as `helm install` does.
 	Expect(testenv.KubectlApply(manager.Kubeconfig, "apiVersion: fleet.cattle.io/v1alpha1\nkind: ClusterRegistrationToken\n"+
 		"metadata:\n  name: dev-token\n  namespace: fleet-default\nspec:\n  ttl: 1h\n", nil)).To(Succeed())
-	var values map[string]interface{}
+	var values map[string]any
 	Eventually(func(g Gomega) {
 		s, err := managerKube.CoreV1().Secrets(fleet.DefaultNamespace).Get(ctx, "dev-token", metav1.GetOptions{})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(yaml.Unmarshal(s.Data[registration.ValuesKey], &values)).To(Succeed())
 	}).Should(Succeed())
-	values["labels"] = map[string]interface{}{"env": example.DevLabels["env"], "type": example.DevLabels["type"]}
+	values["labels"] = map[string]any{"env": example.DevLabels["env"], "type": example.DevLabels["type"]}
 	_, err = chartinstall.InstallOrUpgrade(ctx, chartinstall.Options{Kubeconfig: dev.Kubeconfig, Namespace: fleet.SystemNamespace,
 		ReleaseName: "fleet-agent", ChartDir: filepath.Join(root, "charts", "fleet-agent"), Values: values})
 	Expect(err).NotTo(HaveOccurred())

@@ -326,7 +326,7 @@ func benchBundle(i int) *fleet.Bundle {
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-%03d", i), Namespace: ns, Labels: map[string]string{fleet.RepoLabel: "bench"}},
 		Spec: fleet.BundleSpec{
 			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "bench", Helm: &fleet.HelmOptions{
-				Values: &fleet.GenericMap{Data: map[string]interface{}{"cluster": "${ .ClusterName }", "replicas": float64(2)}},
+				Values: &fleet.GenericMap{Data: map[string]any{"cluster": "${ .ClusterName }", "replicas": float64(2)}},
 			}},
 			Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bench-%d\n", i)}},
 			Targets:   []fleet.BundleTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "bench"}}}},
@@ -351,8 +351,8 @@ func countDeployments(ctx context.Context, mgr *localcluster.Cluster) (*atomic.I
 	inf := f.ForResource(schema.GroupVersionResource{Group: "fleet.cattle.io", Version: "v1alpha1", Resource: "bundledeployments"}).Informer()
 	var n atomic.Int64
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(interface{}) { n.Add(1) },
-		DeleteFunc: func(interface{}) { n.Add(-1) },
+		AddFunc:    func(any) { n.Add(1) },
+		DeleteFunc: func(any) { n.Add(-1) },
 	})
 	ctx, cancel := context.WithCancel(ctx)
 	f.Start(ctx.Done())

@@ -103,7 +103,7 @@ var running sync.Map
 
 // stopAll stops every running environment.
 func stopAll() {
-	running.Range(func(k, _ interface{}) bool {
+	running.Range(func(k, _ any) bool {
 		k.(*env).stop()
 		return true
 	})

@@ -446,8 +446,8 @@ func (g *gitRepoRollout) createGitRepo() error {
 
 // webhook posts GitHub's push event for the commit to the manager's webhook receiver.
 func (g *gitRepoRollout) webhook(commit string) error {
-	body, err := json.Marshal(map[string]interface{}{"ref": "refs/heads/main", "after": commit,
-		"repository": map[string]interface{}{"clone_url": g.git.RepoURL(repoName)}})
+	body, err := json.Marshal(map[string]any{"ref": "refs/heads/main", "after": commit,
+		"repository": map[string]any{"clone_url": g.git.RepoURL(repoName)}})
 	if err != nil {
 		return err
 	}
@@ -474,7 +474,7 @@ func scaleBundle(i int) *fleet.Bundle {
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-%03d", i), Namespace: fleet.DefaultNamespace, Labels: map[string]string{"scale": "bench"}},
 		Spec: fleet.BundleSpec{
 			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "scale", Helm: &fleet.HelmOptions{
-				Values: &fleet.GenericMap{Data: map[string]interface{}{"cluster": "${ .ClusterName }", "replicas": float64(2)}},
+				Values: &fleet.GenericMap{Data: map[string]any{"cluster": "${ .ClusterName }", "replicas": float64(2)}},
 			}},
 			Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: scale-%d\n", i)}},
 			Targets:   []fleet.BundleTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: simLabels}}},

@@ -269,8 +269,8 @@ func runPlan(fleetBin string, p plan, checkin time.Duration) (r Run, err error) 
 	defer cancel()
 	n := p.clusters
 	r = Run{Date: time.Now().UTC().Format(time.RFC3339), Cores: runtime.NumCPU(), MemGiB: proc.MemTotalGiB(), Clusters: n, Checkin: checkin.String(), MemLimit: memLimit}
-	say := func(f string, args ...interface{}) {
-		fmt.Printf("[%d clusters] "+f+"\n", append([]interface{}{n}, args...)...)
+	say := func(f string, args ...any) {
+		fmt.Printf("[%d clusters] "+f+"\n", append([]any{n}, args...)...)
 	}
 	e, err := newEnv(ctx, fmt.Sprintf("scale%d", n), checkin)
 	if err != nil {
@@ -452,7 +452,7 @@ func summary(p Phase) string {
 	return s
 }
 
-func write(out, base string, v interface{}) error {
+func write(out, base string, v any) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ func TestSmallRunsLeaveTheFullRunsResultsAlone(t *testing.T) {
 		t.Errorf("small run's results begin %q, want scale-small", got)
 	}
 	dir := t.TempDir()
-	put := func(name string, v interface{}) {
+	put := func(name string, v any) {
 		data, err := json.Marshal(v)
 		if err != nil {
 			t.Fatal(err)

@@ -55,9 +55,9 @@ type counter[T runtime.Object] struct {
 func (w *watcher[T]) counter(ctx context.Context, preds []func(T) bool) *counter[T] {
 	c := &counter[T]{preds: preds, n: make([]atomic.Int64, len(preds))}
 	reg, _ := w.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj interface{}) { c.add(obj, 1) },
-		UpdateFunc: func(old, obj interface{}) { c.add(old, -1); c.add(obj, 1) },
-		DeleteFunc: func(obj interface{}) {
+		AddFunc:    func(obj any) { c.add(obj, 1) },
+		UpdateFunc: func(old, obj any) { c.add(old, -1); c.add(obj, 1) },
+		DeleteFunc: func(obj any) {
 			if gone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = gone.Obj
 			}
@@ -70,7 +70,7 @@ func (w *watcher[T]) counter(ctx context.Context, preds []func(T) bool) *counter
 	return c
 }
 
-func (c *counter[T]) add(obj interface{}, d int64) {
+func (c *counter[T]) add(obj any, d int64) {
 	t, ok := obj.(T)
 	if !ok {
 		return

@@ -174,7 +174,7 @@ func (s *Sim) register(ctx context.Context, clientID string) (*Agent, error) {
 		readyNode(),
 	}
 	if len(s.o.Labels) > 0 {
-		cfg, err := json.Marshal(map[string]interface{}{"labels": s.o.Labels})
+		cfg, err := json.Marshal(map[string]any{"labels": s.o.Labels})
 		if err != nil {
 			return nil, err
 		}
@@ -213,7 +213,7 @@ func (s *Sim) run(ctx context.Context, i int, a *Agent) error {
 	f := ff.Fleet().V1alpha1()
 	a.bds, a.clusters = f.BundleDeployment(), f.Cluster()
 	ns := a.Credential.ClusterNamespace
-	enqueue := func(obj interface{}) {
+	enqueue := func(obj any) {
 		if bd, ok := obj.(*fleet.BundleDeployment); ok && needsStatus(bd) {
 			s.queue.Add(item{agent: i, namespace: bd.Namespace, name: bd.Name})
 		}
@@ -227,7 +227,7 @@ func (s *Sim) run(ctx context.Context, i int, a *Agent) error {
 			WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) { return a.bds.Watch(ns, o) },
 		},
 		ObjectType: &fleet.BundleDeployment{},
-		Handler:    cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, o interface{}) { enqueue(o) }},
+		Handler:    cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) }},
 	})
 	actx, cancel := context.WithCancel(ctx)
 	a.cancel = cancel

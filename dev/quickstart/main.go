@@ -177,7 +177,7 @@ func run(o options) error {
 	return nil
 }
 
-func (q *qs) step(format string, args ...interface{}) {
+func (q *qs) step(format string, args ...any) {
 	fmt.Printf("[%5.1fs] %s\n", time.Since(q.start).Seconds(), fmt.Sprintf(format, args...))
 }
 

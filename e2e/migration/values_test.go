@@ -111,7 +111,7 @@ func writeValuesDownstream(ctx context.Context, d *downstream) {
 	Expect(err).NotTo(HaveOccurred())
 	dir := fleetChart(valuesBundle, valuesFiles, valuesChart)
 	_, err = chartinstall.InstallOrUpgrade(ctx, chartinstall.Options{Kubeconfig: d.Kubeconfig, Namespace: valuesNamespace,
-		ReleaseName: valuesBundle, ChartDir: dir, Values: map[string]interface{}{"greeting": "from-git", "color": "from-" + d.env}})
+		ReleaseName: valuesBundle, ChartDir: dir, Values: map[string]any{"greeting": "from-git", "color": "from-" + d.env}})
 	Expect(err).NotTo(HaveOccurred())
 	cm, err := d.kube.CoreV1().ConfigMaps(valuesNamespace).Get(ctx, "values-settings", metav1.GetOptions{})
 	Expect(err).NotTo(HaveOccurred())

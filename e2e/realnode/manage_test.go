@@ -115,7 +115,7 @@ func managedAgentContext() {
 
 	It("shapes a registered cluster's agent by its Cluster's agent settings", func(ctx context.Context) {
 		a := agents[1]
-		patch, err := json.Marshal(map[string]interface{}{"spec": map[string]interface{}{
+		patch, err := json.Marshal(map[string]any{"spec": map[string]any{
 			"agentEnvVars":     []corev1.EnvVar{{Name: "FLEET_E2E", Value: "managed"}},
 			"agentTolerations": []corev1.Toleration{{Key: "edge", Operator: corev1.TolerationOpExists}},
 		}})

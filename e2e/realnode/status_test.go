@@ -67,10 +67,10 @@ func notApplicable() map[string][]string {
 
 // statusPaths adds the paths of status v (at path p) to seen, named as the contract names them:
 // list items as [], map entries as {}.
-func statusPaths(contract map[string]bool, p string, v interface{}, seen map[string]bool) {
+func statusPaths(contract map[string]bool, p string, v any, seen map[string]bool) {
 	seen[p] = true
 	switch t := v.(type) {
-	case map[string]interface{}:
+	case map[string]any:
 		for k, val := range t {
 			switch {
 			case contract[p+"."+k]:
@@ -81,7 +81,7 @@ func statusPaths(contract map[string]bool, p string, v interface{}, seen map[str
 				seen[p+"."+k] = true
 			}
 		}
-	case []interface{}:
+	case []any:
 		for _, item := range t {
 			statusPaths(contract, p+"[]", item, seen)
 		}

@@ -168,14 +168,14 @@ var _ = Describe("the walkthrough", Ordered, func() {
 		})
 
 		// install writes values with overrides and installs (or upgrades) the agent chart on bad.
-		install := func(overrides map[string]interface{}, args ...string) {
+		install := func(overrides map[string]any, args ...string) {
 			GinkgoHelper()
-			var v map[string]interface{}
+			var v map[string]any
 			Expect(yaml.Unmarshal(values, &v)).To(Succeed())
 			for k, val := range overrides {
 				v[k] = val
 			}
-			v["labels"] = map[string]interface{}{"env": "bad"}
+			v["labels"] = map[string]any{"env": "bad"}
 			data, err := yaml.Marshal(v)
 			Expect(err).NotTo(HaveOccurred())
 			file := filepath.Join(work, "values-bad.yaml")
@@ -235,13 +235,13 @@ var _ = Describe("the walkthrough", Ordered, func() {
 
 		It("an agent given a wrong apiServerURL says why in its log and in an Event, and keeps trying", func(ctx context.Context) {
 			wrong := "https://" + mgmtNet.NSIP.String() + ":1"
-			install(map[string]interface{}{"apiServerURL": wrong})
+			install(map[string]any{"apiServerURL": wrong})
 			registrationFailed(ctx, "registering with the manager at "+wrong)
 		})
 
 		It("an agent given the wrong CA says the certificate is not trusted", func(ctx context.Context) {
 			uninstall(ctx)
-			install(map[string]interface{}{"apiServerCA": string(dev.RESTConfig().CAData)})
+			install(map[string]any{"apiServerCA": string(dev.RESTConfig().CAData)})
 			registrationFailed(ctx, "certificate signed by unknown authority")
 		})
 

@@ -77,7 +77,7 @@ var _ = Describe("agent", func() {
 		newBundle(name, fleet.BundleSpec{
 			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns, Helm: &fleet.HelmOptions{
 				Chart: "chart", ReleaseName: "my-release",
-				Values: &fleet.GenericMap{Data: map[string]interface{}{"who": "${ .ClusterName }-${ .ClusterLabels.env }"}},
+				Values: &fleet.GenericMap{Data: map[string]any{"who": "${ .ClusterName }-${ .ClusterLabels.env }"}},
 			}},
 			Resources: []fleet.BundleResource{
 				res("chart/Chart.yaml", "apiVersion: v2\nname: demo\nversion: 0.1.0\n"),
@@ -141,7 +141,7 @@ var _ = Describe("agent", func() {
 		newBundle(name, fleet.BundleSpec{
 			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns, Helm: &fleet.HelmOptions{
 				Chart:      "chart",
-				Values:     &fleet.GenericMap{Data: map[string]interface{}{"greeting": "inline", "other": "inline"}},
+				Values:     &fleet.GenericMap{Data: map[string]any{"greeting": "inline", "other": "inline"}},
 				ValuesFrom: []fleet.ValuesFrom{{ConfigMapKeyRef: &fleet.ConfigMapKeySelector{Name: "values"}}},
 			}},
 			Resources: []fleet.BundleResource{
@@ -367,7 +367,7 @@ var _ = Describe("agent", func() {
 		newBundle(broken, fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns, Helm: &fleet.HelmOptions{Chart: "chart"}},
 			Resources: chart("{{ .Values.missing.deeper }}\n")})
 		newBundle(wrongType, fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns, Helm: &fleet.HelmOptions{Chart: "chart",
-			Values: &fleet.GenericMap{Data: map[string]interface{}{"replicas": "many"}}}},
+			Values: &fleet.GenericMap{Data: map[string]any{"replicas": "many"}}}},
 			Resources: chart("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: typed\nspec:\n  replicas: {{ .Values.replicas }}\n  selector: {matchLabels: {a: b}}\n  template:\n    metadata: {labels: {a: b}}\n    spec: {containers: [{name: c, image: i}]}\n")})
 		newBundle(unknownKind, fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns},
 			Resources: []fleet.BundleResource{res("thing.yaml", "apiVersion: example.com/v1\nkind: Gadget\nmetadata:\n  name: g\n")}})

@@ -72,7 +72,7 @@ var _ = Describe("HelmOps", Ordered, func() {
 				BundleSpec: fleet.BundleSpec{
 					BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "helmop",
 						Helm: &fleet.HelmOptions{Repo: repo.URL, Chart: "web", Version: ">=1.0.0 <2.0.0",
-							Values: &fleet.GenericMap{Data: map[string]interface{}{"replicas": 2}}}},
+							Values: &fleet.GenericMap{Data: map[string]any{"replicas": 2}}}},
 					Targets: []fleet.BundleTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "test"}}}},
 				},
 				PollingInterval: &metav1.Duration{Duration: 2 * time.Second},

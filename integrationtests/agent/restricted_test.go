@@ -132,7 +132,7 @@ var _ = Describe("a BundleDeployment whose Helm values Fleet 0.13+ keeps in a Se
 		name, ns := unique("fleet-values"), unique("fleet-values-ns")
 		var gz bytes.Buffer
 		zw := gzip.NewWriter(&gz)
-		Expect(json.NewEncoder(zw).Encode(map[string]interface{}{"resources": []fleet.BundleResource{
+		Expect(json.NewEncoder(zw).Encode(map[string]any{"resources": []fleet.BundleResource{
 			res("Chart.yaml", "apiVersion: v2\nname: moved\nversion: 1.0.0\n"),
 			res("templates/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: moved\ndata:\n  from: {{ .Values.from | quote }}\n")}})).To(Succeed())
 		Expect(zw.Close()).To(Succeed())

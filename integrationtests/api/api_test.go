@@ -247,11 +247,11 @@ var _ = Describe("invalid input", func() {
 		ns := newNamespace(ctx)
 		gr := &fleet.GitRepo{}
 		fixture("gitrepo.yaml", gr, ns)
-		raw := map[string]interface{}{}
+		raw := map[string]any{}
 		data, err := json.Marshal(gr)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(json.Unmarshal(data, &raw)).To(Succeed())
-		raw["spec"].(map[string]interface{})["pollingInterval"] = "15 seconds"
+		raw["spec"].(map[string]any)["pollingInterval"] = "15 seconds"
 		body, err := json.Marshal(raw)
 		Expect(err).NotTo(HaveOccurred())
 		// The typed client cannot even hold a bad duration, so this is sent as raw JSON, as
@@ -262,10 +262,10 @@ var _ = Describe("invalid input", func() {
 			Body(body).SetHeader("Content-Type", "application/json").Do(ctx).Error()
 		rejected(err, "spec.pollingInterval")
 
-		crt := map[string]interface{}{
+		crt := map[string]any{
 			"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "ClusterRegistrationToken",
-			"metadata": map[string]interface{}{"name": "bad-ttl"},
-			"spec":     map[string]interface{}{"ttl": "forever"},
+			"metadata": map[string]any{"name": "bad-ttl"},
+			"spec":     map[string]any{"ttl": "forever"},
 		}
 		body, err = json.Marshal(crt)
 		Expect(err).NotTo(HaveOccurred())

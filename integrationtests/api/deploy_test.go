@@ -22,7 +22,7 @@ var _ = Describe("fleet deploy", func() {
 	It("prints what a BundleDeployment installs with --dry-run, and installs it without", func(ctx context.Context) {
 		var gz bytes.Buffer
 		zw := gzip.NewWriter(&gz)
-		Expect(json.NewEncoder(zw).Encode(map[string]interface{}{"resources": []fleet.BundleResource{{Name: "cm.yaml",
+		Expect(json.NewEncoder(zw).Encode(map[string]any{"resources": []fleet.BundleResource{{Name: "cm.yaml",
 			Content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: deployed\ndata:\n  from: {{ .Values.from }}\n"}}})).To(Succeed())
 		Expect(zw.Close()).To(Succeed())
 		content := &fleet.Content{TypeMeta: metav1.TypeMeta{APIVersion: "fleet.cattle.io/v1alpha1", Kind: "Content"},
@@ -30,9 +30,9 @@ var _ = Describe("fleet deploy", func() {
 		bd := &fleet.BundleDeployment{TypeMeta: metav1.TypeMeta{APIVersion: "fleet.cattle.io/v1alpha1", Kind: "BundleDeployment"},
 			ObjectMeta: metav1.ObjectMeta{Name: "shop-app", Namespace: "cluster-ns"},
 			Spec: fleet.BundleDeploymentSpec{DeploymentID: "s-abc:1", Options: fleet.BundleDeploymentOptions{DefaultNamespace: "deploy-target",
-				Helm: &fleet.HelmOptions{Values: &fleet.GenericMap{Data: map[string]interface{}{"from": "values"}}}}}}
+				Helm: &fleet.HelmOptions{Values: &fleet.GenericMap{Data: map[string]any{"from": "values"}}}}}}
 		var file bytes.Buffer
-		for _, o := range []interface{}{bd, content} {
+		for _, o := range []any{bd, content} {
 			data, err := yaml.Marshal(o)
 			Expect(err).NotTo(HaveOccurred())
 			file.WriteString("---\n")

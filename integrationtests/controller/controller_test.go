@@ -128,11 +128,11 @@ var _ = Describe("targeting", func() {
 		newCluster(ns, "b", map[string]string{"env": "dev"})
 		newBundle(ns, "app", fleet.BundleSpec{
 			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "app", Helm: &fleet.HelmOptions{
-				Values: &fleet.GenericMap{Data: map[string]interface{}{"name": "${ .ClusterName }-${ .ClusterLabels.env }", "replicas": float64(1)}},
+				Values: &fleet.GenericMap{Data: map[string]any{"name": "${ .ClusterName }-${ .ClusterLabels.env }", "replicas": float64(1)}},
 			}},
 			Targets: []fleet.BundleTarget{
 				{Name: "prod", ClusterSelector: sel("env", "prod"), BundleDeploymentOptions: fleet.BundleDeploymentOptions{
-					Helm: &fleet.HelmOptions{Values: &fleet.GenericMap{Data: map[string]interface{}{"replicas": float64(3)}}}}},
+					Helm: &fleet.HelmOptions{Values: &fleet.GenericMap{Data: map[string]any{"replicas": float64(3)}}}}},
 				{Name: "all", ClusterSelector: &metav1.LabelSelector{}},
 			},
 		})
@@ -442,7 +442,7 @@ var _ = Describe("bad input", func() {
 		newCluster(ns, "a", nil)
 		newBundle(ns, "broken", fleet.BundleSpec{
 			BundleDeploymentOptions: fleet.BundleDeploymentOptions{Helm: &fleet.HelmOptions{
-				Values: &fleet.GenericMap{Data: map[string]interface{}{"x": "${ .ClusterLabels.nope.deeper }"}}}},
+				Values: &fleet.GenericMap{Data: map[string]any{"x": "${ .ClusterLabels.nope.deeper }"}}}},
 			Targets: []fleet.BundleTarget{{ClusterName: "a"}},
 		})
 		newBundle(ns, "fine", fleet.BundleSpec{Targets: []fleet.BundleTarget{{ClusterName: "a"}}})

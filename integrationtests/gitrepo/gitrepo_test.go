@@ -436,7 +436,7 @@ var _ = Describe("GitRepo", func() {
 		type provider struct {
 			name    string
 			headers func(body []byte) map[string]string
-			payload func(url, commit string) map[string]interface{}
+			payload func(url, commit string) map[string]any
 		}
 		hmacHex := func(key string, body []byte) string {
 			m := hmac.New(sha256.New, []byte(key))
@@ -446,38 +446,38 @@ var _ = Describe("GitRepo", func() {
 		providers := []provider{
 			{"github", func(b []byte) map[string]string {
 				return map[string]string{"X-GitHub-Event": "push", "X-Hub-Signature-256": "sha256=" + hmacHex("gh-secret", b)}
-			}, func(url, commit string) map[string]interface{} {
-				return map[string]interface{}{"ref": "refs/heads/main", "after": commit, "repository": map[string]interface{}{"clone_url": url, "html_url": "https://example.invalid/x"}}
+			}, func(url, commit string) map[string]any {
+				return map[string]any{"ref": "refs/heads/main", "after": commit, "repository": map[string]any{"clone_url": url, "html_url": "https://example.invalid/x"}}
 			}},
 			{"gitlab", func(b []byte) map[string]string {
 				return map[string]string{"X-Gitlab-Event": "Push Hook", "X-Gitlab-Token": "gl-token"}
-			}, func(url, commit string) map[string]interface{} {
-				return map[string]interface{}{"object_kind": "push", "ref": "refs/heads/main", "checkout_sha": commit, "project": map[string]interface{}{"git_http_url": url}}
+			}, func(url, commit string) map[string]any {
+				return map[string]any{"object_kind": "push", "ref": "refs/heads/main", "checkout_sha": commit, "project": map[string]any{"git_http_url": url}}
 			}},
 			{"gogs", func(b []byte) map[string]string {
 				return map[string]string{"X-Gogs-Event": "push", "X-Gogs-Signature": hmacHex("gogs-secret", b)}
-			}, func(url, commit string) map[string]interface{} {
-				return map[string]interface{}{"ref": "refs/heads/main", "after": commit, "repository": map[string]interface{}{"clone_url": url}}
+			}, func(url, commit string) map[string]any {
+				return map[string]any{"ref": "refs/heads/main", "after": commit, "repository": map[string]any{"clone_url": url}}
 			}},
 			{"bitbucket", func(b []byte) map[string]string {
 				return map[string]string{"X-Event-Key": "repo:push", "X-Hook-UUID": "bb-uuid"}
-			}, func(url, commit string) map[string]interface{} {
-				return map[string]interface{}{"push": map[string]interface{}{"changes": []interface{}{map[string]interface{}{"new": map[string]interface{}{
-					"type": "branch", "name": "main", "target": map[string]interface{}{"hash": commit}}}}},
-					"repository": map[string]interface{}{"links": map[string]interface{}{"html": map[string]interface{}{"href": url}}}}
+			}, func(url, commit string) map[string]any {
+				return map[string]any{"push": map[string]any{"changes": []any{map[string]any{"new": map[string]any{
+					"type": "branch", "name": "main", "target": map[string]any{"hash": commit}}}}},
+					"repository": map[string]any{"links": map[string]any{"html": map[string]any{"href": url}}}}
 			}},
 			{"bitbucket-server", func(b []byte) map[string]string {
 				return map[string]string{"X-Event-Key": "repo:refs_changed", "X-Hub-Signature": "sha256=" + hmacHex("bbs-secret", b)}
-			}, func(url, commit string) map[string]interface{} {
-				return map[string]interface{}{"eventKey": "repo:refs_changed", "changes": []interface{}{map[string]interface{}{"refId": "refs/heads/main", "toHash": commit}},
-					"repository": map[string]interface{}{"links": map[string]interface{}{"clone": []interface{}{map[string]interface{}{"href": url, "name": "http"}}}}}
+			}, func(url, commit string) map[string]any {
+				return map[string]any{"eventKey": "repo:refs_changed", "changes": []any{map[string]any{"refId": "refs/heads/main", "toHash": commit}},
+					"repository": map[string]any{"links": map[string]any{"clone": []any{map[string]any{"href": url, "name": "http"}}}}}
 			}},
 			{"azure-devops", func(b []byte) map[string]string {
 				return map[string]string{"Authorization": basic("az-user", "az-pass")}
-			}, func(url, commit string) map[string]interface{} {
-				return map[string]interface{}{"eventType": "git.push", "resource": map[string]interface{}{
-					"refUpdates": []interface{}{map[string]interface{}{"name": "refs/heads/main", "newObjectId": commit}},
-					"repository": map[string]interface{}{"remoteUrl": url}}}
+			}, func(url, commit string) map[string]any {
+				return map[string]any{"eventType": "git.push", "resource": map[string]any{
+					"refUpdates": []any{map[string]any{"name": "refs/heads/main", "newObjectId": commit}},
+					"repository": map[string]any{"remoteUrl": url}}}
 			}},
 		}
 		post := func(headers map[string]string, body []byte) int {

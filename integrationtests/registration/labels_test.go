@@ -26,7 +26,7 @@ var _ = It("gives a registering agent's labels to no Cluster when the configurat
 			if err != nil {
 				return err
 			}
-			var doc map[string]interface{}
+			var doc map[string]any
 			if err := json.Unmarshal([]byte(cm.Data[config.Key]), &doc); err != nil {
 				return err
 			}

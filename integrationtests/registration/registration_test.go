@@ -101,7 +101,7 @@ func bootstrap(kube kubernetes.Interface, ns string, v registration.Values, labe
 			registration.KeyAPIServerCA: v.APIServerCA, registration.KeyClusterNamespace: v.ClusterNamespace,
 			registration.KeySystemRegistrationNS: v.SystemRegistrationNamespace}}, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())
-	cfg, _ := json.Marshal(map[string]interface{}{"labels": labels})
+	cfg, _ := json.Marshal(map[string]any{"labels": labels})
 	_ = kube.CoreV1().ConfigMaps(ns).Delete(ctx, registration.AgentConfigMap, metav1.DeleteOptions{})
 	_, err = kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: registration.AgentConfigMap, Namespace: ns},
 		Data: map[string]string{registration.ConfigKey: string(cfg)}}, metav1.CreateOptions{})

@@ -63,7 +63,7 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	Expect(err).NotTo(HaveOccurred())
 	_, err = chartinstall.InstallOrUpgrade(ctx, chartinstall.Options{Kubeconfig: manager.Kubeconfig, Namespace: systemNS,
 		ReleaseName: "fleet", ChartDir: filepath.Join(root, "charts", "fleet"),
-		Values: map[string]interface{}{"apiServerURL": mcfg.Host, "apiServerCA": string(mcfg.CAData), "agentCheckinInterval": "2s"}})
+		Values: map[string]any{"apiServerURL": mcfg.Host, "apiServerCA": string(mcfg.CAData), "agentCheckinInterval": "2s"}})
 	Expect(err).NotTo(HaveOccurred())
 	expiry := int64(24 * 3600)
 	tr, err := managerKube.CoreV1().ServiceAccounts(systemNS).CreateToken(ctx, "fleet-controller",

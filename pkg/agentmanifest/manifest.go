@@ -52,9 +52,9 @@ type Settings struct {
 
 // Values are the fleet-agent chart values for cluster c under s (no token: a registered agent
 // keeps its own credential).
-func Values(c *fleet.Cluster, s Settings) map[string]interface{} {
+func Values(c *fleet.Cluster, s Settings) map[string]any {
 	cfg := s.Config.WithDefaults()
-	v := map[string]interface{}{
+	v := map[string]any{
 		"checkinInterval":           cfg.AgentCheckinInterval.Duration.String(),
 		"garbageCollectionInterval": cfg.GarbageCollectionInterval.Duration.String(),
 		"agentTLSMode":              cfg.AgentTLSMode,
@@ -62,12 +62,12 @@ func Values(c *fleet.Cluster, s Settings) map[string]interface{} {
 		"apiServerCA":               cfg.APIServerCA,
 		"debug":                     s.Debug,
 		"agentConfig":               false,
-		"global":                    map[string]interface{}{"cattle": map[string]interface{}{"systemDefaultRegistry": c.Spec.PrivateRepoURL}},
-		"fleetAgent":                map[string]interface{}{"hostNetwork": c.Spec.HostNetwork != nil && *c.Spec.HostNetwork},
+		"global":                    map[string]any{"cattle": map[string]any{"systemDefaultRegistry": c.Spec.PrivateRepoURL}},
+		"fleetAgent":                map[string]any{"hostNetwork": c.Spec.HostNetwork != nil && *c.Spec.HostNetwork},
 	}
 	if s.Image != "" {
 		repo, tag := install.SplitImage(s.Image)
-		v["image"] = map[string]interface{}{"repository": repo, "tag": tag}
+		v["image"] = map[string]any{"repository": repo, "tag": tag}
 	}
 	return v
 }
@@ -118,8 +118,8 @@ var rendered = struct {
 const renderedMax = 64
 
 // chartDeployment is the fleet-agent chart's Deployment rendered with values into ns.
-func chartDeployment(values map[string]interface{}, ns string) (*appsv1.Deployment, error) {
-	key, err := json.Marshal([]interface{}{values, ns})
+func chartDeployment(values map[string]any, ns string) (*appsv1.Deployment, error) {
+	key, err := json.Marshal([]any{values, ns})
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +219,7 @@ func mergeEnv(env, extra []corev1.EnvVar) []corev1.EnvVar {
 
 // Hash is a short stable hash of v's JSON ("" for a nil or empty value), as the Cluster's
 // status.agent*Hash fields hold it.
-func Hash(v interface{}) string {
+func Hash(v any) string {
 	data, err := json.Marshal(v)
 	if err != nil || string(data) == "null" || string(data) == `""` || string(data) == "[]" || string(data) == "{}" {
 		return ""

@@ -32,7 +32,7 @@ func imageScans(root string, d BundleDir, bundle string, o Options) ([]*fleet.Im
 	var out []*fleet.ImageScan
 	for i, s := range fy.ImageScans {
 		key := fmt.Sprintf("imageScans[%d]", i)
-		bad := func(field, format string, args ...interface{}) error {
+		bad := func(field, format string, args ...any) error {
 			return &InputError{File: d.FleetYAML, Key: key + field, Msg: fmt.Sprintf(format, args...)}
 		}
 		if s.Image == "" {

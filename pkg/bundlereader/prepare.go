@@ -24,7 +24,7 @@ import (
 // must lie inside the bundle folder dir, a local chart inside the checkout repo, by their text
 // and through any symlink. where names the options in errors.
 func prepareOptions(ctx context.Context, where, repo, dir string, hasChart bool, o *fleet.BundleDeploymentOptions, auth ChartAuth) ([]File, error) {
-	bad := func(key, format string, args ...interface{}) error {
+	bad := func(key, format string, args ...any) error {
 		return &InputError{File: where, Key: key, Msg: fmt.Sprintf(format, args...)}
 	}
 	if o.Kustomize != nil && o.Kustomize.Dir != "" {
@@ -97,7 +97,7 @@ func chartMissingDependencies(repo, dir string) bool {
 // prepareLocalChart checks a chart folder named relative to the bundle. A chart inside the
 // bundle whose dependencies are present is deployed from the bundle's own files; one outside
 // the bundle, or one whose dependencies must be downloaded, is packaged and embedded.
-func prepareLocalChart(ctx context.Context, bad func(key, format string, args ...interface{}) error, repo, dir string, h *fleet.HelmOptions, auth ChartAuth) ([]File, error) {
+func prepareLocalChart(ctx context.Context, bad func(key, format string, args ...any) error, repo, dir string, h *fleet.HelmOptions, auth ChartAuth) ([]File, error) {
 	chartDir := filepath.Join(dir, filepath.FromSlash(h.Chart))
 	if strings.HasSuffix(h.Chart, ".tgz") {
 		if _, err := os.Stat(chartDir); err != nil {
@@ -131,7 +131,7 @@ func prepareLocalChart(ctx context.Context, bad func(key, format string, args ..
 // file wins over the inline values, and a later file over an earlier one. A bundle without a
 // chart (raw manifests: hasChart false) has no use for values: its valuesFiles are ignored, as
 // in Fleet.
-func mergeValuesFiles(bad func(key, format string, args ...interface{}) error, dir string, hasChart bool, h *fleet.HelmOptions) error {
+func mergeValuesFiles(bad func(key, format string, args ...any) error, dir string, hasChart bool, h *fleet.HelmOptions) error {
 	if len(h.ValuesFiles) == 0 {
 		return nil
 	}
@@ -145,7 +145,7 @@ func mergeValuesFiles(bad func(key, format string, args ...interface{}) error, d
 		h.ValuesFiles = nil
 		return nil
 	}
-	merged := map[string]interface{}{}
+	merged := map[string]any{}
 	if h.Values != nil {
 		merged = h.Values.DeepCopy().Data
 	}
@@ -156,7 +156,7 @@ func mergeValuesFiles(bad func(key, format string, args ...interface{}) error, d
 		if err != nil {
 			return bad(key, "values file %q not found in the bundle", name)
 		}
-		vals := map[string]interface{}{}
+		vals := map[string]any{}
 		if err := yaml.Unmarshal(data, &vals); err != nil {
 			return bad(key, "values file %q is not valid YAML: %v", name, err)
 		}

@@ -45,7 +45,7 @@ var (
 
 // decodeStrict decodes YAML into out, rejecting unknown keys and wrong types with an InputError
 // that names the file, the key and its line.
-func decodeStrict(file string, data []byte, out interface{}) error {
+func decodeStrict(file string, data []byte, out any) error {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return yamlSyntaxError(file, data, err)
@@ -81,7 +81,7 @@ func yamlSyntaxError(file string, data []byte, err error) error {
 	return &InputError{File: file, Msg: "malformed YAML: " + msg}
 }
 
-func fieldError(file string, root *yaml.Node, err error, out interface{}) error {
+func fieldError(file string, root *yaml.Node, err error, out any) error {
 	if m := unknownField.FindStringSubmatch(err.Error()); m != nil {
 		msg := "unknown key"
 		if near := closestKey(m[1], knownKeys(reflect.TypeOf(out))); near != "" {

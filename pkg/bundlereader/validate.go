@@ -20,7 +20,7 @@ var (
 // validate checks what the YAML decoder cannot: keys fleet.yaml may not set, names, selectors,
 // states and references. name is the Bundle's final name.
 func validate(file, name string, fy *fleet.FleetYAML) error {
-	var bad badInput = func(key, format string, args ...interface{}) error {
+	var bad badInput = func(key, format string, args ...any) error {
 		return &InputError{File: file, Key: key, Msg: fmt.Sprintf(format, args...)}
 	}
 	for key, set := range map[string]bool{
@@ -118,7 +118,7 @@ func validateDependency(bad badInput, key, name string, own map[string]string, d
 }
 
 // badInput makes the InputError of a key of the file being checked.
-type badInput func(key, format string, args ...interface{}) error
+type badInput func(key, format string, args ...any) error
 
 func validateOptions(bad badInput, prefix string, o *fleet.BundleDeploymentOptions) error {
 	for key, ns := range map[string]string{"defaultNamespace": o.DefaultNamespace, "namespace": o.TargetNamespace} {

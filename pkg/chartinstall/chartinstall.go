@@ -30,7 +30,7 @@ type Options struct {
 	// ChartDir is the chart's folder.
 	ChartDir string
 	// Values are the chart values.
-	Values map[string]interface{}
+	Values map[string]any
 	// Wait waits for the release's resources to be ready.
 	Wait bool
 	// Timeout bounds the operation; zero means DefaultTimeout.
@@ -50,7 +50,7 @@ func InstallOrUpgrade(ctx context.Context, o Options) (*release.Release, error) 
 	flags.KubeConfig = &o.Kubeconfig
 	flags.Namespace = &o.Namespace
 	cfg := new(action.Configuration)
-	if err := cfg.Init(flags, o.Namespace, "secret", func(string, ...interface{}) {}); err != nil {
+	if err := cfg.Init(flags, o.Namespace, "secret", func(string, ...any) {}); err != nil {
 		return nil, fmt.Errorf("helm configuration for %s: %w", o.Kubeconfig, err)
 	}
 

@@ -31,7 +31,7 @@ func main() {
 		Boilerplate:   "pkg/codegen/boilerplate.go.txt",
 		Groups: map[string]args.Group{
 			"fleet.cattle.io": {
-				Types:         []interface{}{apiDir},
+				Types:         []any{apiDir},
 				GenerateTypes: true,
 			},
 		},
@@ -83,7 +83,7 @@ func generateCRDs() error {
 }
 
 // labelSelectorOperators are the operators a metav1.LabelSelector accepts.
-var labelSelectorOperators = []interface{}{"In", "NotIn", "Exists", "DoesNotExist"}
+var labelSelectorOperators = []any{"In", "NotIn", "Exists", "DoesNotExist"}
 
 // restrictSelectorOperators adds an enum to the operator of every label selector in a CRD, so
 // the apiserver rejects an invalid operator with the field's path. metav1.LabelSelector is an
@@ -92,20 +92,20 @@ var labelSelectorOperators = []interface{}{"In", "NotIn", "Exists", "DoesNotExis
 // with both matchLabels and matchExpressions (node selectors, whose operators differ, have no
 // matchLabels).
 func restrictSelectorOperators(data []byte) ([]byte, error) {
-	var crd map[string]interface{}
+	var crd map[string]any
 	if err := yaml.Unmarshal(data, &crd); err != nil {
 		return nil, err
 	}
-	var walk func(v interface{})
-	walk = func(v interface{}) {
+	var walk func(v any)
+	walk = func(v any) {
 		switch t := v.(type) {
-		case map[string]interface{}:
-			if props, ok := t["properties"].(map[string]interface{}); ok {
+		case map[string]any:
+			if props, ok := t["properties"].(map[string]any); ok {
 				if _, hasLabels := props["matchLabels"]; hasLabels {
-					if exprs, ok := props["matchExpressions"].(map[string]interface{}); ok {
-						if items, ok := exprs["items"].(map[string]interface{}); ok {
-							if itemProps, ok := items["properties"].(map[string]interface{}); ok {
-								if op, ok := itemProps["operator"].(map[string]interface{}); ok {
+					if exprs, ok := props["matchExpressions"].(map[string]any); ok {
+						if items, ok := exprs["items"].(map[string]any); ok {
+							if itemProps, ok := items["properties"].(map[string]any); ok {
+								if op, ok := itemProps["operator"].(map[string]any); ok {
 									op["enum"] = labelSelectorOperators
 								}
 							}
@@ -116,7 +116,7 @@ func restrictSelectorOperators(data []byte) ([]byte, error) {
 			for _, c := range t {
 				walk(c)
 			}
-		case []interface{}:
+		case []any:
 			for _, c := range t {
 				walk(c)
 			}

@@ -22,7 +22,7 @@ import (
 
 // stripManagedFields drops the server-side-apply bookkeeping; the manager writes with Update,
 // and an update without managedFields leaves the stored ones alone.
-func stripManagedFields(obj interface{}) (interface{}, error) {
+func stripManagedFields(obj any) (any, error) {
 	if m, err := meta.Accessor(obj); err == nil {
 		m.SetManagedFields(nil)
 	}
@@ -34,7 +34,7 @@ func stripManagedFields(obj interface{}) (interface{}, error) {
 // strings that thousands of deployments repeat: label keys and values (bundle, content, commit),
 // deployment IDs, names. Measured on the benchmark's deployments this takes a cached one from
 // about 4 KiB to 2 KiB.
-func slimDeployment(obj interface{}) (interface{}, error) {
+func slimDeployment(obj any) (any, error) {
 	obj, _ = stripManagedFields(obj)
 	bd, ok := obj.(*fleet.BundleDeployment)
 	if !ok {
@@ -73,7 +73,7 @@ func slimDeployment(obj interface{}) (interface{}, error) {
 // slimCluster shares what Clusters repeat: label keys and values, condition types, states and
 // times, the display, and the agent settings' hashes and manager address, equal for every cluster
 // of one configuration.
-func slimCluster(obj interface{}) (interface{}, error) {
+func slimCluster(obj any) (any, error) {
 	obj, _ = stripManagedFields(obj)
 	c, ok := obj.(*fleet.Cluster)
 	if !ok {
@@ -112,7 +112,7 @@ func intern(s string) string {
 // slimContent drops the compressed manifest: the manager only counts references to Contents
 // and deletes unused ones (writes that go to the status subresource or delete); agents read
 // the manifest from the apiserver.
-func slimContent(obj interface{}) (interface{}, error) {
+func slimContent(obj any) (any, error) {
 	obj, _ = stripManagedFields(obj)
 	if c, ok := obj.(*fleet.Content); ok {
 		c.Content = nil
@@ -129,7 +129,7 @@ func slimContent(obj interface{}) (interface{}, error) {
 // deleted), so the cache drops it. Measured on a 1,000-cluster run's objects, a cached binding
 // takes 1.9 KiB instead of 2.5, a role 1.9 instead of 2.4, a ServiceAccount 1.6 instead of 2.0
 // and a credential 2.1 instead of 5.1.
-func slimOwned(obj interface{}) (interface{}, error) {
+func slimOwned(obj any) (any, error) {
 	obj, _ = stripManagedFields(obj)
 	m, err := meta.Accessor(obj)
 	if err != nil {

@@ -20,7 +20,7 @@ import (
 func deployment(stagedReplicas float64) *fleet.BundleDeployment {
 	opts := func(r float64) fleet.BundleDeploymentOptions {
 		return fleet.BundleDeploymentOptions{DefaultNamespace: "app", Helm: &fleet.HelmOptions{
-			Values: &fleet.GenericMap{Data: map[string]interface{}{"replicas": r}}}}
+			Values: &fleet.GenericMap{Data: map[string]any{"replicas": r}}}}
 	}
 	return &fleet.BundleDeployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "cluster-ns", Labels: map[string]string{fleet.BundleLabel: "b"},
@@ -60,7 +60,7 @@ func TestSlimDeployment(t *testing.T) {
 	if !equality.Semantic.DeepEqual(got.Spec, next.Spec) {
 		t.Fatal("a compacted rendering equals the cached deployment")
 	}
-	next.Spec.Options.Helm.Values = &fleet.GenericMap{Data: map[string]interface{}{"replicas": float64(2)}}
+	next.Spec.Options.Helm.Values = &fleet.GenericMap{Data: map[string]any{"replicas": float64(2)}}
 	next.Spec.Options.CompactValues()
 	if equality.Semantic.DeepEqual(got.Spec, next.Spec) {
 		t.Fatal("different values compare different")
@@ -217,7 +217,7 @@ func TestSlimStatusesShareWhatObjectsRepeat(t *testing.T) {
 
 // slimmedPair decodes a and b as an informer would, passes both through slim, checks that a
 // still writes as the apiserver stored it (managed fields aside), and returns both.
-func slimmedPair[T metav1.Object](t *testing.T, slim func(interface{}) (interface{}, error), a, b T) (T, T) {
+func slimmedPair[T metav1.Object](t *testing.T, slim func(any) (any, error), a, b T) (T, T) {
 	t.Helper()
 	a, b = decoded(t, a), decoded(t, b)
 	want := decoded(t, a)

@@ -112,7 +112,7 @@ type Input struct {
 	// Options are the promoted options.
 	Options fleet.BundleDeploymentOptions
 	// Values and ValuesHash are what Values returned for Options, read once per deploy.
-	Values     map[string]interface{}
+	Values     map[string]any
 	ValuesHash string
 	// Downstream are the Secrets and ConfigMaps (downstreamResources) to create or update in
 	// the release namespace before the release.
@@ -183,7 +183,7 @@ func (d *Deployer) actionConfig(namespace, serviceAccount string) (*action.Confi
 	cfg := d.impersonating(serviceAccount)
 	ac := new(action.Configuration)
 	getter := &restGetter{cfg: cfg, namespace: namespace, shared: d.disc}
-	if err := ac.Init(getter, namespace, "secret", func(string, ...interface{}) {}); err != nil {
+	if err := ac.Init(getter, namespace, "secret", func(string, ...any) {}); err != nil {
 		return nil, err
 	}
 	secrets, err := kubernetes.NewForConfig(cfg)
@@ -476,7 +476,7 @@ type helmRun struct {
 
 func (r *helmRun) timeout() time.Duration { return time.Duration(r.opts.TimeoutSeconds) * time.Second }
 
-func (r *helmRun) install(ctx context.Context, c *chart.Chart, values map[string]interface{}) (*release.Release, error) {
+func (r *helmRun) install(ctx context.Context, c *chart.Chart, values map[string]any) (*release.Release, error) {
 	install := action.NewInstall(r.ac)
 	install.ReleaseName, install.Namespace = r.name, r.ns
 	install.Timeout = r.timeout()
@@ -492,7 +492,7 @@ func (r *helmRun) install(ctx context.Context, c *chart.Chart, values map[string
 	return install.RunWithContext(ctx, c, values)
 }
 
-func (r *helmRun) upgrade(ctx context.Context, c *chart.Chart, values map[string]interface{}) (*release.Release, error) {
+func (r *helmRun) upgrade(ctx context.Context, c *chart.Chart, values map[string]any) (*release.Release, error) {
 	upgrade := action.NewUpgrade(r.ac)
 	upgrade.Namespace = r.ns
 	upgrade.Timeout = r.timeout()
@@ -849,15 +849,15 @@ func (d *Deployer) Uninstall(ctx context.Context, r *Release) error {
 
 // Values are the Helm values to deploy with: helm.values, overridden by each valuesFrom source
 // in order (read now, in this cluster), and a hash of the valuesFrom data ("" without any).
-func (d *Deployer) Values(ctx context.Context, opts *fleet.BundleDeploymentOptions) (map[string]interface{}, string, error) {
-	values := map[string]interface{}{}
+func (d *Deployer) Values(ctx context.Context, opts *fleet.BundleDeploymentOptions) (map[string]any, string, error) {
+	values := map[string]any{}
 	if opts.Helm == nil {
 		return values, "", nil
 	}
 	if opts.Helm.Values != nil {
 		values = opts.Helm.Values.DeepCopy().Data
 		if values == nil {
-			values = map[string]interface{}{}
+			values = map[string]any{}
 		}
 	}
 	if len(opts.Helm.ValuesFrom) == 0 {

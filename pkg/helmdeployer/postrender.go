@@ -121,7 +121,7 @@ func ParseManifest(manifest string) ([]*unstructured.Unstructured, error) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifest), 4096)
 	var out []*unstructured.Unstructured
 	for i := 0; ; i++ {
-		obj := map[string]interface{}{}
+		obj := map[string]any{}
 		if err := dec.Decode(&obj); err != nil {
 			if errors.Is(err, io.EOF) {
 				return out, nil

@@ -21,9 +21,9 @@ const DefaultValuesKey = "values.yaml"
 // order and a hash of the raw data (to notice when a source changes). An entry naming both a
 // ConfigMap and a Secret reads both, the Secret's values over the ConfigMap's (as Fleet merges
 // them). A missing source is an error the user fixes by creating it; it is retried, not fatal.
-func readValuesFrom(ctx context.Context, kube kubernetes.Interface, from []fleet.ValuesFrom, defaultNamespace string) ([]map[string]interface{}, string, error) {
+func readValuesFrom(ctx context.Context, kube kubernetes.Interface, from []fleet.ValuesFrom, defaultNamespace string) ([]map[string]any, string, error) {
 	h := sha256.New()
-	var out []map[string]interface{}
+	var out []map[string]any
 	for i, v := range from {
 		var refs []valuesRef
 		if r := v.ConfigMapKeyRef; r != nil {
@@ -57,7 +57,7 @@ type valuesRef struct {
 }
 
 // read returns the source's values and raw data; field names the entry in errors.
-func (r valuesRef) read(ctx context.Context, kube kubernetes.Interface, field string) (map[string]interface{}, []byte, error) {
+func (r valuesRef) read(ctx context.Context, kube kubernetes.Interface, field string) (map[string]any, []byte, error) {
 	var (
 		data []byte
 		err  error
@@ -79,7 +79,7 @@ func (r valuesRef) read(ctx context.Context, kube kubernetes.Interface, field st
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: reading %s %s/%s: %w", field, r.kind, r.ns, r.name, err)
 	}
-	values := map[string]interface{}{}
+	values := map[string]any{}
 	if err := yaml.Unmarshal(data, &values); err != nil {
 		return nil, nil, Permanent(fmt.Errorf("%s: key %s of %s %s/%s is not a YAML map: %w", field, r.key, r.kind, r.ns, r.name, err))
 	}

@@ -51,7 +51,7 @@ func TestFleet016ValuesFiles(t *testing.T) {
 		t.Errorf("proxyCACert: SSL_CERT_DIR %v, mounted %v", trusted, mounted)
 	}
 
-	off, err := Render(charts.Fleet, "fleet", "cattle-fleet-system", map[string]interface{}{"helmops": map[string]interface{}{"enabled": false}})
+	off, err := Render(charts.Fleet, "fleet", "cattle-fleet-system", map[string]any{"helmops": map[string]any{"enabled": false}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,8 +70,8 @@ func TestFleet016ValuesFiles(t *testing.T) {
 	if env["NO_PROXY"] != "127.0.0.0/8,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,.svc,.cluster.local" {
 		t.Errorf("noProxy: %v", env)
 	}
-	two, err := Render(charts.Agent, "fleet-agent", "cattle-fleet-system", map[string]interface{}{"token": "t", "apiServerURL": "https://m",
-		"agent": map[string]interface{}{"replicas": 2}})
+	two, err := Render(charts.Agent, "fleet-agent", "cattle-fleet-system", map[string]any{"token": "t", "apiServerURL": "https://m",
+		"agent": map[string]any{"replicas": 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestFleet016ValuesFiles(t *testing.T) {
 
 // The install NOTES name the values of Fleet's that were set and have no effect here.
 func TestFleetNotesNameUnappliedValues(t *testing.T) {
-	notes := func(values map[string]interface{}) string {
+	notes := func(values map[string]any) string {
 		t.Helper()
 		c, err := charts.Load(charts.Fleet)
 		if err != nil {
@@ -102,9 +102,9 @@ func TestFleetNotesNameUnappliedValues(t *testing.T) {
 	if n := notes(nil); strings.Contains(n, "no effect") {
 		t.Errorf("defaults name nothing:\n%s", n)
 	}
-	n := notes(map[string]interface{}{"gitjob": map[string]interface{}{"replicas": 2},
-		"extraAnnotations": map[string]interface{}{"gitjob": map[string]interface{}{"a": "b"}},
-		"extraLabels":      map[string]interface{}{"helmops": map[string]interface{}{"a": "b"}}})
+	n := notes(map[string]any{"gitjob": map[string]any{"replicas": 2},
+		"extraAnnotations": map[string]any{"gitjob": map[string]any{"a": "b"}},
+		"extraLabels":      map[string]any{"helmops": map[string]any{"a": "b"}}})
 	for _, want := range []string{"- gitjob.replicas", "- extraAnnotations.gitjob", "- extraLabels.helmops"} {
 		if !strings.Contains(n, want) {
 			t.Errorf("notes lack %q:\n%s", want, n)
@@ -114,8 +114,8 @@ func TestFleetNotesNameUnappliedValues(t *testing.T) {
 
 // bootstrap.localAgentDisabled, clusterLabels and agentNamespace reach the controller.
 func TestFleetBootstrapValues(t *testing.T) {
-	out, err := Render(charts.Fleet, "fleet", "cattle-fleet-system", map[string]interface{}{"bootstrap": map[string]interface{}{
-		"localAgentDisabled": true, "clusterLabels": map[string]interface{}{"env": "mgmt", "tier": "a"}, "agentNamespace": "mgmt-agent"}})
+	out, err := Render(charts.Fleet, "fleet", "cattle-fleet-system", map[string]any{"bootstrap": map[string]any{
+		"localAgentDisabled": true, "clusterLabels": map[string]any{"env": "mgmt", "tier": "a"}, "agentNamespace": "mgmt-agent"}})
 	if err != nil {
 		t.Fatal(err)
 	}

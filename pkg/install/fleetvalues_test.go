@@ -20,7 +20,7 @@ func renderWith(t *testing.T, chart, file string) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var values map[string]interface{}
+	var values map[string]any
 	if err := yaml.Unmarshal(data, &values); err != nil {
 		t.Fatal(err)
 	}
@@ -109,12 +109,12 @@ func TestFleetValuesFile(t *testing.T) {
 // The values schema names a key of the wrong type, and refuses unknown keys.
 func TestFleetValuesSchema(t *testing.T) {
 	for _, tc := range []struct {
-		values map[string]interface{}
+		values map[string]any
 		want   string
 	}{
-		{map[string]interface{}{"leaderElection": true}, "/leaderElection"},
-		{map[string]interface{}{"agentCheckinInterval": "soon"}, "/agentCheckinInterval"},
-		{map[string]interface{}{"nodeSelectr": map[string]interface{}{}}, "nodeSelectr"},
+		{map[string]any{"leaderElection": true}, "/leaderElection"},
+		{map[string]any{"agentCheckinInterval": "soon"}, "/agentCheckinInterval"},
+		{map[string]any{"nodeSelectr": map[string]any{}}, "nodeSelectr"},
 	} {
 		_, err := Render(charts.Fleet, "fleet", "cattle-fleet-system", tc.values)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -123,11 +123,11 @@ func TestFleetValuesSchema(t *testing.T) {
 	}
 	// An interval of "0" (the default) is accepted, as on Fleet.
 	for _, key := range []string{"agentCheckinInterval", "garbageCollectionInterval", "gitClientTimeout", "clusterEnqueueDelay"} {
-		if _, err := Render(charts.Fleet, "fleet", "cattle-fleet-system", map[string]interface{}{key: "0"}); err != nil {
+		if _, err := Render(charts.Fleet, "fleet", "cattle-fleet-system", map[string]any{key: "0"}); err != nil {
 			t.Errorf("%s: \"0\": %v", key, err)
 		}
 	}
-	if _, err := Render(charts.Agent, "fleet-agent", "cattle-fleet-system", map[string]interface{}{"token": "t", "apiServerURL": "https://m",
+	if _, err := Render(charts.Agent, "fleet-agent", "cattle-fleet-system", map[string]any{"token": "t", "apiServerURL": "https://m",
 		"garbageCollectionInterval": "0"}); err != nil {
 		t.Errorf("fleet-agent garbageCollectionInterval \"0\": %v", err)
 	}
@@ -161,7 +161,7 @@ func TestFleetAgentValuesFile(t *testing.T) {
 	if _, ok := objs["Secret/fleet-agent-bootstrap"]; !ok {
 		t.Error("no bootstrap Secret for the token")
 	}
-	_, err := Render(charts.Agent, "fleet-agent", "cattle-fleet-system", map[string]interface{}{"leaderElection": false})
+	_, err := Render(charts.Agent, "fleet-agent", "cattle-fleet-system", map[string]any{"leaderElection": false})
 	if err == nil || !strings.Contains(err.Error(), "/leaderElection") {
 		t.Errorf("a boolean leaderElection: %v, want an error naming it", err)
 	}

@@ -15,10 +15,10 @@ import (
 func TestChartsPodsAreReadOnlyAndRequestResources(t *testing.T) {
 	for _, tc := range []struct {
 		chart  string
-		values map[string]interface{}
+		values map[string]any
 	}{
 		{charts.Fleet, nil},
-		{charts.Agent, map[string]interface{}{"token": "t", "apiServerURL": "https://m"}},
+		{charts.Agent, map[string]any{"token": "t", "apiServerURL": "https://m"}},
 	} {
 		manifest, err := Render(tc.chart, tc.chart, "cattle-fleet-system", tc.values)
 		if err != nil {

@@ -26,7 +26,7 @@ import (
 
 // Render renders an embedded chart as Helm would install it into namespace, CRDs included,
 // and returns the manifest (YAML documents in install order).
-func Render(chartName, releaseName, namespace string, values map[string]interface{}) (string, error) {
+func Render(chartName, releaseName, namespace string, values map[string]any) (string, error) {
 	c, err := charts.Load(chartName)
 	if err != nil {
 		return "", err
@@ -66,7 +66,7 @@ func Controller(o ControllerOptions) (string, error) {
 	if err != nil || o.CRDsOnly {
 		return crds, err
 	}
-	values := map[string]interface{}{"createNamespace": true}
+	values := map[string]any{"createNamespace": true}
 	if err := setImage(values, "image", o.ControllerImage); err != nil {
 		return "", err
 	}
@@ -81,7 +81,7 @@ func Controller(o ControllerOptions) (string, error) {
 }
 
 // setImage sets key.repository and key.tag from "repository[:tag]".
-func setImage(values map[string]interface{}, key, image string) error {
+func setImage(values map[string]any, key, image string) error {
 	if image == "" {
 		return nil
 	}
@@ -89,7 +89,7 @@ func setImage(values map[string]interface{}, key, image string) error {
 	if repo == "" {
 		return fmt.Errorf("image %q: no repository", image)
 	}
-	values[key] = map[string]interface{}{"repository": repo, "tag": tag}
+	values[key] = map[string]any{"repository": repo, "tag": tag}
 	return nil
 }
 
@@ -110,11 +110,11 @@ type AgentConfigOptions struct {
 
 // AgentConfig renders the agent ConfigMap (labels and clientID used at registration).
 func AgentConfig(o AgentConfigOptions) (string, error) {
-	labels := map[string]interface{}{}
+	labels := map[string]any{}
 	for k, v := range o.Labels {
 		labels[k] = v
 	}
-	return Render(charts.Agent, "fleet-agent", o.SystemNamespace, map[string]interface{}{
+	return Render(charts.Agent, "fleet-agent", o.SystemNamespace, map[string]any{
 		"configOnly": true, "createNamespace": true, "labels": labels, "clientID": o.ClientID})
 }
 
@@ -171,7 +171,7 @@ func AgentToken(ctx context.Context, api fleetcontrollers.Interface, kube kubern
 	if v.APIServerURL == "" {
 		return "", fmt.Errorf("the manager has no apiServerURL configured (fleet-controller ConfigMap): pass --server-url")
 	}
-	values := map[string]interface{}{"token": v.Token, "apiServerURL": v.APIServerURL, "apiServerCA": v.APIServerCA,
+	values := map[string]any{"token": v.Token, "apiServerURL": v.APIServerURL, "apiServerCA": v.APIServerCA,
 		"clusterNamespace": v.ClusterNamespace, "systemRegistrationNamespace": v.SystemRegistrationNamespace,
 		"createNamespace": true, "agentConfig": false, "groupLabels": groupLabels}
 	if err := setImage(values, "image", o.AgentImage); err != nil {
@@ -182,7 +182,7 @@ func AgentToken(ctx context.Context, api fleetcontrollers.Interface, kube kubern
 
 // groupLabelsOf are the labels --group's ClusterGroup selects by, which registering clusters are
 // given (none without --group).
-func groupLabelsOf(api fleetcontrollers.Interface, o AgentTokenOptions) (map[string]interface{}, error) {
+func groupLabelsOf(api fleetcontrollers.Interface, o AgentTokenOptions) (map[string]any, error) {
 	if o.Group == "" {
 		return nil, nil
 	}
@@ -193,7 +193,7 @@ func groupLabelsOf(api fleetcontrollers.Interface, o AgentTokenOptions) (map[str
 	if g.Spec.Selector == nil || len(g.Spec.Selector.MatchLabels) == 0 || len(g.Spec.Selector.MatchExpressions) > 0 {
 		return nil, fmt.Errorf("--group %s: cluster group %s/%s must select clusters by matchLabels only, so that registered clusters can be given them", o.Group, o.Namespace, o.Group)
 	}
-	labels := map[string]interface{}{}
+	labels := map[string]any{}
 	for k, v := range g.Spec.Selector.MatchLabels {
 		labels[k] = v
 	}
@@ -203,7 +203,7 @@ func groupLabelsOf(api fleetcontrollers.Interface, o AgentTokenOptions) (map[str
 // issueToken creates a ClusterRegistrationToken and waits for the values the manager issues for
 // it.
 func issueToken(ctx context.Context, api fleetcontrollers.Interface, kube kubernetes.Interface, o AgentTokenOptions,
-	groupLabels map[string]interface{}) (registration.Values, error) {
+	groupLabels map[string]any) (registration.Values, error) {
 	var v registration.Values
 	tok := &fleet.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name}}
 	if groupLabels != nil {

@@ -72,11 +72,11 @@ func TestSetImage(t *testing.T) {
 		"reg:5000/fleet":         {"reg:5000/fleet", ""},
 		"reg:5000/team/fleet:v2": {"reg:5000/team/fleet", "v2"},
 	} {
-		v := map[string]interface{}{}
+		v := map[string]any{}
 		if err := setImage(v, "image", in); err != nil {
 			t.Fatal(err)
 		}
-		got := v["image"].(map[string]interface{})
+		got := v["image"].(map[string]any)
 		if got["repository"] != want[0] || got["tag"] != want[1] {
 			t.Errorf("%s: got %v, want %v", in, got, want)
 		}

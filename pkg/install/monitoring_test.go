@@ -14,7 +14,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/metrics"
 )
 
-func renderObjects(t *testing.T, values map[string]interface{}) map[string]string {
+func renderObjects(t *testing.T, values map[string]any) map[string]string {
 	t.Helper()
 	out, err := Render(charts.Fleet, "fleet", "cattle-fleet-system", values)
 	if err != nil {
@@ -36,9 +36,9 @@ func TestMonitoringIsOffByDefault(t *testing.T) {
 // The ServiceMonitor scrapes the metrics Service; every series the dashboard queries is one the
 // manager exports.
 func TestServiceMonitorAndDashboard(t *testing.T) {
-	objs := renderObjects(t, map[string]interface{}{"metrics": map[string]interface{}{
-		"serviceMonitor": map[string]interface{}{"enabled": true, "labels": map[string]interface{}{"release": "prom"}},
-		"dashboard":      map[string]interface{}{"enabled": true}}})
+	objs := renderObjects(t, map[string]any{"metrics": map[string]any{
+		"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prom"}},
+		"dashboard":      map[string]any{"enabled": true}}})
 	sm := objs["ServiceMonitor/fleet-controller"]
 	for _, want := range []string{"release: prom", "port: metrics", "app: fleet-controller"} {
 		if !strings.Contains(sm, want) {

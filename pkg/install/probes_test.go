@@ -14,11 +14,11 @@ import (
 func TestChartsProbeHealthAndReadiness(t *testing.T) {
 	for _, tc := range []struct {
 		chart, deployment string
-		values            map[string]interface{}
+		values            map[string]any
 		port              int32
 	}{
 		{charts.Fleet, "fleet-controller", nil, 8081},
-		{charts.Agent, "fleet-agent", map[string]interface{}{"token": "t", "apiServerURL": "https://m"}, 8082},
+		{charts.Agent, "fleet-agent", map[string]any{"token": "t", "apiServerURL": "https://m"}, 8082},
 	} {
 		manifest, err := Render(tc.chart, tc.chart, "cattle-fleet-system", tc.values)
 		if err != nil {

@@ -124,7 +124,7 @@ func TestHelmOpPatternsAndSecrets(t *testing.T) {
 	}
 	withTarget := ok
 	withTarget.Targets = []fleet.BundleTarget{{Name: "t", BundleDeploymentOptions: fleet.BundleDeploymentOptions{
-		Helm: &fleet.HelmOptions{Values: &fleet.GenericMap{Data: map[string]interface{}{"a": 1}}}}}}
+		Helm: &fleet.HelmOptions{Values: &fleet.GenericMap{Data: map[string]any{"a": 1}}}}}}
 	if err := s.HelmOp(&withTarget); err != nil {
 		t.Errorf("a target that only sets values: %v", err)
 	}

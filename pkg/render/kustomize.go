@@ -90,12 +90,12 @@ func addResource(fs filesys.FileSystem, dir string, data []byte) error {
 		if err != nil {
 			return err
 		}
-		k := map[string]interface{}{}
+		k := map[string]any{}
 		if err := yaml.Unmarshal(raw, &k); err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}
-		res, _ := k["resources"].([]interface{})
-		k["resources"] = append([]interface{}{helmOutputFile}, res...)
+		res, _ := k["resources"].([]any)
+		k["resources"] = append([]any{helmOutputFile}, res...)
 		out, err := yaml.Marshal(k)
 		if err != nil {
 			return err

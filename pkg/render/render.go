@@ -87,12 +87,12 @@ func Chart(files Files, opts *fleet.BundleDeploymentOptions, name string) (*char
 }
 
 // Template renders the chart as `helm template` would, for release name in namespace.
-func Template(c *chart.Chart, values map[string]interface{}, release, namespace string, post *Kustomizer) (string, error) {
+func Template(c *chart.Chart, values map[string]any, release, namespace string, post *Kustomizer) (string, error) {
 	cfg := &action.Configuration{
 		Releases:     storage.Init(driver.NewMemory()),
 		KubeClient:   &kubefake.PrintingKubeClient{Out: io.Discard},
 		Capabilities: chartutil.DefaultCapabilities,
-		Log:          func(string, ...interface{}) {},
+		Log:          func(string, ...any) {},
 	}
 	install := action.NewInstall(cfg)
 	install.DryRun = true
@@ -209,7 +209,7 @@ func Manifests(resources []fleet.BundleResource, opts *fleet.BundleDeploymentOpt
 	if err != nil {
 		return "", err
 	}
-	values := map[string]interface{}{}
+	values := map[string]any{}
 	if opts.Helm != nil && opts.Helm.Values != nil {
 		values = opts.Helm.Values.DeepCopy().Data
 	}

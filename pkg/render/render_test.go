@@ -74,7 +74,7 @@ func TestKustomizeWithHelm(t *testing.T) {
 	}
 	opts := fleet.BundleDeploymentOptions{
 		Kustomize: &fleet.KustomizeOptions{Dir: "kust"},
-		Helm:      &fleet.HelmOptions{Chart: "chart", Values: &fleet.GenericMap{Data: map[string]interface{}{"size": "xl"}}},
+		Helm:      &fleet.HelmOptions{Chart: "chart", Values: &fleet.GenericMap{Data: map[string]any{"size": "xl"}}},
 	}
 	out, err := Manifests(files, &opts, "b")
 	if err != nil {

@@ -17,7 +17,7 @@ func ContentName(manifest []byte) string {
 
 // Manifest is the canonical bytes of a Bundle's resources: what a Content stores.
 func Manifest(resources []fleet.BundleResource) ([]byte, error) {
-	return json.Marshal(map[string]interface{}{"resources": resources})
+	return json.Marshal(map[string]any{"resources": resources})
 }
 
 // DeploymentID identifies what an agent must deploy: the Content and the options. Diff and

@@ -91,7 +91,7 @@ func mergeHelm(out, c *fleet.HelmOptions) {
 	out.ValuesFrom = append(out.ValuesFrom, c.ValuesFrom...)
 	out.TemplateValues = mergeStrings(out.TemplateValues, c.TemplateValues)
 	if c.Values != nil {
-		base := map[string]interface{}{}
+		base := map[string]any{}
 		if out.Values != nil {
 			base = out.Values.Data
 		}

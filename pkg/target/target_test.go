@@ -88,11 +88,11 @@ func TestRestrictionsCustomizationsAndDoNotDeploy(t *testing.T) {
 	test := cluster("c-test", map[string]string{"env": "test"})
 	b := &fleet.Bundle{Spec: fleet.BundleSpec{
 		BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "base", Helm: &fleet.HelmOptions{
-			Values: &fleet.GenericMap{Data: map[string]interface{}{"replicas": float64(3), "image": map[string]interface{}{"tag": "v1", "repo": "nginx"}}},
+			Values: &fleet.GenericMap{Data: map[string]any{"replicas": float64(3), "image": map[string]any{"tag": "v1", "repo": "nginx"}}},
 		}},
 		Targets: []fleet.BundleTarget{
 			{Name: "prod", ClusterSelector: sel("env", "prod"), BundleDeploymentOptions: fleet.BundleDeploymentOptions{
-				Helm: &fleet.HelmOptions{Values: &fleet.GenericMap{Data: map[string]interface{}{"image": map[string]interface{}{"tag": "v2"}}}}}},
+				Helm: &fleet.HelmOptions{Values: &fleet.GenericMap{Data: map[string]any{"image": map[string]any{"tag": "v2"}}}}}},
 			{Name: "everything", ClusterSelector: &metav1.LabelSelector{}, BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "all"}},
 			{Name: "no-test", ClusterSelector: sel("env", "test"), DoNotDeploy: true},
 		},
@@ -112,7 +112,7 @@ func TestRestrictionsCustomizationsAndDoNotDeploy(t *testing.T) {
 	if string(vals) != `{"image":{"repo":"nginx","tag":"v2"},"replicas":3}` {
 		t.Fatalf("values merge key by key: %s", vals)
 	}
-	if b.Spec.Helm.Values.Data["image"].(map[string]interface{})["tag"] != "v1" {
+	if b.Spec.Helm.Values.Data["image"].(map[string]any)["tag"] != "v1" {
 		t.Fatal("matching must not modify the bundle")
 	}
 	if m, _ := MatchCluster(b, info(t, dev)); m != nil {
@@ -125,7 +125,7 @@ func TestRestrictionsCustomizationsAndDoNotDeploy(t *testing.T) {
 
 	b.Spec.TargetCustomizationMode = "AllMatches"
 	m, _ = MatchCluster(b, info(t, prod))
-	if len(m.Targets) != 2 || m.Options.DefaultNamespace != "all" || m.Options.Helm.Values.Data["image"].(map[string]interface{})["tag"] != "v2" {
+	if len(m.Targets) != 2 || m.Options.DefaultNamespace != "all" || m.Options.Helm.Values.Data["image"].(map[string]any)["tag"] != "v2" {
 		t.Fatalf("AllMatches merges every match in order: %+v", m)
 	}
 	if m, _ := MatchCluster(b, info(t, test)); m != nil {
@@ -177,9 +177,9 @@ func TestMergeOptions(t *testing.T) {
 func TestRenderValues(t *testing.T) {
 	c := cluster("c-1", map[string]string{"env": "prod", "region": "eu"})
 	c.Annotations = map[string]string{"owner": "team-a"}
-	c.Spec.TemplateValues = &fleet.GenericMap{Data: map[string]interface{}{"size": "large"}}
+	c.Spec.TemplateValues = &fleet.GenericMap{Data: map[string]any{"size": "large"}}
 	opts := fleet.BundleDeploymentOptions{Helm: &fleet.HelmOptions{
-		Values: &fleet.GenericMap{Data: map[string]interface{}{
+		Values: &fleet.GenericMap{Data: map[string]any{
 			"name":   "app-${ .ClusterName }",
 			"env":    "${ .ClusterLabels.env | upper }",
 			"owner":  "${ index .ClusterAnnotations \"owner\" }",
@@ -188,8 +188,8 @@ func TestRenderValues(t *testing.T) {
 			// Meant for the chart's own templating: Fleet leaves it alone.
 			"chart": "{{ .Release.Name }}",
 			// Fleet's older way to reach a label, at any depth.
-			"nested": map[string]interface{}{"region": "global.fleet.clusterLabels.region",
-				"list": []interface{}{"global.fleet.clusterLabels.env", "global.fleet.clusterLabels.absent"}},
+			"nested": map[string]any{"region": "global.fleet.clusterLabels.region",
+				"list": []any{"global.fleet.clusterLabels.env", "global.fleet.clusterLabels.absent"}},
 		}},
 		TemplateValues: map[string]string{"replicas": "${ if eq .ClusterLabels.env \"prod\" }3${ else }1${ end }"},
 	}}
@@ -197,15 +197,15 @@ func TestRenderValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := opts.Helm.Values.Data
-	want := map[string]interface{}{"name": "app-c-1", "env": "PROD", "owner": "team-a", "size": "large", "static": "plain",
+	want := map[string]any{"name": "app-c-1", "env": "PROD", "owner": "team-a", "size": "large", "static": "plain",
 		"chart": "{{ .Release.Name }}", "replicas": float64(3)}
 	for k, w := range want {
 		if v[k] != w {
 			t.Errorf("%s = %#v, want %#v", k, v[k], w)
 		}
 	}
-	nested := v["nested"].(map[string]interface{})
-	if nested["region"] != "eu" || nested["list"].([]interface{})[0] != "prod" || nested["list"].([]interface{})[1] != "" {
+	nested := v["nested"].(map[string]any)
+	if nested["region"] != "eu" || nested["list"].([]any)[0] != "prod" || nested["list"].([]any)[1] != "" {
 		t.Errorf("global.fleet.clusterLabels references: %v", nested)
 	}
 	if _, ok := v["global"]; ok {
@@ -220,13 +220,13 @@ func TestRenderValues(t *testing.T) {
 		{`${ if }`, "invalid template"},
 	}
 	for _, b := range bad {
-		o := fleet.BundleDeploymentOptions{Helm: &fleet.HelmOptions{Values: &fleet.GenericMap{Data: map[string]interface{}{"x": b.tmpl}}}}
+		o := fleet.BundleDeploymentOptions{Helm: &fleet.HelmOptions{Values: &fleet.GenericMap{Data: map[string]any{"x": b.tmpl}}}}
 		if err := RenderValues(&o, c); err == nil || !strings.Contains(err.Error(), b.want) {
 			t.Errorf("%s: err %v, want %q", b.tmpl, err, b.want)
 		}
 	}
 
-	o := fleet.BundleDeploymentOptions{Helm: &fleet.HelmOptions{DisablePreProcess: true, Values: &fleet.GenericMap{Data: map[string]interface{}{"x": "${ .Values.y }"}}}}
+	o := fleet.BundleDeploymentOptions{Helm: &fleet.HelmOptions{DisablePreProcess: true, Values: &fleet.GenericMap{Data: map[string]any{"x": "${ .Values.y }"}}}}
 	if err := RenderValues(&o, c); err != nil || o.Helm.Values.Data["x"] != "${ .Values.y }" {
 		t.Errorf("disablePreProcess keeps templates as they are: %v %v", o.Helm.Values.Data["x"], err)
 	}

@@ -27,12 +27,12 @@ func funcMap() template.FuncMap {
 }
 
 // templateContext is what templated values see of the cluster.
-func templateContext(c *fleet.Cluster) map[string]interface{} {
-	values := map[string]interface{}{}
+func templateContext(c *fleet.Cluster) map[string]any {
+	values := map[string]any{}
 	if c.Spec.TemplateValues != nil {
 		values = c.Spec.TemplateValues.DeepCopy().Data
 	}
-	return map[string]interface{}{
+	return map[string]any{
 		"ClusterName":        c.Name,
 		"ClusterNamespace":   c.Namespace,
 		"ClusterLabels":      stringMap(c.Labels),
@@ -41,8 +41,8 @@ func templateContext(c *fleet.Cluster) map[string]interface{} {
 	}
 }
 
-func stringMap(m map[string]string) map[string]interface{} {
-	out := make(map[string]interface{}, len(m))
+func stringMap(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
 	for k, v := range m {
 		out[k] = v
 	}
@@ -69,7 +69,7 @@ func RenderValues(opts *fleet.BundleDeploymentOptions, c *fleet.Cluster) error {
 		return nil
 	}
 	ctx := templateContext(c)
-	values := map[string]interface{}{}
+	values := map[string]any{}
 	if h.Values != nil {
 		values = h.Values.DeepCopy().Data
 	}
@@ -82,7 +82,7 @@ func RenderValues(opts *fleet.BundleDeploymentOptions, c *fleet.Cluster) error {
 		if err != nil {
 			return err
 		}
-		values = map[string]interface{}{}
+		values = map[string]any{}
 		if err := yaml.Unmarshal([]byte(rendered), &values); err != nil {
 			return fmt.Errorf("helm.values: the rendered template is not valid YAML: %w", err)
 		}
@@ -92,13 +92,13 @@ func RenderValues(opts *fleet.BundleDeploymentOptions, c *fleet.Cluster) error {
 		if err != nil {
 			return err
 		}
-		var v interface{}
+		var v any
 		if err := yaml.Unmarshal([]byte(rendered), &v); err != nil {
 			return fmt.Errorf("helm.templateValues.%s: the rendered template is not valid YAML: %w", key, err)
 		}
 		values[key] = v
 	}
-	values = replaceLabelRefs(values, c.Labels).(map[string]interface{})
+	values = replaceLabelRefs(values, c.Labels).(map[string]any)
 	h.Values = &fleet.GenericMap{Data: values}
 	h.TemplateValues = nil
 	return nil
@@ -106,17 +106,17 @@ func RenderValues(opts *fleet.BundleDeploymentOptions, c *fleet.Cluster) error {
 
 // replaceLabelRefs returns v with every string "global.fleet.clusterLabels.KEY" replaced by
 // labels[KEY], in maps and lists at any depth.
-func replaceLabelRefs(v interface{}, labels map[string]string) interface{} {
+func replaceLabelRefs(v any, labels map[string]string) any {
 	switch t := v.(type) {
 	case string:
 		if key, ok := strings.CutPrefix(t, clusterLabelPrefix); ok {
 			return labels[key]
 		}
-	case map[string]interface{}:
+	case map[string]any:
 		for k, e := range t {
 			t[k] = replaceLabelRefs(e, labels)
 		}
-	case []interface{}:
+	case []any:
 		for i, e := range t {
 			t[i] = replaceLabelRefs(e, labels)
 		}
@@ -156,7 +156,7 @@ func (c *memo[V]) put(key string, v V, size int) {
 // for every cluster, and JSON is several times cheaper to produce than YAML.
 var yamlOf memo[string]
 
-func valuesYAML(values map[string]interface{}) (string, error) {
+func valuesYAML(values map[string]any) (string, error) {
 	key, err := json.Marshal(values)
 	if err != nil {
 		return "", err
@@ -189,7 +189,7 @@ func parse(text string) (*template.Template, error) {
 	return t, nil
 }
 
-func render(name, text string, ctx map[string]interface{}) (string, error) {
+func render(name, text string, ctx map[string]any) (string, error) {
 	if !strings.Contains(text, leftDelim) {
 		return text, nil
 	}

@@ -77,7 +77,7 @@ func (h *Heartbeat) CheckIn(ctx context.Context) error {
 			}
 		}
 	}
-	patch, err := json.Marshal(map[string]interface{}{"status": map[string]interface{}{"agent": agent}})
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"agent": agent}})
 	if err != nil {
 		return err
 	}

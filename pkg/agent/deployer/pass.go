@@ -40,7 +40,7 @@ const (
 // inputs are what a deploy uses besides the bundle's files, read afresh on every pass: a change
 // in valuesFrom sources or downstreamResources copies is a reason to deploy.
 type inputs struct {
-	values     map[string]interface{}
+	values     map[string]any
 	valuesHash string
 	downstream []metav1.Object
 }
@@ -234,7 +234,7 @@ func (h *handler) storedValues(bd *fleet.BundleDeployment) (*fleet.BundleDeploym
 	if len(data) == 0 || string(data) == "null" {
 		return opts, nil
 	}
-	values := map[string]interface{}{}
+	values := map[string]any{}
 	if err := json.Unmarshal(data, &values); err != nil {
 		return nil, helmdeployer.Permanent(fmt.Errorf("the Helm values of bundledeployment %s: secret %s, key values: %w", bd.Name, s.Name, err))
 	}

@@ -41,13 +41,13 @@ func (i *informers) start(gvr schema.GroupVersionResource) cache.SharedIndexInfo
 	inf, ok := i.started[gvr]
 	if !ok {
 		inf = i.factory.ForResource(gvr).Informer()
-		_ = inf.SetTransform(func(obj interface{}) (interface{}, error) {
+		_ = inf.SetTransform(func(obj any) (any, error) {
 			if m, err := meta.Accessor(obj); err == nil {
 				m.SetManagedFields(nil)
 			}
 			return obj, nil
 		})
-		notify := func(obj interface{}) {
+		notify := func(obj any) {
 			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = t.Obj
 			}
@@ -59,7 +59,7 @@ func (i *informers) start(gvr schema.GroupVersionResource) cache.SharedIndexInfo
 		}
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    notify,
-			UpdateFunc: func(_, obj interface{}) { notify(obj) },
+			UpdateFunc: func(_, obj any) { notify(obj) },
 			DeleteFunc: notify,
 		})
 		i.started[gvr] = inf

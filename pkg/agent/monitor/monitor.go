@@ -218,20 +218,20 @@ func comparePatchOps(cp fleet.ComparePatch) [][]byte {
 		if op.Op == ignoreOp {
 			continue // the whole object is left out of the comparison (dropIgnored)
 		}
-		var value interface{} = op.Value
-		var decoded interface{}
+		var value any = op.Value
+		var decoded any
 		if op.Value != "" && json.Unmarshal([]byte(op.Value), &decoded) == nil {
 			value = decoded
 		}
-		entry := map[string]interface{}{"op": op.Op, "path": op.Path}
+		entry := map[string]any{"op": op.Op, "path": op.Path}
 		if op.Op != "remove" {
 			entry["value"] = value
 		}
-		data, _ := json.Marshal([]interface{}{entry})
+		data, _ := json.Marshal([]any{entry})
 		out = append(out, data)
 	}
 	for _, p := range cp.JSONPointers {
-		data, _ := json.Marshal([]interface{}{map[string]interface{}{"op": "remove", "path": p}})
+		data, _ := json.Marshal([]any{map[string]any{"op": "remove", "path": p}})
 		out = append(out, data)
 	}
 	return out
@@ -246,7 +246,7 @@ func normalizeDesired(u *unstructured.Unstructured) {
 		hooks, found, _ := unstructured.NestedSlice(u.Object, "webhooks")
 		if found {
 			for _, h := range hooks {
-				if hm, ok := h.(map[string]interface{}); ok {
+				if hm, ok := h.(map[string]any); ok {
 					unstructured.RemoveNestedField(hm, "clientConfig", "caBundle")
 				}
 			}

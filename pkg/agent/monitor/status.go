@@ -149,7 +149,7 @@ func Readiness(obj *unstructured.Unstructured, ignore *fleet.IgnoreOptions) wsum
 		if found {
 			kept := conds[:0]
 			for _, c := range conds {
-				cm, _ := c.(map[string]interface{})
+				cm, _ := c.(map[string]any)
 				if !ignored(cm, ignore.Conditions) {
 					kept = append(kept, c)
 				}
@@ -162,7 +162,7 @@ func Readiness(obj *unstructured.Unstructured, ignore *fleet.IgnoreOptions) wsum
 
 // ignored reports whether a condition matches one of the ignore rules: every key of a rule
 // equal to the condition's field of that name.
-func ignored(cond map[string]interface{}, rules []map[string]string) bool {
+func ignored(cond map[string]any, rules []map[string]string) bool {
 	for _, rule := range rules {
 		if len(rule) == 0 {
 			continue
@@ -185,15 +185,15 @@ func ignored(cond map[string]interface{}, rules []map[string]string) bool {
 // annotations (the "applied" record it adds to the desired side), status, and empty leftovers.
 // It returns "" when nothing remains.
 func NormalizePatch(patch string) string {
-	data := map[string]interface{}{}
+	data := map[string]any{}
 	if err := json.Unmarshal([]byte(patch), &data); err != nil {
 		return patch
 	}
 	delete(data, "status")
 	delete(data, "kind")
 	delete(data, "apiVersion")
-	if md, ok := data["metadata"].(map[string]interface{}); ok {
-		if ann, ok := md["annotations"].(map[string]interface{}); ok {
+	if md, ok := data["metadata"].(map[string]any); ok {
+		if ann, ok := md["annotations"].(map[string]any); ok {
 			for k := range ann {
 				if strings.HasPrefix(k, apply.LabelPrefix) {
 					delete(ann, k)

@@ -15,7 +15,7 @@ import (
 
 func obj(t *testing.T, y string) *unstructured.Unstructured {
 	t.Helper()
-	m := map[string]interface{}{}
+	m := map[string]any{}
 	if err := yaml.Unmarshal([]byte(y), &m); err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ status: {x: 1}
 `)
 	normalizeDesired(u)
 	hooks, _, _ := unstructured.NestedSlice(u.Object, "webhooks")
-	cc := hooks[0].(map[string]interface{})["clientConfig"].(map[string]interface{})
+	cc := hooks[0].(map[string]any)["clientConfig"].(map[string]any)
 	if _, ok := cc["caBundle"]; ok {
 		t.Error("caBundle kept")
 	}

@@ -252,7 +252,7 @@ func applyOne(o Options, bundles fleetcontrollers.BundleClient, out io.Writer) e
 
 func writeYAML(dest string, bundles []*fleet.Bundle, out io.Writer) error {
 	var buf bytes.Buffer
-	objs := make([]interface{}, len(bundles))
+	objs := make([]any, len(bundles))
 	for i, b := range bundles {
 		objs[i] = b
 	}

@@ -9,13 +9,13 @@ import (
 )
 
 // WriteYAML writes each object as a YAML document, leaving out its status.
-func WriteYAML(w io.Writer, objs ...interface{}) error {
+func WriteYAML(w io.Writer, objs ...any) error {
 	for _, o := range objs {
 		raw, err := yaml.Marshal(o)
 		if err != nil {
 			return err
 		}
-		m := map[string]interface{}{}
+		m := map[string]any{}
 		if err := yaml.Unmarshal(raw, &m); err != nil {
 			return err
 		}

@@ -35,7 +35,7 @@ func ReadObjects(path string, in *Input) error {
 	}
 	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	for doc := 1; ; doc++ {
-		var raw map[string]interface{}
+		var raw map[string]any
 		if err := dec.Decode(&raw); err == io.EOF {
 			return nil
 		} else if err != nil {
@@ -47,13 +47,13 @@ func ReadObjects(path string, in *Input) error {
 	}
 }
 
-func addObject(raw map[string]interface{}, in *Input) error {
+func addObject(raw map[string]any, in *Input) error {
 	if raw == nil {
 		return nil
 	}
-	if items, ok := raw["items"].([]interface{}); ok {
+	if items, ok := raw["items"].([]any); ok {
 		for _, it := range items {
-			m, _ := it.(map[string]interface{})
+			m, _ := it.(map[string]any)
 			if err := addObject(m, in); err != nil {
 				return err
 			}

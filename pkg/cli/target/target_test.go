@@ -26,7 +26,7 @@ func TestPlanFromFiles(t *testing.T) {
 	if len(deps) != 2 {
 		t.Fatalf("%d deployments", len(deps))
 	}
-	replicas := map[string]interface{}{}
+	replicas := map[string]any{}
 	for _, bd := range deps {
 		replicas[bd.Labels["fleet.cattle.io/cluster"]] = bd.Spec.Options.Helm.Values.Data["replicas"]
 		if bd.Spec.DeploymentID != bd.Spec.StagedDeploymentID || !strings.HasPrefix(bd.Spec.DeploymentID, results[0].Content+":") {

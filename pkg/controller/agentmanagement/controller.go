@@ -80,14 +80,14 @@ func Register(ctx context.Context, d Deps) (status func(*fleet.Cluster, fleet.Cl
 	d.Clusters.OnChange(ctx, "agent-bundle", h.onChange)
 	_, _ = d.BundleDeployments.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    h.enqueueFor,
-		UpdateFunc: func(_, cur interface{}) { h.enqueueFor(cur) },
+		UpdateFunc: func(_, cur any) { h.enqueueFor(cur) },
 		DeleteFunc: h.enqueueFor,
 	})
 	return h.status
 }
 
 // enqueueFor brings a Cluster back when its agent's BundleDeployment changes.
-func (h *handler) enqueueFor(obj interface{}) {
+func (h *handler) enqueueFor(obj any) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}

@@ -61,7 +61,7 @@ func TestRenderMemo(t *testing.T) {
 	}
 
 	// Rendering errors are remembered for the same inputs, and forgotten when they change.
-	b.Spec.Helm = &fleet.HelmOptions{Values: &fleet.GenericMap{Data: map[string]interface{}{"x": "${ .Nope.Nope }"}}}
+	b.Spec.Helm = &fleet.HelmOptions{Values: &fleet.GenericMap{Data: map[string]any{"x": "${ .Nope.Nope }"}}}
 	b.Generation = 3
 	if err := memo.check(b, ci, m, "s-content", fp()); err == nil {
 		t.Fatal("a templating error is reported")

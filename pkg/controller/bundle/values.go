@@ -32,7 +32,7 @@ func storedValues(secrets corecontrollers.SecretCache, b *fleet.Bundle) error {
 		if !ok || len(data) == 0 {
 			return nil, nil
 		}
-		m := map[string]interface{}{}
+		m := map[string]any{}
 		if err := json.Unmarshal(data, &m); err != nil {
 			return nil, fmt.Errorf("the Helm values of bundle %s/%s: secret %s/%s, key %s: %w", b.Namespace, b.Name, s.Namespace, s.Name, key, err)
 		}

@@ -111,7 +111,7 @@ func Register(ctx context.Context, d Deps) {
 		interval: d.CheckinInterval, revoke: d.Revoke, steps: d.StatusSteps, now: time.Now}
 	d.Clusters.OnChange(ctx, "cluster", h.OnChange)
 	fleetcontrollers.RegisterClusterStatusHandler(ctx, d.Clusters, "", "cluster-status", h.statusHandler)
-	enqueue := func(obj interface{}, delay time.Duration) {
+	enqueue := func(obj any, delay time.Duration) {
 		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = t.Obj
 		}
@@ -123,9 +123,9 @@ func Register(ctx context.Context, d Deps) {
 		}
 	}
 	_, _ = d.BundleDeployments.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj interface{}) { enqueue(obj, changeDelay(nil, obj)) },
-		DeleteFunc: func(obj interface{}) { enqueue(obj, changeDelay(obj, nil)) },
-		UpdateFunc: func(old, cur interface{}) { enqueue(cur, changeDelay(old, cur)) },
+		AddFunc:    func(obj any) { enqueue(obj, changeDelay(nil, obj)) },
+		DeleteFunc: func(obj any) { enqueue(obj, changeDelay(obj, nil)) },
+		UpdateFunc: func(old, cur any) { enqueue(cur, changeDelay(old, cur)) },
 	})
 }
 
@@ -134,7 +134,7 @@ func Register(ctx context.Context, d Deps) {
 // (a status change) shows soon; what the manager did (a new deployment, a new spec, a deletion)
 // comes in numbers, one per cluster of a Bundle, and is coalesced: a cluster whose Bundles go
 // one after the other has its status written once or twice, not once each.
-func changeDelay(old, cur interface{}) time.Duration {
+func changeDelay(old, cur any) time.Duration {
 	o, ok1 := old.(*fleet.BundleDeployment)
 	c, ok2 := cur.(*fleet.BundleDeployment)
 	if ok1 && ok2 && o.Generation == c.Generation {

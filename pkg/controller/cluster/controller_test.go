@@ -90,7 +90,7 @@ func TestChangeDelay(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name     string
-		old, cur interface{}
+		old, cur any
 		want     time.Duration
 	}{
 		{"created", nil, bd(1, false), specDelay},

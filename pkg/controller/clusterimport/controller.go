@@ -225,7 +225,7 @@ func (h *handler) agentObjects(c *fleet.Cluster, values registration.Values) ([]
 	}
 	settings := h.Settings()
 	chartValues := agentmanifest.Values(c, settings)
-	for k, v := range map[string]interface{}{"token": values.Token, "apiServerURL": values.APIServerURL, "apiServerCA": values.APIServerCA,
+	for k, v := range map[string]any{"token": values.Token, "apiServerURL": values.APIServerURL, "apiServerCA": values.APIServerCA,
 		"clusterNamespace": values.ClusterNamespace, "systemRegistrationNamespace": values.SystemRegistrationNamespace,
 		"clientID": c.Spec.ClientID, "createNamespace": true, "agentConfig": true} {
 		chartValues[k] = v

@@ -39,7 +39,7 @@ func Register(ctx context.Context, contents fleetcontrollers.ContentController, 
 	}
 	h := &handler{grace: grace, contents: contents, bdCache: bds.Cache(), now: time.Now}
 	fleetcontrollers.RegisterContentStatusHandler(ctx, contents, "", "content-gc", h.status)
-	enqueue := func(obj interface{}) {
+	enqueue := func(obj any) {
 		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = t.Obj
 		}
@@ -53,7 +53,7 @@ func Register(ctx context.Context, contents fleetcontrollers.ContentController, 
 	_, _ = bds.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
 		DeleteFunc: enqueue,
-		UpdateFunc: func(old, cur interface{}) { enqueue(old); enqueue(cur) },
+		UpdateFunc: func(old, cur any) { enqueue(old); enqueue(cur) },
 	})
 }
 

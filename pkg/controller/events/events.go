@@ -93,7 +93,7 @@ func watch[T interface {
 	GetResourceVersion() string
 	GetLabels() map[string]string
 }](inf cache.SharedIndexInformer, sel labels.Selector, changed func(old, cur T)) {
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(o, c interface{}) {
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(o, c any) {
 		old, ok1 := o.(T)
 		cur, ok2 := c.(T)
 		if ok1 && ok2 && old.GetResourceVersion() != cur.GetResourceVersion() && sel.Matches(labels.Set(cur.GetLabels())) {

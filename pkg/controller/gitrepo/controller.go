@@ -160,7 +160,7 @@ func watchSecrets(d Deps) {
 		}
 		return out, nil
 	})
-	enqueue := func(obj interface{}) {
+	enqueue := func(obj any) {
 		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = t.Obj
 		}
@@ -172,7 +172,7 @@ func watchSecrets(d Deps) {
 		}
 	}
 	_, _ = d.Secrets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue, DeleteFunc: enqueue, UpdateFunc: func(_, cur interface{}) { enqueue(cur) }})
+		AddFunc: enqueue, DeleteFunc: enqueue, UpdateFunc: func(_, cur any) { enqueue(cur) }})
 }
 
 // watchChildren brings a GitRepo's roll-up up to date when its Bundles, deployments, Jobs or its

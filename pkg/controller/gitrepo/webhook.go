@@ -368,9 +368,9 @@ func parseBitbucketServer(r *http.Request, secret map[string][]byte) (*push, err
 		return nil, nil
 	}
 	var urls []string
-	if clones, ok := p.Repository.Links["clone"].([]interface{}); ok {
+	if clones, ok := p.Repository.Links["clone"].([]any); ok {
 		for _, c := range clones {
-			if m, ok := c.(map[string]interface{}); ok {
+			if m, ok := c.(map[string]any); ok {
 				if href, ok := m["href"].(string); ok {
 					urls = append(urls, href)
 				}

@@ -57,8 +57,8 @@ func TestGenericMapRoundTripAndDeepCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	cp := m.DeepCopy()
-	cp.Data["a"].(map[string]interface{})["b"] = "changed"
-	if _, ok := m.Data["a"].(map[string]interface{})["b"].([]interface{}); !ok {
+	cp.Data["a"].(map[string]any)["b"] = "changed"
+	if _, ok := m.Data["a"].(map[string]any)["b"].([]any); !ok {
 		t.Fatal("DeepCopy shares nested maps with the original")
 	}
 	out, err := m.MarshalJSON()

@@ -13,7 +13,7 @@ import (
 // +kubebuilder:pruning:PreserveUnknownFields
 // +kubebuilder:validation:Type=object
 type GenericMap struct {
-	Data map[string]interface{} `json:"-"`
+	Data map[string]any `json:"-"`
 	// Compacted holds the map as canonical JSON in place of Data (see Compact); it is never
 	// serialized as such.
 	Compacted string `json:"-"`
@@ -32,7 +32,7 @@ func (in GenericMap) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads any JSON object.
 func (in *GenericMap) UnmarshalJSON(data []byte) error {
-	in.Data, in.Compacted = map[string]interface{}{}, ""
+	in.Data, in.Compacted = map[string]any{}, ""
 	return json.Unmarshal(data, &in.Data)
 }
 

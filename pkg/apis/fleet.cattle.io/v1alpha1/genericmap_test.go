@@ -6,7 +6,7 @@ import (
 )
 
 func TestGenericMapCompact(t *testing.T) {
-	m := &GenericMap{Data: map[string]interface{}{"b": map[string]interface{}{"x": []interface{}{1.5, "y"}}, "a": true}}
+	m := &GenericMap{Data: map[string]any{"b": map[string]any{"x": []any{1.5, "y"}}, "a": true}}
 	before, _ := json.Marshal(m)
 	m.Compact()
 	if m.Data != nil || m.Compacted != `{"a":true,"b":{"x":[1.5,"y"]}}` {
