@@ -116,6 +116,8 @@ type attempt struct {
 
 type handler struct {
 	Deps
+	// ctx is the controller's: its end cancels polls, clones and applies in flight.
+	ctx   context.Context
 	slots chan struct{}
 	// runs maps a GitRepo's key to its latest attempt.
 	mu   sync.Mutex
@@ -128,7 +130,7 @@ func Register(ctx context.Context, d Deps) {
 	if d.Runs <= 0 {
 		d.Runs = 4
 	}
-	h := &handler{Deps: d, slots: make(chan struct{}, d.Runs), runs: map[string]*attempt{}, now: time.Now}
+	h := &handler{Deps: d, ctx: ctx, slots: make(chan struct{}, d.Runs), runs: map[string]*attempt{}, now: time.Now}
 	d.GitRepos.Cache().AddIndexer(byRepoURL, func(gr *fleet.GitRepo) ([]string, error) {
 		if k := gitsource.RepoKey(gr.Spec.Repo); k != "" {
 			return []string{k}, nil
@@ -207,6 +209,14 @@ func watchChildren(ctx context.Context, d Deps) {
 		}
 		return bd, nil
 	})
+}
+
+// context is the controller's (Background for a handler made without Register, in tests).
+func (h *handler) context() context.Context {
+	if h.ctx == nil {
+		return context.Background()
+	}
+	return h.ctx
 }
 
 func (h *handler) log(gr *fleet.GitRepo) *logrus.Entry {
@@ -360,7 +370,7 @@ func (h *handler) pollWhenDue(gr *fleet.GitRepo, src gitsource.Source, status *f
 }
 
 func (h *handler) poll(gr *fleet.GitRepo, src gitsource.Source, status *fleet.GitRepoStatus, now time.Time) {
-	ctx, cancel := context.WithTimeout(context.Background(), h.Config.Get().GitClientTimeout.Duration)
+	ctx, cancel := context.WithTimeout(h.context(), h.Config.Get().GitClientTimeout.Duration)
 	defer cancel()
 	started := time.Now()
 	commit, err := gitsource.LatestCommit(ctx, src)
@@ -499,7 +509,7 @@ func (h *handler) cloneAndApply(gr *fleet.GitRepo, src gitsource.Source, commit 
 	if timeout <= 0 {
 		timeout = DefaultRunTimeout
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(h.context(), timeout)
 	defer cancel()
 	err := h.cloneAndApplyIn(ctx, gr, src, commit, o)
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -612,7 +622,7 @@ func (h *handler) secret(ns, name string) (*corev1.Secret, error) {
 	if h.Secrets != nil {
 		s, err = h.Secrets.Cache().Get(ns, name)
 	} else {
-		s, err = h.Kube.CoreV1().Secrets(ns).Get(context.Background(), name, metav1.GetOptions{})
+		s, err = h.Kube.CoreV1().Secrets(ns).Get(h.context(), name, metav1.GetOptions{})
 	}
 	if err != nil {
 		return nil, err

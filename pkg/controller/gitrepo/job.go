@@ -1,7 +1,6 @@
 package gitrepo
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -168,7 +167,7 @@ func jobFailed(job *batchv1.Job) bool {
 // jobMessage is the termination message of the Job's failed container (what fleet gitcloner or
 // fleet apply said), else the Job's own reason.
 func (h *handler) jobMessage(job *batchv1.Job) string {
-	pods, err := h.Kube.CoreV1().Pods(job.Namespace).List(context.Background(), metav1.ListOptions{
+	pods, err := h.Kube.CoreV1().Pods(job.Namespace).List(h.context(), metav1.ListOptions{
 		LabelSelector: labels.Set{"job-name": job.Name}.String()})
 	if err == nil {
 		for _, p := range pods.Items {

@@ -69,6 +69,8 @@ type Deps struct {
 
 type handler struct {
 	Deps
+	// ctx is the controller's: its end cancels chart lookups in flight.
+	ctx context.Context
 	now func() time.Time
 	mu  sync.Mutex
 	// failures counts each HelmOp's polls failed in a row, by namespace/name.
@@ -83,7 +85,7 @@ type handler struct {
 
 // Register starts turning HelmOps into Bundles.
 func Register(ctx context.Context, d Deps) {
-	h := &handler{Deps: d, now: time.Now, failures: map[string]int{}, resolved: map[string]string{}, retryAt: map[string]time.Time{}}
+	h := &handler{Deps: d, ctx: ctx, now: time.Now, failures: map[string]int{}, resolved: map[string]string{}, retryAt: map[string]time.Time{}}
 	fleetcontrollers.RegisterHelmOpGeneratingHandler(ctx, d.HelmOps, d.Apply.WithCacheTypes(d.Bundles), ConditionAccepted, bundleSet, h.generate, nil)
 	enqueue := func(ns string, labels map[string]string) {
 		if name := labels[fleet.HelmNameLabel]; name != "" {
@@ -220,7 +222,11 @@ func (h *handler) resolve(op *fleet.HelmOp) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), pollTimeout)
+	parent := h.ctx
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(parent, pollTimeout)
 	defer cancel()
 	hl := op.Spec.Helm.DeepCopy()
 	if strings.TrimSpace(hl.Version) == "*" {

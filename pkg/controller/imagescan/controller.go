@@ -65,6 +65,8 @@ type Deps struct {
 
 type handler struct {
 	Deps
+	// ctx is the controller's: its end cancels scans and pushes in flight.
+	ctx context.Context
 	now func() time.Time
 	mu  sync.Mutex
 	// failures counts each ImageScan's failures in a row, and retryAt is when the last failed
@@ -75,7 +77,7 @@ type handler struct {
 
 // Register starts running ImageScans.
 func Register(ctx context.Context, d Deps) {
-	h := &handler{Deps: d, now: time.Now, failures: map[string]int{}, retryAt: map[string]time.Time{}}
+	h := &handler{Deps: d, ctx: ctx, now: time.Now, failures: map[string]int{}, retryAt: map[string]time.Time{}}
 	fleetcontrollers.RegisterImageScanStatusHandler(ctx, d.ImageScans, "", "imagescan", h.status)
 }
 
@@ -105,7 +107,11 @@ func (h *handler) status(scan *fleet.ImageScan, st fleet.ImageScanStatus) (fleet
 	written := c != nil && c.Status == corev1.ConditionTrue && st.ObservedGeneration == scan.Generation
 	previous := st.LatestTag
 	st.LastScanTime, st.ObservedGeneration = metav1.NewTime(now), scan.Generation
-	ctx, cancel := context.WithTimeout(context.Background(), scanTimeout)
+	parent := h.ctx
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(parent, scanTimeout)
 	defer cancel()
 	err := h.scan(ctx, scan, &st)
 	if err == nil && !(written && st.LatestTag == previous) {
