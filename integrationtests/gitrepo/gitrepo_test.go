@@ -498,7 +498,7 @@ var _ = Describe("GitRepo", func() {
 				first := publish(repo, "main", map[string]string{"app/cm.yaml": configMap("app", "1")})
 				newGitRepo(repo, repo, func(s *fleet.GitRepoSpec) { s.DisablePolling, s.WebhookSecret = true, webhookSecret })
 				// Without polling, the first commit is still fetched; the next one waits for a webhook.
-				Eventually(func() map[string]string { return bundlesOf(repo) }).Should(Equal(map[string]string{repo + "-app": first}))
+				Eventually(func() string { return gitRepo(repo).Status.Commit }).Should(Equal(first))
 				second := publish(repo, "main", map[string]string{"app/cm.yaml": configMap("app", "2")})
 				Consistently(func() map[string]string { return bundlesOf(repo) }, 5*time.Second).Should(Equal(map[string]string{repo + "-app": first}),
 					"more than two polling intervals pass without a look")
