@@ -54,6 +54,8 @@ var _ = Describe("fleet monitor and fleet analyze", func() {
 
 		_, err = clients.Content().Create(&fleet.Content{ObjectMeta: metav1.ObjectMeta{Name: "s-monitored"}})
 		Expect(err).NotTo(HaveOccurred())
+		// (Contents are cluster-scoped: other specs count them.)
+		DeferCleanup(func() { Expect(clients.Content().Delete("s-monitored", &metav1.DeleteOptions{})).To(Succeed()) })
 		second, _ := snapshot()
 		file := filepath.Join(GinkgoT().TempDir(), "snapshots.json")
 		Expect(os.WriteFile(file, []byte(first+second), 0o644)).To(Succeed())
