@@ -4,10 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/kubernetes"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
-	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
 	"github.com/fleetgo/fleet/pkg/install"
 )
 
@@ -53,19 +51,11 @@ func newInstallAgentToken() *cobra.Command {
 		Short: "Create a registration token on the manager and print the manifest that registers a downstream cluster with it",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := kube.restConfig()
+			api, kc, err := kube.clients()
 			if err != nil {
 				return err
 			}
-			ff, err := fleetfactory.NewFactoryFromConfig(cfg)
-			if err != nil {
-				return err
-			}
-			kc, err := kubernetes.NewForConfig(cfg)
-			if err != nil {
-				return err
-			}
-			out, err := install.AgentToken(cmd.Context(), ff.Fleet().V1alpha1(), kc, o)
+			out, err := install.AgentToken(cmd.Context(), api, kc, o)
 			if err != nil {
 				return err
 			}

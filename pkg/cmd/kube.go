@@ -4,9 +4,12 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
+	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 	"github.com/fleetgo/fleet/pkg/leader"
 	"github.com/fleetgo/fleet/pkg/logfields"
 )
@@ -28,6 +31,23 @@ func (k *kubeFlags) restConfig() (*rest.Config, error) {
 	rules.ExplicitPath = k.kubeconfig
 	overrides := &clientcmd.ConfigOverrides{CurrentContext: k.context}
 	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+}
+
+// clients are the manager's Fleet API and its core API, reached with the flags.
+func (k *kubeFlags) clients() (fleetcontrollers.Interface, kubernetes.Interface, error) {
+	cfg, err := k.restConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	ff, err := fleetfactory.NewFactoryFromConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ff.Fleet().V1alpha1(), kc, nil
 }
 
 // bindLogging adds the logging flags of the long-running commands.

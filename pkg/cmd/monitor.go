@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fleetgo/fleet/pkg/cli/monitor"
-	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
 )
 
 func newMonitor() *cobra.Command {
@@ -30,15 +29,11 @@ func newMonitor() *cobra.Command {
 			"`fleet analyze` reads them.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := kube.restConfig()
+			api, _, err := kube.clients()
 			if err != nil {
 				return err
 			}
-			ff, err := fleetfactory.NewFactoryFromConfig(cfg)
-			if err != nil {
-				return err
-			}
-			api, enc := ff.Fleet().V1alpha1(), json.NewEncoder(cmd.OutOrStdout())
+			enc := json.NewEncoder(cmd.OutOrStdout())
 			for n := 0; count == 0 || n < count; n++ {
 				if n > 0 {
 					select {
