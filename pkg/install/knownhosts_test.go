@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"golang.org/x/crypto/ssh"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chartutil"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
@@ -100,5 +102,60 @@ func knownKeysAreTheSchemas(t *testing.T, chart string) {
 	want := slices.Sorted(maps.Keys(schema.Properties))
 	if got := strings.Fields(known); !slices.Equal(got, want) {
 		t.Errorf("%s: known-keys %v, the schema's properties %v", chart, got, want)
+	}
+}
+
+// global.cattle.imagePullSecrets (names, or {name: ...}) reach the controller's and the agent's
+// pods, as Rancher's private-registry setting expects.
+func TestImagePullSecrets(t *testing.T) {
+	values := map[string]any{"global": map[string]any{"cattle": map[string]any{"imagePullSecrets": []any{"regcred", map[string]any{"name": "other"}}}}}
+	for chart, deployment := range map[string]string{charts.Fleet: "Deployment/fleet-controller", charts.Agent: "Deployment/fleet-agent"} {
+		out, err := Render(chart, chart, "cattle-fleet-system", values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod := podOf(t, objectsOf(t, out)[deployment])
+		var names []string
+		for _, s := range pod.ImagePullSecrets {
+			names = append(names, s.Name)
+		}
+		if !slices.Equal(names, []string{"regcred", "other"}) {
+			t.Errorf("%s: imagePullSecrets %v", chart, names)
+		}
+	}
+}
+
+// migrations.gitrepoHelmURLRegexMigration runs `fleet migrate gitrepo-helm-url-regex` as a
+// post-upgrade hook Job, as the controller's ServiceAccount; off, there is none.
+func TestMigrationHook(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		c, err := charts.Load(charts.Fleet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := action.NewInstall(&action.Configuration{Capabilities: chartutil.DefaultCapabilities})
+		in.DryRun, in.ClientOnly, in.ReleaseName, in.Namespace = true, true, "fleet", "cattle-fleet-system"
+		rel, err := in.Run(c, map[string]any{"migrations": map[string]any{"gitrepoHelmURLRegexMigration": on}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var job string
+		for _, h := range rel.Hooks {
+			if h.Name == "fleet-migrate-gitrepo-helm-url-regex" {
+				job = h.Manifest
+			}
+		}
+		if !on {
+			if job != "" {
+				t.Error("migration off, yet its Job")
+			}
+			continue
+		}
+		for _, want := range []string{"helm.sh/hook: post-upgrade", "serviceAccountName: fleet-controller", "- migrate",
+			"- gitrepo-helm-url-regex", "- --system-namespace=cattle-fleet-system"} {
+			if !strings.Contains(job, want) {
+				t.Errorf("hook Job lacks %q:\n%s", want, job)
+			}
+		}
 	}
 }

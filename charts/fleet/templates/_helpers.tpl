@@ -14,3 +14,14 @@
 {{- range $k, $v := .Values.controller.reconciler.workers }}{{ if gt (int $v) $max }}{{ $max = int $v }}{{ end }}{{ end -}}
 {{ $max }}
 {{- end -}}
+
+{{- /* The pods' imagePullSecrets: global.cattle.imagePullSecrets, as Rancher sets it, each entry
+a Secret's name or {name: ...}. */}}
+{{- define "fleet.imagePullSecrets" -}}
+{{- with ((.Values.global | default dict).cattle | default dict).imagePullSecrets }}
+imagePullSecrets:
+{{- range . }}
+- name: {{ if kindIs "map" . }}{{ .name }}{{ else }}{{ . }}{{ end }}
+{{- end }}
+{{- end }}
+{{- end }}
