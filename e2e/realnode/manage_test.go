@@ -91,6 +91,9 @@ func managedAgentContext() {
 	It("makes every agent follow a changed check-in interval within one interval", func(ctx context.Context) {
 		sh(mgmt.Kubeconfig, "helm", "-n", "cattle-fleet-system", "upgrade", "--reuse-values", "--wait",
 			"--set", "agentCheckinInterval=6s", "fleet", "fleet/fleet")
+		// The upgrade ran the chart's post-upgrade migration Job on a real node (helm waits for it).
+		Expect(sh(mgmt.Kubeconfig, "kubectl", "-n", "cattle-fleet-system", "get", "configmap", "fleet-helm-url-regex-migrated",
+			"-o", "jsonpath={.metadata.name}")).To(Equal("fleet-helm-url-regex-migrated"))
 		for _, a := range agents {
 			Eventually(func(g Gomega) {
 				p := running(ctx, g, a)
