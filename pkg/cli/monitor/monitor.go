@@ -135,6 +135,7 @@ func Take(api fleetcontrollers.Interface, ns string, now time.Time) (*Snapshot, 
 	for i := range grs.Items {
 		s.addGitRepo(&grs.Items[i], bundles.Items)
 	}
+	contents := map[string]bool{} // exists, by name: many deployments share a Content
 	for i := range bds.Items {
 		bd := &bds.Items[i]
 		bns := bd.Labels[fleet.BundleNamespaceLabel]
@@ -142,7 +143,7 @@ func Take(api fleetcontrollers.Interface, ns string, now time.Time) (*Snapshot, 
 			continue
 		}
 		_, hasBundle := bundleCommits[bns+"/"+bd.Labels[fleet.BundleLabel]]
-		if err := s.addDeployment(api, bd, hasBundle); err != nil {
+		if err := s.addDeployment(api, bd, hasBundle, contents); err != nil {
 			return nil, err
 		}
 	}
@@ -198,7 +199,7 @@ func (s *Snapshot) addBundle(b *fleet.Bundle) {
 	}
 }
 
-func (s *Snapshot) addDeployment(api fleetcontrollers.Interface, bd *fleet.BundleDeployment, hasBundle bool) error {
+func (s *Snapshot) addDeployment(api fleetcontrollers.Interface, bd *fleet.BundleDeployment, hasBundle bool, contents map[string]bool) error {
 	s.BundleDeployments = append(s.BundleDeployments, BundleDeployment{Namespace: bd.Namespace, Name: bd.Name,
 		Bundle: bd.Labels[fleet.BundleNamespaceLabel] + "/" + bd.Labels[fleet.BundleLabel], DeploymentID: bd.Spec.DeploymentID,
 		StagedDeploymentID: bd.Spec.StagedDeploymentID, AppliedDeploymentID: bd.Status.AppliedDeploymentID,
@@ -213,13 +214,20 @@ func (s *Snapshot) addDeployment(api fleetcontrollers.Interface, bd *fleet.Bundl
 		s.issue(NotReady, "BundleDeployment", bd, "Ready is %q: %s", ready, msg)
 	}
 	content, _, _ := strings.Cut(bd.Spec.DeploymentID, ":")
-	if content == "" {
-		return nil
+	if content == "" || bd.Spec.OCIContents {
+		return nil // (a registry keeps OCI contents)
 	}
-	if _, err := api.Content().Get(content, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+	exists, seen := contents[content]
+	if !seen {
+		_, err := api.Content().Get(content, metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
+			return fmt.Errorf("reading content %s: %w", content, err)
+		}
+		exists = !apierrors.IsNotFound(err)
+		contents[content] = exists
+	}
+	if !exists {
 		s.issue(ContentMissing, "BundleDeployment", bd, "Content %s does not exist", content)
-	} else if err != nil && !apierrors.IsForbidden(err) {
-		return fmt.Errorf("reading content %s: %w", content, err)
 	}
 	return nil
 }

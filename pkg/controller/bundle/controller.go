@@ -40,6 +40,7 @@ import (
 	"github.com/fleetgo/fleet/pkg/ocistorage"
 	"github.com/fleetgo/fleet/pkg/policy"
 	"github.com/fleetgo/fleet/pkg/restriction"
+	"github.com/fleetgo/fleet/pkg/secretuse"
 	"github.com/fleetgo/fleet/pkg/summary"
 	"github.com/fleetgo/fleet/pkg/target"
 )
@@ -81,6 +82,9 @@ type Deps struct {
 	// GitRepos name the registry Secret of their Bundles (ociRegistrySecret); nil: the
 	// namespace's Secret ocistorage.
 	GitRepos fleetcontrollers.GitRepoCache
+	// Guard refuses, as a registry's Secret, a Secret that is a credential of the manager or a
+	// cluster (package secretuse).
+	Guard secretuse.Guard
 	// CheckinInterval is the agents' check-in interval, to tell offline clusters.
 	CheckinInterval func() time.Duration
 }
@@ -100,6 +104,7 @@ type handler struct {
 	// secretWriter and gitrepos serve Bundles whose contents a registry keeps (oci.go).
 	secretWriter corecontrollers.SecretClient
 	gitrepos     fleetcontrollers.GitRepoCache
+	guard        secretuse.Guard
 	checkin      func() time.Duration
 	now          func() time.Time
 	memo         *renderMemo
@@ -121,7 +126,7 @@ func Register(ctx context.Context, d Deps) {
 		bundles: d.Bundles, bds: d.BundleDeployments, bdCache: d.BundleDeployments.Cache(),
 		clusters: d.Clusters.Cache(), groups: d.ClusterGroups.Cache(), contents: d.Contents,
 		mappings: d.Mappings.Cache(), policies: d.Policies, restrict: d.Restrictions, secrets: d.Secrets, nsCache: d.Namespaces,
-		secretWriter: d.SecretWriter, gitrepos: d.GitRepos, checkin: d.CheckinInterval, now: time.Now,
+		secretWriter: d.SecretWriter, gitrepos: d.GitRepos, guard: d.Guard, checkin: d.CheckinInterval, now: time.Now,
 		memo: newRenderMemo(), facts: newClusterFacts(), plans: newPlanCache(), created: &recentlyCreated{m: map[string]createdEntry{}},
 		writeSlots: make(chan struct{}, maxWritesInFlight),
 		cpu:        make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1)),

@@ -27,6 +27,11 @@ func (h *handler) ociStorage(b *fleet.Bundle) (*ocistorage.Storage, error) {
 		}
 	}
 	s, err := h.secrets.Get(b.Namespace, name)
+	if err == nil {
+		// A tenant names it (ociRegistrySecret): never a credential of the manager or a cluster,
+		// whose data would be copied next to the BundleDeployments.
+		err = h.guard.Check(s, "Bundle of namespace "+b.Namespace)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("the contents of bundle %s/%s are in a registry (spec.contentsId %s): secret %s/%s: %w",
 			b.Namespace, b.Name, b.Spec.ContentsID, b.Namespace, name, err)
