@@ -6,15 +6,15 @@ MODULE := github.com/fleetgo/fleet
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse --verify -q HEAD 2>/dev/null || echo unknown)
 BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
-LDFLAGS := -X $(MODULE)/pkg/version.Version=$(VERSION) \
-	-X $(MODULE)/pkg/version.GitCommit=$(COMMIT) \
-	-X $(MODULE)/pkg/version.BuildDate=$(BUILD_DATE)
+LDFLAGS := -X $(MODULE)/internal/version.Version=$(VERSION) \
+	-X $(MODULE)/internal/version.GitCommit=$(COMMIT) \
+	-X $(MODULE)/internal/version.BuildDate=$(BUILD_DATE)
 
 # The image's binaries carry the commit's time as build date, so a commit gives one digest.
 IMAGE_CREATED ?= $(shell git log -1 --format=%cI 2>/dev/null || echo 1970-01-01T00:00:00Z)
-IMAGE_LDFLAGS := -s -w -X $(MODULE)/pkg/version.Version=$(VERSION) \
-	-X $(MODULE)/pkg/version.GitCommit=$(COMMIT) \
-	-X $(MODULE)/pkg/version.BuildDate=$(IMAGE_CREATED)
+IMAGE_LDFLAGS := -s -w -X $(MODULE)/internal/version.Version=$(VERSION) \
+	-X $(MODULE)/internal/version.GitCommit=$(COMMIT) \
+	-X $(MODULE)/internal/version.BuildDate=$(IMAGE_CREATED)
 IMAGE_ARGS = -binaries amd64=bin/linux-amd64/fleet,arm64=bin/linux-arm64/fleet -version $(VERSION) \
 	-revision $(COMMIT) -created $(IMAGE_CREATED) -out bin/image
 

@@ -10,7 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/fleetgo/fleet/pkg/cmd"
+	"github.com/fleetgo/fleet/internal/cmd"
 )
 
 func main() {

@@ -12,7 +12,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 
-	"github.com/fleetgo/fleet/pkg/version"
+	"github.com/fleetgo/fleet/internal/version"
 )
 
 //go:embed all:fleet-crd all:fleet all:fleet-agent

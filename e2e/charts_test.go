@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fleetgo/fleet/integrationtests/testenv"
-	"github.com/fleetgo/fleet/pkg/chartinstall"
+	"github.com/fleetgo/fleet/internal/harness/chartinstall"
 )
 
 var _ = Describe("charts", func() {

@@ -17,8 +17,8 @@ import (
 
 	"github.com/fleetgo/fleet/dev/example"
 	"github.com/fleetgo/fleet/integrationtests/testenv"
+	"github.com/fleetgo/fleet/internal/harness/localcluster"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
-	"github.com/fleetgo/fleet/pkg/localcluster"
 )
 
 func replicas(d *downstreamCluster, ns, name string) func() (int32, error) {

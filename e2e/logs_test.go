@@ -12,9 +12,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fleetgo/fleet/internal/controller/bootstrap"
+	"github.com/fleetgo/fleet/internal/registration"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
-	"github.com/fleetgo/fleet/pkg/controller/bootstrap"
-	"github.com/fleetgo/fleet/pkg/registration"
 )
 
 // After the whole run, the debug logs of the controller and of every agent hold none of the

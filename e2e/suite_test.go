@@ -1,5 +1,5 @@
 // Package e2e_test runs the whole system as a user would, following the documented journey: a
-// management cluster and two downstream clusters from pkg/localcluster, the `fleet controller`
+// management cluster and two downstream clusters from internal/harness/localcluster, the `fleet controller`
 // and `fleet agent` processes of the built binary, a git server with basic auth holding the
 // example repository of dev/example, a chart repository, and kubectl.
 //
@@ -34,14 +34,14 @@ import (
 
 	"github.com/fleetgo/fleet/dev/example"
 	"github.com/fleetgo/fleet/integrationtests/testenv"
+	"github.com/fleetgo/fleet/internal/config"
+	"github.com/fleetgo/fleet/internal/controller/bootstrap"
+	"github.com/fleetgo/fleet/internal/harness/chartinstall"
+	"github.com/fleetgo/fleet/internal/harness/localcluster"
+	"github.com/fleetgo/fleet/internal/harness/localserver"
+	"github.com/fleetgo/fleet/internal/registration"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
-	"github.com/fleetgo/fleet/pkg/chartinstall"
-	"github.com/fleetgo/fleet/pkg/config"
-	"github.com/fleetgo/fleet/pkg/controller/bootstrap"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
-	"github.com/fleetgo/fleet/pkg/localcluster"
-	"github.com/fleetgo/fleet/pkg/localserver"
-	"github.com/fleetgo/fleet/pkg/registration"
 )
 
 func TestE2E(t *testing.T) {

@@ -20,9 +20,9 @@ import (
 
 	"github.com/fleetgo/fleet/benchmarks/proc"
 	"github.com/fleetgo/fleet/benchmarks/sim"
+	"github.com/fleetgo/fleet/internal/harness/localserver"
+	"github.com/fleetgo/fleet/internal/registration"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
-	"github.com/fleetgo/fleet/pkg/localserver"
-	"github.com/fleetgo/fleet/pkg/registration"
 )
 
 // rawNamespace holds the plain client's objects.

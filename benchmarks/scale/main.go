@@ -36,7 +36,7 @@ import (
 
 	"github.com/fleetgo/fleet/benchmarks/proc"
 	"github.com/fleetgo/fleet/benchmarks/sim"
-	"github.com/fleetgo/fleet/pkg/localserver"
+	"github.com/fleetgo/fleet/internal/harness/localserver"
 )
 
 // profileDir, when set, receives the manager's profiles.

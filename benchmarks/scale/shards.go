@@ -12,9 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fleetgo/fleet/benchmarks/proc"
+	"github.com/fleetgo/fleet/internal/names"
+	"github.com/fleetgo/fleet/internal/registration"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
-	"github.com/fleetgo/fleet/pkg/names"
-	"github.com/fleetgo/fleet/pkg/registration"
 )
 
 // ShardRun is the two-shard experiment.

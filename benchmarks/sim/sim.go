@@ -1,9 +1,9 @@
 // Package sim plays many Fleet agents against a manager in one process, as healthy agents do.
 // Each simulated agent registers through a ClusterRegistrationToken with the agent's own
-// registration code (pkg/agent/register) and gets its own credential; with that credential it
+// registration code (internal/agent/register) and gets its own credential; with that credential it
 // lists and watches only its cluster namespace's BundleDeployments and writes their status as the
-// agent's pass does (pkg/agent/deployer.Simulated: applied, ready, resource counts), and checks in
-// on its Cluster's status subresource with the agent's heartbeat (pkg/agent/clusterstatus). Only
+// agent's pass does (internal/agent/deployer.Simulated: applied, ready, resource counts), and checks in
+// on its Cluster's status subresource with the agent's heartbeat (internal/agent/clusterstatus). Only
 // the Helm install and the downstream cluster are simulated: a deploy succeeds at once, every
 // resource is ready, and the downstream cluster is an in-memory clientset with one ready node.
 package sim
@@ -30,13 +30,13 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/fleetgo/fleet/pkg/agent/clusterstatus"
-	"github.com/fleetgo/fleet/pkg/agent/deployer"
-	"github.com/fleetgo/fleet/pkg/agent/register"
+	"github.com/fleetgo/fleet/internal/agent/clusterstatus"
+	"github.com/fleetgo/fleet/internal/agent/deployer"
+	"github.com/fleetgo/fleet/internal/agent/register"
+	"github.com/fleetgo/fleet/internal/registration"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
-	"github.com/fleetgo/fleet/pkg/registration"
 )
 
 // agentNamespace is where each simulated agent "runs" in its downstream cluster.

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/fleetgo/fleet/pkg/localcluster"
+	"github.com/fleetgo/fleet/internal/harness/localcluster"
 )
 
 func main() {

@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/fleetgo/fleet/pkg/localserver"
+	"github.com/fleetgo/fleet/internal/harness/localserver"
 )
 
 // RepoName is the repository's name on the git server; Branch its branch.

@@ -39,11 +39,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/fleetgo/fleet/internal/config"
+	"github.com/fleetgo/fleet/internal/harness/chartinstall"
+	"github.com/fleetgo/fleet/internal/harness/localcluster"
+	"github.com/fleetgo/fleet/internal/names"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
-	"github.com/fleetgo/fleet/pkg/chartinstall"
-	"github.com/fleetgo/fleet/pkg/config"
-	"github.com/fleetgo/fleet/pkg/localcluster"
-	"github.com/fleetgo/fleet/pkg/names"
 )
 
 const (

@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/fleetgo/fleet/pkg/localcluster"
+	"github.com/fleetgo/fleet/internal/harness/localcluster"
 )
 
 // managedAgent is one cluster of the walkthrough as the manager sees it (its Cluster) and where

@@ -13,10 +13,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fleetgo/fleet/internal/bundlebuild"
+	"github.com/fleetgo/fleet/internal/harness/localserver"
+	"github.com/fleetgo/fleet/internal/ocistorage"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
-	"github.com/fleetgo/fleet/pkg/cli/apply"
-	"github.com/fleetgo/fleet/pkg/localserver"
-	"github.com/fleetgo/fleet/pkg/ocistorage"
 )
 
 // Fleet's OCI content storage: the Bundle holds no resources, the registry does; the agent
@@ -37,7 +37,7 @@ var _ = Describe("a Bundle whose contents an OCI registry keeps", func() {
 		Expect(os.MkdirAll(filepath.Join(root, "app"), 0o755)).To(Succeed())
 		Expect(os.WriteFile(filepath.Join(root, "app", "fleet.yaml"), []byte("defaultNamespace: "+ns+"\n"), 0o644)).To(Succeed())
 		Expect(os.WriteFile(filepath.Join(root, "app", "cm.yaml"), []byte(configMap("from-registry", "k", "v")), 0o644)).To(Succeed())
-		targets, err := yaml.Marshal(apply.TargetsFile{Targets: []fleet.BundleTarget{{ClusterName: clusterName}}})
+		targets, err := yaml.Marshal(bundlebuild.TargetsFile{Targets: []fleet.BundleTarget{{ClusterName: clusterName}}})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(os.WriteFile(filepath.Join(root, "targets.yaml"), targets, 0o644)).To(Succeed())
 
@@ -51,9 +51,9 @@ var _ = Describe("a Bundle whose contents an OCI registry keeps", func() {
 			_ = managerKube.CoreV1().Secrets(fleet.DefaultNamespace).Delete(context.Background(), ocistorage.DefaultSecretName, metav1.DeleteOptions{})
 		})
 
-		o := apply.Options{Root: root, Paths: []string{"app"}, TargetsFile: filepath.Join(root, "targets.yaml"), OCI: &st}
+		o := bundlebuild.Options{Root: root, Paths: []string{"app"}, TargetsFile: filepath.Join(root, "targets.yaml"), OCI: &st}
 		o.Name, o.Namespace = name, fleet.DefaultNamespace
-		Expect(apply.Run(ctx, o, api.Bundle(), io.Discard)).To(Succeed())
+		Expect(bundlebuild.Run(ctx, o, api.Bundle(), io.Discard)).To(Succeed())
 		DeferCleanup(func() { _ = api.Bundle().Delete(fleet.DefaultNamespace, name+"-app", nil) })
 
 		b, err := api.Bundle().Get(fleet.DefaultNamespace, name+"-app", metav1.GetOptions{})

@@ -23,12 +23,12 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/fleetgo/fleet/integrationtests/testenv"
-	"github.com/fleetgo/fleet/pkg/agent"
+	"github.com/fleetgo/fleet/internal/agent"
+	"github.com/fleetgo/fleet/internal/config"
+	"github.com/fleetgo/fleet/internal/controller"
+	"github.com/fleetgo/fleet/internal/harness/localcluster"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
-	"github.com/fleetgo/fleet/pkg/config"
-	"github.com/fleetgo/fleet/pkg/controller"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
-	"github.com/fleetgo/fleet/pkg/localcluster"
 )
 
 func TestAgent(t *testing.T) {

@@ -16,10 +16,10 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/fleetgo/fleet/pkg/chartinstall"
+	"github.com/fleetgo/fleet/internal/harness/chartinstall"
+	"github.com/fleetgo/fleet/internal/harness/localcluster"
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
-	"github.com/fleetgo/fleet/pkg/localcluster"
 )
 
 func TestAPI(t *testing.T) {

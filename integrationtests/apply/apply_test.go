@@ -15,9 +15,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/fleetgo/fleet/internal/bundlebuild"
+	"github.com/fleetgo/fleet/internal/bundlereader"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
-	"github.com/fleetgo/fleet/pkg/bundlereader"
-	"github.com/fleetgo/fleet/pkg/cli/apply"
 )
 
 func newNamespace(ctx context.Context) string {
@@ -47,9 +47,9 @@ func chartDir(name, version string) string {
 	})
 }
 
-func run(ctx context.Context, o apply.Options) (string, error) {
+func run(ctx context.Context, o bundlebuild.Options) (string, error) {
 	var out bytes.Buffer
-	err := apply.Run(ctx, o, clients.Bundle(), &out)
+	err := bundlebuild.Run(ctx, o, clients.Bundle(), &out)
 	return out.String(), err
 }
 
@@ -72,7 +72,7 @@ var _ = Describe("fleet apply", func() {
 			"two/fleet.yaml": "defaultNamespace: two\n",
 			"two/cm.yaml":    "kind: ConfigMap\n",
 		})
-		o := apply.Options{Root: root, Options: bundlereader.Options{Name: "repo", Namespace: ns, Commit: "c1"}}
+		o := bundlebuild.Options{Root: root, Options: bundlereader.Options{Name: "repo", Namespace: ns, Commit: "c1"}}
 		_, err := run(ctx, o)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(bundleNames(ns)).To(ConsistOf("repo-one", "repo-two"))
@@ -101,7 +101,7 @@ var _ = Describe("fleet apply", func() {
 			"good/fleet.yaml": "defaultNamespace: good\n",
 			"good/cm.yaml":    "kind: ConfigMap\n",
 		})
-		o := apply.Options{Root: root, Options: bundlereader.Options{Name: "repo", Namespace: ns}}
+		o := bundlebuild.Options{Root: root, Options: bundlereader.Options{Name: "repo", Namespace: ns}}
 		_, err := run(ctx, o)
 		Expect(err).NotTo(HaveOccurred())
 		before, err := clients.Bundle().Get(ns, "repo-good", metav1.GetOptions{})
@@ -138,7 +138,7 @@ var _ = Describe("fleet apply", func() {
 				"steal/fleet.yaml": "name: " + name + "\n",
 				"steal/cm.yaml":    "kind: ConfigMap\nmetadata: {name: stolen}\n",
 			})
-			_, err := run(ctx, apply.Options{Root: root, Options: bundlereader.Options{Name: "repo", Namespace: ns}})
+			_, err := run(ctx, bundlebuild.Options{Root: root, Options: bundlereader.Options{Name: "repo", Namespace: ns}})
 			Expect(err).To(MatchError(ContainSubstring("bundle " + ns + "/" + name + " belongs to " + who)))
 			b, err := clients.Bundle().Get(ns, name, metav1.GetOptions{})
 			Expect(err).NotTo(HaveOccurred())
@@ -157,7 +157,7 @@ var _ = Describe("fleet apply", func() {
 		root := repo(map[string]string{
 			"web/fleet.yaml": "helm:\n  repo: " + chartRepo.URL + "\n  chart: web\n  version: \"~1.0\"\n",
 		})
-		o := apply.Options{Root: root, Options: bundlereader.Options{Name: "repo", Namespace: ns,
+		o := bundlebuild.Options{Root: root, Options: bundlereader.Options{Name: "repo", Namespace: ns,
 			ChartAuth: bundlereader.ChartAuth{Username: repoAuth.Username, Password: repoAuth.Password}}}
 		// Without helmRepoURLRegex the credentials go nowhere: the repository refuses.
 		_, err := run(ctx, o)
@@ -192,7 +192,7 @@ var _ = Describe("fleet apply", func() {
 		root := repo(map[string]string{
 			"api/fleet.yaml": "helm:\n  chart: oci://" + registryHost() + "/charts/api\n  version: \">=0.3.0\"\n",
 		})
-		o := apply.Options{Root: root, Options: bundlereader.Options{Name: "repo", Namespace: ns,
+		o := bundlebuild.Options{Root: root, Options: bundlereader.Options{Name: "repo", Namespace: ns,
 			ChartAuth: bundlereader.ChartAuth{Username: repoAuth.Username, Password: repoAuth.Password, PlainHTTP: true}},
 			HelmRepoURLRegex: "^oci://" + regexp.QuoteMeta(registryHost()) + "/"}
 		_, err = run(ctx, o)
@@ -206,7 +206,7 @@ var _ = Describe("fleet apply", func() {
 	It("writes YAML with -o and needs no cluster", func(ctx context.Context) {
 		root := repo(map[string]string{"cm.yaml": "kind: ConfigMap\n"})
 		dest := filepath.Join(GinkgoT().TempDir(), "out.yaml")
-		err := apply.Run(ctx, apply.Options{Root: root, Output: dest, Options: bundlereader.Options{Name: "offline", Namespace: "fleet-local"}}, nil, GinkgoWriter)
+		err := bundlebuild.Run(ctx, bundlebuild.Options{Root: root, Output: dest, Options: bundlereader.Options{Name: "offline", Namespace: "fleet-local"}}, nil, GinkgoWriter)
 		Expect(err).NotTo(HaveOccurred())
 		data, err := os.ReadFile(dest)
 		Expect(err).NotTo(HaveOccurred())

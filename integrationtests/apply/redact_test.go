@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 
-	"github.com/fleetgo/fleet/pkg/logfields"
+	"github.com/fleetgo/fleet/internal/logfields"
 )
 
 // The manager writes Secrets holding credentials (registration values, an imported agent's

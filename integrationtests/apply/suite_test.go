@@ -11,9 +11,9 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/fleetgo/fleet/integrationtests/testenv"
+	"github.com/fleetgo/fleet/internal/harness/localcluster"
+	"github.com/fleetgo/fleet/internal/harness/localserver"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
-	"github.com/fleetgo/fleet/pkg/localcluster"
-	"github.com/fleetgo/fleet/pkg/localserver"
 )
 
 func TestApply(t *testing.T) {

@@ -16,11 +16,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetgo/fleet/integrationtests/testenv"
-	"github.com/fleetgo/fleet/pkg/agentmanifest"
+	"github.com/fleetgo/fleet/internal/agentmanifest"
+	"github.com/fleetgo/fleet/internal/config"
+	"github.com/fleetgo/fleet/internal/controller"
+	"github.com/fleetgo/fleet/internal/controller/agentmanagement"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
-	"github.com/fleetgo/fleet/pkg/config"
-	"github.com/fleetgo/fleet/pkg/controller"
-	"github.com/fleetgo/fleet/pkg/controller/agentmanagement"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 )
 

@@ -10,10 +10,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fleetgo/fleet/integrationtests/testenv"
+	"github.com/fleetgo/fleet/internal/config"
+	"github.com/fleetgo/fleet/internal/controller"
+	"github.com/fleetgo/fleet/internal/controller/bootstrap"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
-	"github.com/fleetgo/fleet/pkg/config"
-	"github.com/fleetgo/fleet/pkg/controller"
-	"github.com/fleetgo/fleet/pkg/controller/bootstrap"
 )
 
 // An earlier build kept the manager's credential in fleet-local: a manager started on such a

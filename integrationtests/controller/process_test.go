@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/fleetgo/fleet/pkg/config"
+	"github.com/fleetgo/fleet/internal/config"
 )
 
 func get(url string) (int, string) {

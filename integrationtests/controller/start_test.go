@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
-	"github.com/fleetgo/fleet/pkg/controller"
+	"github.com/fleetgo/fleet/internal/controller"
 )
 
 // A manager whose start keeps failing must not sit as the leader reconciling nothing: it

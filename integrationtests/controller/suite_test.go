@@ -14,10 +14,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/fleetgo/fleet/integrationtests/testenv"
-	"github.com/fleetgo/fleet/pkg/config"
-	"github.com/fleetgo/fleet/pkg/controller"
+	"github.com/fleetgo/fleet/internal/config"
+	"github.com/fleetgo/fleet/internal/controller"
+	"github.com/fleetgo/fleet/internal/harness/localcluster"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
-	"github.com/fleetgo/fleet/pkg/localcluster"
 )
 
 func TestController(t *testing.T) {

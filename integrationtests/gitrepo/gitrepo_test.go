@@ -24,13 +24,14 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 
+	"github.com/rancher/wrangler/v3/pkg/condition"
+
 	"github.com/fleetgo/fleet/charts"
 	"github.com/fleetgo/fleet/integrationtests/testenv"
+	"github.com/fleetgo/fleet/internal/cli/status"
+	"github.com/fleetgo/fleet/internal/harness/localserver"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
-	"github.com/fleetgo/fleet/pkg/cli/status"
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
-	"github.com/fleetgo/fleet/pkg/localserver"
-	"github.com/rancher/wrangler/v3/pkg/condition"
 )
 
 func newGitRepo(name, repo string, mutate func(*fleet.GitRepoSpec)) {

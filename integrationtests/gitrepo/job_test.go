@@ -12,9 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fleetgo/fleet/integrationtests/testenv"
+	"github.com/fleetgo/fleet/internal/controller"
+	"github.com/fleetgo/fleet/internal/harness/localcluster"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
-	"github.com/fleetgo/fleet/pkg/controller"
-	"github.com/fleetgo/fleet/pkg/localcluster"
 )
 
 var _ = Describe("GitRepo as Jobs", Ordered, func() {

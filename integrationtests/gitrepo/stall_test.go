@@ -8,8 +8,8 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/fleetgo/fleet/internal/harness/localserver"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
-	"github.com/fleetgo/fleet/pkg/localserver"
 )
 
 var _ = Describe("a stalled chart server", func() {

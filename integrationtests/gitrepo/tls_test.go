@@ -10,9 +10,9 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/fleetgo/fleet/internal/bundlereader"
+	"github.com/fleetgo/fleet/internal/harness/localserver"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
-	"github.com/fleetgo/fleet/pkg/bundlereader"
-	"github.com/fleetgo/fleet/pkg/localserver"
 )
 
 // As on Fleet, a GitRepo's caBundle is trusted for the charts its bundles take from git

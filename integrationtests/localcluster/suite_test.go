@@ -10,7 +10,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/fleetgo/fleet/pkg/localcluster"
+	"github.com/fleetgo/fleet/internal/harness/localcluster"
 )
 
 func TestLocalCluster(t *testing.T) {

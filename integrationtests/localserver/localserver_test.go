@@ -15,7 +15,7 @@ import (
 	"helm.sh/helm/v3/pkg/repo"
 	"sigs.k8s.io/yaml"
 
-	"github.com/fleetgo/fleet/pkg/localserver"
+	"github.com/fleetgo/fleet/internal/harness/localserver"
 )
 
 var auth = localserver.BasicAuth{Username: "fleet", Password: "s3cret"}

@@ -16,8 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/fleetgo/fleet/pkg/localcluster"
-	"github.com/fleetgo/fleet/pkg/localserver"
+	"github.com/fleetgo/fleet/internal/harness/localcluster"
+	"github.com/fleetgo/fleet/internal/harness/localserver"
 )
 
 func TestRealNode(t *testing.T) {

@@ -26,16 +26,16 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetgo/fleet/integrationtests/testenv"
-	"github.com/fleetgo/fleet/pkg/agent"
-	"github.com/fleetgo/fleet/pkg/agent/register"
+	"github.com/fleetgo/fleet/internal/agent"
+	"github.com/fleetgo/fleet/internal/agent/register"
+	"github.com/fleetgo/fleet/internal/harness/localcluster"
+	"github.com/fleetgo/fleet/internal/harness/localserver"
+	"github.com/fleetgo/fleet/internal/names"
+	"github.com/fleetgo/fleet/internal/registration"
+	"github.com/fleetgo/fleet/internal/target"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
-	"github.com/fleetgo/fleet/pkg/localcluster"
-	"github.com/fleetgo/fleet/pkg/localserver"
-	"github.com/fleetgo/fleet/pkg/names"
-	"github.com/fleetgo/fleet/pkg/registration"
-	"github.com/fleetgo/fleet/pkg/target"
 )
 
 const agentNS = "cattle-fleet-system"

@@ -19,11 +19,11 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/fleetgo/fleet/integrationtests/testenv"
-	"github.com/fleetgo/fleet/pkg/chartinstall"
-	"github.com/fleetgo/fleet/pkg/config"
-	"github.com/fleetgo/fleet/pkg/controller"
+	"github.com/fleetgo/fleet/internal/config"
+	"github.com/fleetgo/fleet/internal/controller"
+	"github.com/fleetgo/fleet/internal/harness/chartinstall"
+	"github.com/fleetgo/fleet/internal/harness/localcluster"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
-	"github.com/fleetgo/fleet/pkg/localcluster"
 )
 
 // Re-registrations wait for an agent's backoff (up to 15 s between its looks for the

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/fleetgo/fleet/pkg/cmd"
-	"github.com/fleetgo/fleet/pkg/localcluster"
+	"github.com/fleetgo/fleet/internal/cmd"
+	"github.com/fleetgo/fleet/internal/harness/localcluster"
 )
 
 // FleetCLI runs the fleet command line in-process and returns what it printed.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fleetgo/fleet/pkg/localcluster"
+	"github.com/fleetgo/fleet/internal/harness/localcluster"
 )
 
 func port(c *localcluster.Cluster) string { return c.Server[strings.LastIndex(c.Server, ":")+1:] }

@@ -15,11 +15,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/fleetgo/fleet/internal/harness/chartinstall"
+	"github.com/fleetgo/fleet/internal/harness/localcluster"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
-	"github.com/fleetgo/fleet/pkg/chartinstall"
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
-	"github.com/fleetgo/fleet/pkg/localcluster"
 )
 
 // RepoRoot is the folder of the module's go.mod, found from the working directory.

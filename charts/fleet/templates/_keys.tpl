@@ -1,7 +1,7 @@
 {{- /*
 fleet.knownKeys refuses a top-level values key that no release of Fleet's chart (nor this one)
 has, naming the closest known key: the one sharing the longest prefix and suffix with it. The
-known keys are the file known-keys: the schema's top-level properties (pkg/install tests that
+known keys are the file known-keys: the schema's top-level properties (internal/chartrender tests that
 they agree).
 */ -}}
 {{- define "fleet.knownKeys" -}}

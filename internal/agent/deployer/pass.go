@@ -1,0 +1,362 @@
+package deployer
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"helm.sh/helm/v3/pkg/release"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/fleetgo/fleet/internal/helmdeployer"
+	"github.com/fleetgo/fleet/internal/metrics"
+	"github.com/fleetgo/fleet/internal/summary"
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+)
+
+// A pass over one BundleDeployment: decide what the release needs, deploy when it needs that,
+// check the deployed objects, and report it all in the status, which the generated status
+// handler writes once. next then says when to look again.
+
+// action is what a pass does about the release.
+type action int
+
+const (
+	// hold: the BundleDeployment is paused, off schedule or waiting for values: nothing is
+	// deployed.
+	hold action = iota
+	// record: the release is what the spec asks for (perhaps the status write after its deploy
+	// was lost): it is recorded in the status as applied.
+	record
+	// upgrade: the release is missing or not what the spec asks for: install or upgrade.
+	upgrade
+)
+
+// inputs are what a deploy uses besides the bundle's files, read afresh on every pass: a change
+// in valuesFrom sources or downstreamResources copies is a reason to deploy.
+type inputs struct {
+	values     map[string]any
+	valuesHash string
+	downstream []metav1.Object
+}
+
+// decide compares the release with what the BundleDeployment asks for, given the hash of the
+// inputs read for it.
+func decide(bd *fleet.BundleDeployment, rel *helmdeployer.Release, status *fleet.BundleDeploymentStatus, valuesHash string) action {
+	spec := &bd.Spec
+	if held(bd) {
+		return hold
+	}
+	upToDate := rel != nil && rel.Status == release.StatusDeployed && rel.DeploymentID == spec.DeploymentID &&
+		rel.SyncGeneration == spec.Options.ForceSyncGeneration && rel.ValuesHash == valuesHash
+	if rel != nil && rel.MadeByFleet {
+		// A Fleet agent deployed it before the move: what it reported applying stands until the
+		// manager asks for something else, so moving over upgrades each release at most once.
+		upToDate = rel.Status == release.StatusDeployed && status.AppliedDeploymentID == spec.DeploymentID &&
+			status.Release == rel.String()
+	}
+	if upToDate {
+		return record
+	}
+	return upgrade
+}
+
+// held: paused, off schedule or waiting for values.
+func held(bd *fleet.BundleDeployment) bool {
+	return bd.Spec.Paused || bd.Spec.OffSchedule || bd.Spec.WaitingForValues
+}
+
+// outcome is what a pass leaves for next: when to look again, the deploy error to retry with
+// backoff, and the resourceVersion its status write replaces.
+type outcome struct {
+	requeue  time.Duration
+	err      error
+	replaces string
+	stale    bool
+}
+
+// reconcile is the pass of one BundleDeployment; it returns the status to write.
+func (h *handler) reconcile(bd *fleet.BundleDeployment, status fleet.BundleDeploymentStatus) (fleet.BundleDeploymentStatus, error) {
+	if bd.DeletionTimestamp != nil || bd.Spec.DeploymentID == "" {
+		return status, nil
+	}
+	key := bd.Namespace + "/" + bd.Name
+	if rv, ok := h.replaced.Load(key); ok && rv == bd.ResourceVersion {
+		h.outcomes.Store(key, outcome{requeue: staleRetry, stale: true})
+		return status, nil
+	}
+	now := time.Now()
+	rel, err := h.deployer.Current(h.ctx, bd.Name, &bd.Spec.Options)
+	if err != nil {
+		return status, err
+	}
+	deployed, requeue, deployErr := h.deploy(bd, rel, &status, now)
+	if deployed != nil {
+		rel = deployed
+	}
+	if rel != nil {
+		// (A release that renders nothing is checked too: nothing to wait for, nothing modified.)
+		h.changes.checked(bd.Name, time.Now())
+		h.check(bd, rel, &status, deployed != nil, now)
+	}
+	report(bd, &status, now)
+	h.outcomes.Store(key, outcome{requeue: requeue, err: deployErr, replaces: bd.ResourceVersion})
+	return status, nil
+}
+
+// next records the version the pass's status write replaced (so a cache still showing it is
+// waited out) and schedules the next look: a deploy error that may pass is returned for the
+// controller's backoff.
+func (h *handler) next(key string, bd *fleet.BundleDeployment) (*fleet.BundleDeployment, error) {
+	v, ok := h.outcomes.LoadAndDelete(key)
+	if !ok || bd == nil {
+		return bd, nil
+	}
+	o := v.(outcome)
+	if !o.stale && bd.ResourceVersion != o.replaces {
+		// (An update the apiserver found to change nothing keeps the version.)
+		h.replaced.Store(key, o.replaces)
+	}
+	switch {
+	case o.err != nil && !helmdeployer.IsPermanent(o.err):
+		return bd, o.err
+	case o.requeue > 0:
+		h.bds.EnqueueAfter(bd.Namespace, bd.Name, o.requeue)
+	default:
+		h.bds.EnqueueAfter(bd.Namespace, bd.Name, h.interval)
+	}
+	return bd, nil
+}
+
+// cleanupDeleted uninstalls what a deleted BundleDeployment deployed.
+func (h *handler) cleanupDeleted(key string, bd *fleet.BundleDeployment) (*fleet.BundleDeployment, error) {
+	if bd != nil && bd.DeletionTimestamp == nil {
+		return bd, nil
+	}
+	h.replaced.Delete(key)
+	h.outcomes.Delete(key)
+	name := key[strings.LastIndex(key, "/")+1:]
+	h.changes.forget(name)
+	metrics.ForgetBundleDeployment(name)
+	return bd, h.cleanup(name)
+}
+
+// deploy installs or upgrades the release when decide says so. It returns the new release (nil
+// when nothing was deployed), how soon to look again, and the deploy error, already recorded in
+// status.
+func (h *handler) deploy(bd *fleet.BundleDeployment, rel *helmdeployer.Release, status *fleet.BundleDeploymentStatus, now time.Time) (*helmdeployer.Release, time.Duration, error) {
+	if held(bd) {
+		return nil, 0, nil // (before reading any input)
+	}
+	in, err := h.inputs(bd)
+	if err != nil {
+		return nil, 0, h.failed(bd, status, err, now)
+	}
+	act := decide(bd, rel, status, in.valuesHash)
+	if act == record {
+		if act, err = h.overwrittenGone(bd, rel); err != nil {
+			return nil, 0, h.failed(bd, status, err, now)
+		}
+	}
+	if act == record {
+		applied(bd, rel, status, now)
+		return nil, 0, nil
+	}
+	if msg := h.waitingFor(bd); msg != "" {
+		fleet.SetCondition(&status.Conditions, fleet.ConditionDeployed, corev1.ConditionUnknown, "WaitingForDependencies", msg, now)
+		return nil, DependsOnRetry, nil
+	}
+	files, opts, err := h.files(bd)
+	if err != nil {
+		return nil, 0, h.failed(bd, status, err, now)
+	}
+	h.log(bd.Name).WithField("deploymentID", bd.Spec.DeploymentID).Debug("deploying")
+	deployed, err := h.deployer.Deploy(h.ctx, helmdeployer.Input{BundleID: bd.Name, Commit: bd.Labels[fleet.CommitLabel],
+		DeploymentID: bd.Spec.DeploymentID, Files: files, Options: opts, Values: in.values, ValuesHash: in.valuesHash,
+		Downstream: in.downstream})
+	if err != nil {
+		err = h.failed(bd, status, err, now)
+		if helmdeployer.IsPermanent(err) {
+			return nil, PermanentRetry, err
+		}
+		return nil, 0, err
+	}
+	h.log(bd.Name).WithField("release", deployed.String()).Info("deployed")
+	applied(bd, deployed, status, now)
+	return deployed, 0, nil
+}
+
+// inputs reads the valuesFrom sources and the downstreamResources copies.
+func (h *handler) inputs(bd *fleet.BundleDeployment) (inputs, error) {
+	opts, err := h.storedValues(bd)
+	if err != nil {
+		return inputs{}, err
+	}
+	values, valuesHash, err := h.deployer.Values(h.ctx, opts)
+	if err != nil {
+		return inputs{}, err
+	}
+	downstream, downstreamHash, err := h.downstream(bd)
+	if err != nil {
+		return inputs{}, err
+	}
+	if downstreamHash != "" {
+		sum := sha256.Sum256([]byte(valuesHash + "/" + downstreamHash))
+		valuesHash = hex.EncodeToString(sum[:])[:32]
+	}
+	return inputs{values: values, valuesHash: valuesHash, downstream: downstream}, nil
+}
+
+// OptionsSecretType is the type of the Secret Fleet 0.13 and later keep a BundleDeployment's Helm
+// values in (named as it, in its namespace; spec.valuesHash says it is there).
+const OptionsSecretType = "fleet.cattle.io/bundle-deployment/v1alpha1"
+
+// storedValues is the BundleDeployment's options with the Helm values of its options Secret
+// (key values, JSON) when the manager keeps them there, as Fleet 0.13 and later do.
+func (h *handler) storedValues(bd *fleet.BundleDeployment) (*fleet.BundleDeploymentOptions, error) {
+	opts := &bd.Spec.Options
+	if bd.Spec.ValuesHash == "" || h.upstream == nil {
+		return opts, nil
+	}
+	s, err := h.upstream.CoreV1().Secrets(bd.Namespace).Get(h.ctx, bd.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("the Helm values of bundledeployment %s (spec.valuesHash): %w", bd.Name, err)
+	}
+	if s.Type != OptionsSecretType {
+		return nil, helmdeployer.Permanent(fmt.Errorf("the Helm values of bundledeployment %s: secret %s is of type %s, not %s", bd.Name, s.Name, s.Type, OptionsSecretType))
+	}
+	data := s.Data["values"]
+	if len(data) == 0 || string(data) == "null" {
+		return opts, nil
+	}
+	values := map[string]any{}
+	if err := json.Unmarshal(data, &values); err != nil {
+		return nil, helmdeployer.Permanent(fmt.Errorf("the Helm values of bundledeployment %s: secret %s, key values: %w", bd.Name, s.Name, err))
+	}
+	opts = opts.DeepCopy()
+	if opts.Helm == nil {
+		opts.Helm = &fleet.HelmOptions{}
+	}
+	opts.Helm.Values = &fleet.GenericMap{Data: values}
+	return opts, nil
+}
+
+// overwrittenGone turns record into upgrade when a resource taken over from another bundle has
+// gone with that bundle's removal.
+func (h *handler) overwrittenGone(bd *fleet.BundleDeployment, rel *helmdeployer.Release) (action, error) {
+	if len(bd.Spec.Options.OverwrittenResources) == 0 {
+		return record, nil
+	}
+	gone, err := h.deployer.MissingOverwritten(h.ctx, rel, bd.Spec.Options.OverwrittenResources)
+	if err != nil {
+		return record, err
+	}
+	if gone != "" {
+		h.log(bd.Name).WithField("resource", gone).Info("an overwritten resource is gone: deploying again")
+		return upgrade, nil
+	}
+	return record, nil
+}
+
+// applied records the release as what the BundleDeployment asked for.
+func applied(bd *fleet.BundleDeployment, rel *helmdeployer.Release, status *fleet.BundleDeploymentStatus, now time.Time) {
+	status.AppliedDeploymentID = bd.Spec.DeploymentID
+	status.Release = rel.String()
+	gen := bd.Spec.Options.ForceSyncGeneration
+	status.SyncGeneration = &gen
+	status.DownstreamResourcesGeneration = bd.Spec.DownstreamResourcesGeneration
+	fleet.SetCondition(&status.Conditions, fleet.ConditionDeployed, corev1.ConditionTrue, "", "", now)
+	fleet.SetCondition(&status.Conditions, fleet.ConditionInstalled, corev1.ConditionTrue, "", "", now)
+}
+
+// failed records a deploy error: Deployed=False always, Installed=False when only the user can
+// fix it. It returns err.
+func (h *handler) failed(bd *fleet.BundleDeployment, status *fleet.BundleDeploymentStatus, err error, now time.Time) error {
+	markFailed(status, err, now)
+	if helmdeployer.IsPermanent(err) {
+		h.log(bd.Name).WithError(err).Warn("deploy failed; fix the bundle")
+	}
+	return err
+}
+
+func markFailed(status *fleet.BundleDeploymentStatus, err error, now time.Time) {
+	msg := err.Error()
+	fleet.SetCondition(&status.Conditions, fleet.ConditionDeployed, corev1.ConditionFalse, "Error", msg, now)
+	if helmdeployer.IsPermanent(err) {
+		fleet.SetCondition(&status.Conditions, fleet.ConditionInstalled, corev1.ConditionFalse, "Error", msg, now)
+	}
+}
+
+// check records readiness and drift of the release and corrects drift when asked.
+func (h *handler) check(bd *fleet.BundleDeployment, rel *helmdeployer.Release, status *fleet.BundleDeploymentStatus, fresh bool, now time.Time) {
+	opts := &bd.Spec.Options
+	res, err := h.monitor.Check(h.ctx, bd.Name, rel, opts, fresh)
+	if err == nil && !res.NonModified && status.NonModified {
+		metrics.DriftDetected(bd.Name)
+	}
+	cd := driftCorrection(bd)
+	if err == nil && !res.NonModified && cd != nil && cd.Enabled &&
+		status.AppliedDeploymentID == bd.Spec.DeploymentID && !bd.Spec.Paused {
+		h.log(bd.Name).WithField("release", rel.String()).Info("correcting drift")
+		maxHistory := 0
+		if opts.Helm != nil {
+			maxHistory = opts.Helm.MaxHistory
+		}
+		if rerr := h.deployer.Rollback(h.ctx, rel, opts.ServiceAccount, cd.Force, cd.KeepFailHistory, maxHistory); rerr != nil {
+			h.log(bd.Name).WithError(rerr).Warn("drift correction failed")
+			fleet.SetCondition(&status.Conditions, fleet.ConditionDeployed, corev1.ConditionFalse, "DriftCorrectionFailed", rerr.Error(), now)
+		} else if cur, cerr := h.deployer.Current(h.ctx, bd.Name, opts); cerr == nil && cur != nil {
+			metrics.DriftCorrected(bd.Name)
+			status.Release = cur.String()
+			res, err = h.monitor.Check(h.ctx, bd.Name, cur, opts, true)
+		}
+	}
+	if err != nil {
+		fleet.SetCondition(&status.Conditions, fleet.ConditionMonitored, corev1.ConditionFalse, "Error", err.Error(), now)
+		return
+	}
+	fleet.SetCondition(&status.Conditions, fleet.ConditionMonitored, corev1.ConditionTrue, "", "", now)
+	h.log(bd.Name).WithFields(logrus.Fields{"ready": res.Ready, "nonModified": res.NonModified, "fresh": fresh, "counts": res.Counts}).Debug("checked")
+	res.Apply(status)
+}
+
+func driftCorrection(bd *fleet.BundleDeployment) *fleet.CorrectDrift {
+	if bd.Spec.CorrectDrift != nil {
+		return bd.Spec.CorrectDrift
+	}
+	return bd.Spec.Options.CorrectDrift
+}
+
+// report fills the Ready condition and the display strings from the status the pass computed.
+func report(bd *fleet.BundleDeployment, status *fleet.BundleDeploymentStatus, now time.Time) {
+	view := &fleet.BundleDeployment{Spec: bd.Spec, Status: *status}
+	state := summary.State(view)
+	status.Display.State = string(state)
+	status.Display.Deployed = "Yes"
+	if c := fleet.FindCondition(status.Conditions, fleet.ConditionDeployed); c != nil && c.Status != corev1.ConditionTrue {
+		status.Display.Deployed = c.Message
+		if c.Reason != "" && c.Message == "" {
+			status.Display.Deployed = c.Reason
+		}
+	}
+	status.Display.Monitored = "Yes"
+	if c := fleet.FindCondition(status.Conditions, fleet.ConditionMonitored); c == nil {
+		status.Display.Monitored = ""
+	} else if c.Status != corev1.ConditionTrue {
+		status.Display.Monitored = c.Message
+	}
+	if state == fleet.Ready {
+		fleet.SetCondition(&status.Conditions, fleet.ConditionReady, corev1.ConditionTrue, "", "", now)
+		return
+	}
+	msg := summary.Message(view, state)
+	if msg == "" {
+		msg = string(state)
+	}
+	fleet.SetCondition(&status.Conditions, fleet.ConditionReady, corev1.ConditionFalse, string(state), msg, now)
+}

@@ -1,0 +1,238 @@
+// Package monitor checks what a BundleDeployment deployed in the agent's cluster: readiness of
+// every resource and drift from the release's manifest (missing, extra and modified objects).
+// The agent's deployer calls it after each deploy and whenever a deployed object changes.
+//
+// This file holds the pure part: normalizing plans and summarizing objects into status.
+package monitor
+
+import (
+	"encoding/json"
+	"sort"
+	"strings"
+
+	"github.com/rancher/wrangler/v3/pkg/apply"
+	"github.com/rancher/wrangler/v3/pkg/objectset"
+	wsummary "github.com/rancher/wrangler/v3/pkg/summary"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/fleetgo/fleet/internal/summary"
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+)
+
+// Result is what the monitor found, in the shape of BundleDeployment status fields.
+type Result struct {
+	Ready       bool
+	NonReady    []fleet.NonReadyStatus
+	NonModified bool
+	Modified    []fleet.ModifiedStatus
+	// Incomplete is true when either list was cut at summary.MaxNonReady.
+	Incomplete bool
+	Resources  []fleet.BundleDeploymentResource
+	Counts     fleet.ResourceCounts
+}
+
+// Apply copies the result into a status.
+func (r Result) Apply(s *fleet.BundleDeploymentStatus) {
+	s.Ready, s.NonReadyStatus = r.Ready, r.NonReady
+	s.NonModified, s.ModifiedStatus = r.NonModified, r.Modified
+	s.IncompleteState = r.Incomplete
+	s.Resources = r.Resources
+	counts := r.Counts
+	s.ResourceCounts = &counts
+}
+
+// summarize turns a dry-run plan of the desired objects against the live ones into a Result.
+// live are the existing objects of the set; ignore drops conditions before readiness is judged.
+func summarize(desired []runtime.Object, plan apply.Plan, ignore *fleet.IgnoreOptions) Result {
+	r := Result{}
+	patched := r.addDrift(plan)
+	liveByKey := map[string]*unstructured.Unstructured{}
+	for _, o := range plan.Objects {
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			liveByKey[key(u.GroupVersionKind(), u.GetNamespace(), u.GetName())] = u
+		}
+	}
+	for _, o := range desired {
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			k := key(u.GroupVersionKind(), u.GetNamespace(), u.GetName())
+			r.addDesired(u, liveByKey[k], patched[k], ignore)
+		}
+	}
+	r.finish()
+	return r
+}
+
+// addDrift records what the dry run would create (missing), delete (orphaned) or patch
+// (modified), and returns the keys of the patched objects.
+func (r *Result) addDrift(plan apply.Plan) map[string]bool {
+	for gvk, keys := range plan.Create {
+		for _, k := range keys {
+			r.Modified = append(r.Modified, modified(gvk, k, func(m *fleet.ModifiedStatus) { m.Create = true }))
+			r.Counts.Missing++
+		}
+	}
+	for gvk, keys := range plan.Delete {
+		for _, k := range keys {
+			r.Modified = append(r.Modified, modified(gvk, k, func(m *fleet.ModifiedStatus) { m.Delete = true }))
+			r.Counts.Orphaned++
+		}
+	}
+	patched := map[string]bool{}
+	for gvk, byKey := range plan.Update {
+		for k, patch := range byKey {
+			p := NormalizePatch(patch)
+			if p == "" {
+				continue
+			}
+			patched[key(gvk, k.Namespace, k.Name)] = true
+			r.Modified = append(r.Modified, modified(gvk, k, func(m *fleet.ModifiedStatus) { m.Exist, m.Patch = true, p }))
+		}
+	}
+	return patched
+}
+
+// addDesired records one desired object: as a resource, and by the readiness of its live copy
+// (none: missing, counted by addDrift).
+func (r *Result) addDesired(u, live *unstructured.Unstructured, patched bool, ignore *fleet.IgnoreOptions) {
+	gvk := u.GroupVersionKind()
+	r.Counts.DesiredReady++
+	res := fleet.BundleDeploymentResource{Kind: gvk.Kind, APIVersion: gvk.GroupVersion().String(), Namespace: u.GetNamespace(), Name: u.GetName()}
+	if live == nil {
+		r.Resources = append(r.Resources, res)
+		return
+	}
+	res.CreatedAt = live.GetCreationTimestamp()
+	r.Resources = append(r.Resources, res)
+	s := Readiness(live, ignore)
+	switch {
+	case !s.IsReady():
+		r.Counts.NotReady++
+		r.NonReady = append(r.NonReady, fleet.NonReadyStatus{UID: string(live.GetUID()), Kind: gvk.Kind,
+			APIVersion: gvk.GroupVersion().String(), Namespace: live.GetNamespace(), Name: live.GetName(),
+			Summary: fleet.Summary{State: s.State, Error: s.Error, Transitioning: s.Transitioning, Message: s.Message}})
+	case patched:
+		r.Counts.Modified++
+	default:
+		r.Counts.Ready++
+	}
+}
+
+// finish sorts the lists, decides Ready and NonModified, and cuts the lists to what a status
+// carries.
+func (r *Result) finish() {
+	sortModified(r.Modified)
+	sort.Slice(r.NonReady, func(i, j int) bool { return nrKey(r.NonReady[i]) < nrKey(r.NonReady[j]) })
+	sort.Slice(r.Resources, func(i, j int) bool {
+		a, b := r.Resources[i], r.Resources[j]
+		return a.Kind+"/"+a.Namespace+"/"+a.Name < b.Kind+"/"+b.Namespace+"/"+b.Name
+	})
+	// Missing objects are drift (Modified), not unreadiness, as in Fleet.
+	r.Ready = len(r.NonReady) == 0
+	r.NonModified = len(r.Modified) == 0
+	if len(r.NonReady) > summary.MaxNonReady {
+		r.NonReady, r.Incomplete = r.NonReady[:summary.MaxNonReady], true
+	}
+	if len(r.Modified) > summary.MaxNonReady {
+		r.Modified, r.Incomplete = r.Modified[:summary.MaxNonReady], true
+	}
+}
+
+// Readiness summarizes one live object with wrangler's per-kind summarizers (Deployments,
+// StatefulSets, DaemonSets, Jobs, Pods, PVCs, LoadBalancer Services, CRDs, APIServices and any
+// object with standard conditions), after dropping the conditions ignore names.
+func Readiness(obj *unstructured.Unstructured, ignore *fleet.IgnoreOptions) wsummary.Summary {
+	if ignore != nil && len(ignore.Conditions) > 0 {
+		obj = obj.DeepCopy()
+		conds, found, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+		if found {
+			kept := conds[:0]
+			for _, c := range conds {
+				cm, _ := c.(map[string]any)
+				if !ignored(cm, ignore.Conditions) {
+					kept = append(kept, c)
+				}
+			}
+			_ = unstructured.SetNestedSlice(obj.Object, kept, "status", "conditions")
+		}
+	}
+	return wsummary.Summarize(obj)
+}
+
+// ignored reports whether a condition matches one of the ignore rules: every key of a rule
+// equal to the condition's field of that name.
+func ignored(cond map[string]any, rules []map[string]string) bool {
+	for _, rule := range rules {
+		if len(rule) == 0 {
+			continue
+		}
+		match := true
+		for k, v := range rule {
+			if s, _ := cond[k].(string); s != v {
+				match = false
+				break
+			}
+		}
+		if match {
+			return true
+		}
+	}
+	return false
+}
+
+// NormalizePatch removes from a dry-run patch what is not drift: wrangler's own object-set
+// annotations (the "applied" record it adds to the desired side), status, and empty leftovers.
+// It returns "" when nothing remains.
+func NormalizePatch(patch string) string {
+	data := map[string]any{}
+	if err := json.Unmarshal([]byte(patch), &data); err != nil {
+		return patch
+	}
+	delete(data, "status")
+	delete(data, "kind")
+	delete(data, "apiVersion")
+	if md, ok := data["metadata"].(map[string]any); ok {
+		if ann, ok := md["annotations"].(map[string]any); ok {
+			for k := range ann {
+				if strings.HasPrefix(k, apply.LabelPrefix) {
+					delete(ann, k)
+				}
+			}
+			if len(ann) == 0 {
+				delete(md, "annotations")
+			}
+		}
+		delete(md, "creationTimestamp")
+		if len(md) == 0 {
+			delete(data, "metadata")
+		}
+	}
+	if len(data) == 0 {
+		return ""
+	}
+	out, err := json.Marshal(data)
+	if err != nil {
+		return patch
+	}
+	return string(out)
+}
+
+func modified(gvk schema.GroupVersionKind, k objectset.ObjectKey, set func(*fleet.ModifiedStatus)) fleet.ModifiedStatus {
+	m := fleet.ModifiedStatus{Kind: gvk.Kind, APIVersion: gvk.GroupVersion().String(), Namespace: k.Namespace, Name: k.Name}
+	set(&m)
+	return m
+}
+
+func sortModified(m []fleet.ModifiedStatus) {
+	sort.Slice(m, func(i, j int) bool {
+		a, b := m[i], m[j]
+		return a.Kind+"/"+a.Namespace+"/"+a.Name < b.Kind+"/"+b.Namespace+"/"+b.Name
+	})
+}
+
+func nrKey(n fleet.NonReadyStatus) string { return n.Kind + "/" + n.Namespace + "/" + n.Name }
+
+func key(gvk schema.GroupVersionKind, ns, name string) string {
+	return gvk.String() + "|" + ns + "|" + name
+}

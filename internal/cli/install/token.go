@@ -1,0 +1,150 @@
+// Package install holds `fleet install agent-token`: it asks a live manager for a registration
+// token and renders the agent's manifest with it.
+package install
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+
+	"github.com/fleetgo/fleet/charts"
+	"github.com/fleetgo/fleet/internal/chartrender"
+	"github.com/fleetgo/fleet/internal/registration"
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+)
+
+// AgentTokenOptions are `fleet install agent-token`'s.
+type AgentTokenOptions struct {
+	// Namespace of the token: the namespace the clusters register into.
+	Namespace, Name string
+	TTL             time.Duration
+	// ServerURL and CAFile override what the manager's configuration hands out; NoCA hands out
+	// no CA (the manager's certificate is trusted by the system roots).
+	ServerURL, CAFile string
+	NoCA              bool
+	SystemNamespace   string
+	AgentImage        string
+	// Group names a ClusterGroup in Namespace: clusters registered with the token get the
+	// labels its selector matches, so they join it.
+	Group string
+	// Timeout bounds the wait for the manager to issue the token.
+	Timeout time.Duration
+}
+
+// Registration tokens `fleet install agent-token` makes: valid DefaultAgentTokenTTL unless the
+// options say otherwise; their values are looked for every tokenPoll, for at most tokenTimeout.
+const (
+	DefaultAgentTokenTTL = 12 * time.Hour
+	tokenPoll            = 200 * time.Millisecond
+	tokenTimeout         = time.Minute
+)
+
+// AgentToken creates a ClusterRegistrationToken on the manager, waits for its values and
+// renders the fleet-agent chart with them: the manifest to apply to a downstream cluster.
+func AgentToken(ctx context.Context, api fleetcontrollers.Interface, kube kubernetes.Interface, o AgentTokenOptions) (string, error) {
+	groupLabels, err := groupLabelsOf(api, o)
+	if err != nil {
+		return "", err
+	}
+	v, err := issueToken(ctx, api, kube, o, groupLabels)
+	if err != nil {
+		return "", err
+	}
+	if o.ServerURL != "" {
+		v.APIServerURL = o.ServerURL
+	}
+	if o.CAFile != "" {
+		ca, err := os.ReadFile(o.CAFile)
+		if err != nil {
+			return "", fmt.Errorf("--ca-file: %w", err)
+		}
+		v.APIServerCA = string(ca)
+	}
+	if o.NoCA {
+		v.APIServerCA = ""
+	}
+	if v.APIServerURL == "" {
+		return "", fmt.Errorf("the manager has no apiServerURL configured (fleet-controller ConfigMap): pass --server-url")
+	}
+	values := map[string]any{"token": v.Token, "apiServerURL": v.APIServerURL, "apiServerCA": v.APIServerCA,
+		"clusterNamespace": v.ClusterNamespace, "systemRegistrationNamespace": v.SystemRegistrationNamespace,
+		"createNamespace": true, "agentConfig": false, "groupLabels": groupLabels}
+	if err := chartrender.SetImage(values, "image", o.AgentImage); err != nil {
+		return "", err
+	}
+	return chartrender.Render(charts.Agent, "fleet-agent", o.SystemNamespace, values)
+}
+
+// groupLabelsOf are the labels --group's ClusterGroup selects by, which registering clusters are
+// given (none without --group).
+func groupLabelsOf(api fleetcontrollers.Interface, o AgentTokenOptions) (map[string]any, error) {
+	if o.Group == "" {
+		return nil, nil
+	}
+	g, err := api.ClusterGroup().Get(o.Namespace, o.Group, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("--group %s: %w", o.Group, err)
+	}
+	if g.Spec.Selector == nil || len(g.Spec.Selector.MatchLabels) == 0 || len(g.Spec.Selector.MatchExpressions) > 0 {
+		return nil, fmt.Errorf("--group %s: cluster group %s/%s must select clusters by matchLabels only, so that registered clusters can be given them", o.Group, o.Namespace, o.Group)
+	}
+	labels := map[string]any{}
+	for k, v := range g.Spec.Selector.MatchLabels {
+		labels[k] = v
+	}
+	return labels, nil
+}
+
+// issueToken creates a ClusterRegistrationToken and waits for the values the manager issues for
+// it.
+func issueToken(ctx context.Context, api fleetcontrollers.Interface, kube kubernetes.Interface, o AgentTokenOptions,
+	groupLabels map[string]any) (registration.Values, error) {
+	var v registration.Values
+	tok := &fleet.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name}}
+	if groupLabels != nil {
+		// The manager gives the token's Clusters these labels and no others, whatever the
+		// agent asks for.
+		restrict, err := json.Marshal(groupLabels)
+		if err != nil {
+			return v, err
+		}
+		tok.Annotations = map[string]string{registration.ClusterLabelsAnnotation: string(restrict)}
+	}
+	if o.Name == "" {
+		tok.GenerateName = "token-"
+	}
+	if o.TTL > 0 {
+		tok.Spec.TTL = &metav1.Duration{Duration: o.TTL}
+	}
+	created, err := api.ClusterRegistrationToken().Create(tok)
+	if err != nil {
+		return v, fmt.Errorf("creating a registration token in namespace %s: %w", o.Namespace, err)
+	}
+	timeout := o.Timeout
+	if timeout <= 0 {
+		timeout = tokenTimeout
+	}
+	err = wait.PollUntilContextTimeout(ctx, tokenPoll, timeout, true, func(ctx context.Context) (bool, error) {
+		t, err := api.ClusterRegistrationToken().Get(created.Namespace, created.Name, metav1.GetOptions{})
+		if err != nil || t.Status.SecretName == "" {
+			return false, nil
+		}
+		s, err := kube.CoreV1().Secrets(t.Namespace).Get(ctx, t.Status.SecretName, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		return true, yaml.Unmarshal(s.Data[registration.ValuesKey], &v)
+	})
+	if err != nil {
+		return v, fmt.Errorf("waiting for the manager to issue registration token %s/%s (is fleet controller running?): %w", created.Namespace, created.Name, err)
+	}
+	return v, nil
+}

@@ -1,0 +1,214 @@
+// Package downstream copies the Secrets and ConfigMaps that a BundleDeployment's
+// downstreamResources name, from its Bundle's namespace into its cluster namespace, where the
+// cluster's agent (which may read only that namespace) picks them up and creates them in the
+// bundle's namespace downstream. Copies follow their sources and go with the BundleDeployment.
+// (manager)
+package downstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corecontrollers "github.com/rancher/wrangler/v3/pkg/generated/controllers/core/v1"
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/fleetgo/fleet/internal/logfields"
+	"github.com/fleetgo/fleet/internal/names"
+	"github.com/fleetgo/fleet/internal/secretuse"
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+)
+
+// Kinds a downstreamResources entry may name.
+const (
+	KindSecret    = "Secret"
+	KindConfigMap = "ConfigMap"
+)
+
+// CopyLabel marks a copy with the BundleDeployment it was made for.
+const CopyLabel = "fleet.cattle.io/downstream-resource-of"
+
+const bySource = "downstream-source"
+
+func sourceKey(namespace, kind, name string) string { return namespace + "/" + kind + "/" + name }
+
+// configMapPoll is how often the ConfigMap sources are read again: the manager caches no
+// ConfigMaps outside its own namespace (Secrets it caches, so their changes are seen at once).
+const configMapPoll = 30 * time.Second
+
+type handler struct {
+	kube    kubernetes.Interface
+	secrets corecontrollers.SecretCache
+	bds     fleetcontrollers.BundleDeploymentController
+	guard   secretuse.Guard
+	// recorder, when set, records a refused Secret on the BundleDeployment's Bundle.
+	recorder record.EventRecorder
+}
+
+// Register starts copying. A change of a Secret source re-copies it for every BundleDeployment
+// naming it; ConfigMap sources are read every configMapPoll.
+func Register(ctx context.Context, kube kubernetes.Interface, bds fleetcontrollers.BundleDeploymentController,
+	secrets corecontrollers.SecretController, guard secretuse.Guard, recorder record.EventRecorder) {
+	h := &handler{kube: kube, secrets: secrets.Cache(), bds: bds, guard: guard, recorder: recorder}
+	bds.Cache().AddIndexer(bySource, func(bd *fleet.BundleDeployment) ([]string, error) {
+		var keys []string
+		for _, r := range bd.Spec.Options.DownstreamResources {
+			keys = append(keys, sourceKey(bd.Labels[fleet.BundleNamespaceLabel], r.Kind, r.Name))
+		}
+		if sec := helmOpSecret(bd); sec != "" {
+			keys = append(keys, sourceKey(bd.Labels[fleet.BundleNamespaceLabel], KindSecret, sec))
+		}
+		return keys, nil
+	})
+	bds.OnChange(ctx, "bundledeployment-downstream", h.onChange)
+	enqueue := func(ns, kind, name string) {
+		users, err := bds.Cache().GetByIndex(bySource, sourceKey(ns, kind, name))
+		if err != nil {
+			return
+		}
+		for _, bd := range users {
+			bds.Enqueue(bd.Namespace, bd.Name)
+		}
+	}
+	secrets.OnChange(ctx, "downstream-source-secret", func(key string, s *corev1.Secret) (*corev1.Secret, error) {
+		if s != nil {
+			enqueue(s.Namespace, KindSecret, s.Name)
+		}
+		return s, nil
+	})
+}
+
+// helmOpSecret is the chart source credential Secret of a HelmOp's BundleDeployment ("" for
+// none): its agent fetches the chart with the copy.
+func helmOpSecret(bd *fleet.BundleDeployment) string {
+	if o := bd.Spec.HelmChartOptions; o != nil {
+		return o.SecretName
+	}
+	return ""
+}
+
+func (h *handler) onChange(_ string, bd *fleet.BundleDeployment) (*fleet.BundleDeployment, error) {
+	if bd == nil || bd.DeletionTimestamp != nil {
+		return bd, nil
+	}
+	src := bd.Labels[fleet.BundleNamespaceLabel]
+	owner := []metav1.OwnerReference{{APIVersion: fleet.SchemeGroupVersion.String(), Kind: "BundleDeployment", Name: bd.Name, UID: bd.UID}}
+	labels := map[string]string{CopyLabel: bd.Name}
+	if sec := helmOpSecret(bd); sec != "" {
+		meta := metav1.ObjectMeta{Name: names.DownstreamCopy(bd.Name, sec), Namespace: bd.Namespace, Labels: labels, OwnerReferences: owner}
+		// A refused Secret is not copied: the agent says the copy is missing.
+		if _, err := h.copySecret(src, sec, meta, "helmSecretName"); err != nil && !apierrors.IsNotFound(err) && !h.refused(bd, err) {
+			return bd, fmt.Errorf("copying the chart credentials %s/%s for %s/%s: %w", src, sec, bd.Namespace, bd.Name, err)
+		}
+	}
+	if len(bd.Spec.Options.DownstreamResources) == 0 {
+		return bd, nil
+	}
+	poll, changed := false, false
+	for _, r := range bd.Spec.Options.DownstreamResources {
+		poll = poll || r.Kind == KindConfigMap
+		meta := metav1.ObjectMeta{Name: names.DownstreamCopy(bd.Name, r.Name), Namespace: bd.Namespace, Labels: labels, OwnerReferences: owner}
+		var err error
+		var c bool
+		switch r.Kind {
+		case KindSecret:
+			c, err = h.copySecret(src, r.Name, meta, "downstreamResources")
+		case KindConfigMap:
+			c, err = h.copyConfigMap(src, r.Name, meta)
+		default:
+			// The agent reports the bad kind; there is nothing to copy.
+			continue
+		}
+		if apierrors.IsNotFound(err) || h.refused(bd, err) {
+			// The agent says which source is missing; a source created later is copied then.
+			continue
+		}
+		if err != nil {
+			return bd, fmt.Errorf("copying downstream %s %s/%s for %s/%s: %w", r.Kind, src, r.Name, bd.Namespace, bd.Name, err)
+		}
+		changed = changed || c
+	}
+	if changed {
+		// The agent watches its BundleDeployments, not the copies: a new generation tells it
+		// to deploy them (it reports the generation it deployed in status).
+		patch := fmt.Sprintf(`{"spec":{"downstreamResourcesGeneration":%d}}`, bd.Spec.DownstreamResourcesGeneration+1)
+		if _, err := h.bds.Patch(bd.Namespace, bd.Name, types.MergePatchType, []byte(patch)); err != nil && !apierrors.IsNotFound(err) {
+			return bd, fmt.Errorf("telling %s/%s its downstream resources changed: %w", bd.Namespace, bd.Name, err)
+		}
+	}
+	if poll {
+		h.bds.EnqueueAfter(bd.Namespace, bd.Name, configMapPoll)
+	}
+	return bd, nil
+}
+
+// refused reports whether err is the guard's refusal of a Secret (which waiting does not mend:
+// it is not retried), and records it on the Bundle.
+func (h *handler) refused(bd *fleet.BundleDeployment, err error) bool {
+	var r *secretuse.Refused
+	if !errors.As(err, &r) {
+		return false
+	}
+	logrus.WithFields(logfields.For("downstream", bd.Namespace, bd.Name)).Warn(err.Error())
+	if h.recorder != nil {
+		b := &fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: bd.Labels[fleet.BundleNamespaceLabel], Name: bd.Labels[fleet.BundleLabel]}}
+		b.SetGroupVersionKind(fleet.SchemeGroupVersion.WithKind("Bundle"))
+		h.recorder.Event(b, corev1.EventTypeWarning, "SecretRefused", err.Error())
+	}
+	return true
+}
+
+func (h *handler) copySecret(ns, name string, meta metav1.ObjectMeta, use string) (bool, error) {
+	s, err := h.secrets.Get(ns, name)
+	if err != nil {
+		return false, err
+	}
+	if err := h.guard.Check(s, use); err != nil {
+		return false, err
+	}
+	want := &corev1.Secret{ObjectMeta: meta, Type: s.Type, Data: s.Data}
+	client := h.kube.CoreV1().Secrets(meta.Namespace)
+	cur, err := h.secrets.Get(meta.Namespace, meta.Name)
+	if apierrors.IsNotFound(err) {
+		_, err = client.Create(context.Background(), want, metav1.CreateOptions{})
+		return err == nil, err
+	}
+	if err != nil || (equality.Semantic.DeepEqual(cur.Data, want.Data) && cur.Type == want.Type) {
+		return false, err
+	}
+	cur = cur.DeepCopy()
+	cur.Data = want.Data
+	_, err = client.Update(context.Background(), cur, metav1.UpdateOptions{})
+	return err == nil, err
+}
+
+func (h *handler) copyConfigMap(ns, name string, meta metav1.ObjectMeta) (bool, error) {
+	ctx := context.Background()
+	cm, err := h.kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return false, err
+	}
+	want := &corev1.ConfigMap{ObjectMeta: meta, Data: cm.Data, BinaryData: cm.BinaryData}
+	client := h.kube.CoreV1().ConfigMaps(meta.Namespace)
+	cur, err := client.Get(ctx, meta.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = client.Create(context.Background(), want, metav1.CreateOptions{})
+		return err == nil, err
+	}
+	if err != nil || (equality.Semantic.DeepEqual(cur.Data, want.Data) && equality.Semantic.DeepEqual(cur.BinaryData, want.BinaryData)) {
+		return false, err
+	}
+	cur = cur.DeepCopy()
+	cur.Data, cur.BinaryData = want.Data, want.BinaryData
+	_, err = client.Update(context.Background(), cur, metav1.UpdateOptions{})
+	return err == nil, err
+}

@@ -1,0 +1,252 @@
+package gitrepo
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/fleetgo/fleet/internal/ocistorage"
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+)
+
+// A GitRepo's helmRepoURLRegex, forceSyncGeneration and correctDrift reach the Job's fleet apply
+// under Fleet's flag names.
+func TestJobApplyArgsCarryGitRepoOptions(t *testing.T) {
+	gr := &fleet.GitRepo{}
+	gr.Name, gr.Namespace = "repo", "fleet-default"
+	gr.Spec.HelmRepoURLRegex = "^https://charts\\.example\\.com/"
+	gr.Spec.ForceSyncGeneration = 4
+	gr.Spec.CorrectDrift = &fleet.CorrectDrift{Enabled: true, Force: true, KeepFailHistory: true}
+	h := &handler{}
+	args := jobApplyArgs(gr, h.applyOptions(gr, "c1"), gr.Namespace, "c1")
+	joined := strings.Join(args, " ")
+	for _, want := range []string{"--helm-repo-url-regex ^https://charts\\.example\\.com/", "--sync-generation 4",
+		"--correct-drift", "--correct-drift-force", "--correct-drift-keep-fail-history"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("args %q lack %q", joined, want)
+		}
+	}
+	if slices.Contains(args, "--correct-drift-keep-failed-history") {
+		t.Errorf("old flag name used: %q", joined)
+	}
+	if strings.Contains(joined, "--git-cacerts-file") {
+		t.Errorf("no caBundle, yet %q", joined)
+	}
+	// The repository's CAs hold for its charts in git too.
+	gr.Spec.CABundle = []byte("PEM")
+	joined = strings.Join(jobApplyArgs(gr, h.applyOptions(gr, "c1"), gr.Namespace, "c1"), " ")
+	if want := "--git-cacerts-file " + jobConfig + "/" + caFileKey; !strings.Contains(joined, want) {
+		t.Errorf("args %q lack %q", joined, want)
+	}
+}
+
+// A shard's GitRepo Jobs run on its nodes (--shard-node-selector); without one, anywhere.
+func TestJobPodNodeSelector(t *testing.T) {
+	gr := &fleet.GitRepo{}
+	gr.Name, gr.Namespace, gr.Spec.Repo = "repo", "fleet-default", "https://git.example/repo"
+	cm, err := jobConfigMap(gr, "repo-abc", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sel := range []map[string]string{{"zone": "east"}, nil} {
+		h := &handler{Deps: Deps{Kube: fake.NewSimpleClientset(), JobRunner: &JobRunner{Image: "fleet:dev", NodeSelector: sel}}}
+		p, err := h.jobPod(gr, "c1", cm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.NodeSelector) != len(sel) || p.NodeSelector["zone"] != sel["zone"] {
+			t.Errorf("nodeSelector %v, want %v", p.NodeSelector, sel)
+		}
+	}
+}
+
+// spec.bundles reaches the Job's fleet apply as a driven scan of exactly the listed folders.
+func TestJobApplyArgsListedBundles(t *testing.T) {
+	gr := &fleet.GitRepo{}
+	gr.Name, gr.Namespace = "repo", "fleet-default"
+	gr.Spec.Bundles = []fleet.BundlePath{{Base: "a"}, {Base: "b", Options: "prod.yaml"}}
+	h := &handler{}
+	o := h.applyOptions(gr, "c1")
+	args := jobApplyArgs(gr, o, gr.Namespace, "c1")
+	if !slices.Contains(args, "--driven-scan") || !slices.Equal(o.Paths, []string{"a", "b:prod.yaml"}) {
+		t.Errorf("args %q, paths %q", strings.Join(args, " "), o.Paths)
+	}
+}
+
+// In a Job, as in-process, a Helm Secret may lack a username (the pod still starts) and its
+// cacerts are trusted.
+func TestJobPodHelmSecretForms(t *testing.T) {
+	gr := &fleet.GitRepo{}
+	gr.Name, gr.Namespace, gr.Spec.Repo, gr.Spec.HelmSecretName = "repo", "fleet-default", "https://git.example/repo", "charts"
+	cm, err := jobConfigMap(gr, "repo-abc", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-default", Name: "charts"},
+		Data: map[string][]byte{"password": []byte("p"), "cacerts": []byte("-----BEGIN CERTIFICATE-----")}}
+	h := &handler{Deps: Deps{Kube: fake.NewSimpleClientset(secret), JobRunner: &JobRunner{Image: "fleet:dev"}}}
+	p, err := h.jobPod(gr, "c1", cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.Containers[0]
+	args := strings.Join(c.Args, " ")
+	if !strings.Contains(args, "--cacerts-file /run/secrets/helm/cacerts") || !strings.Contains(args, "--password-file /run/secrets/helm/password") {
+		t.Errorf("args %s", args)
+	}
+	for _, e := range c.Env {
+		if e.Name == "HELM_USERNAME" && (e.ValueFrom.SecretKeyRef.Optional == nil || !*e.ValueFrom.SecretKeyRef.Optional) {
+			t.Error("a Secret without username stops the pod")
+		}
+	}
+}
+
+// The manager's proxy settings reach the Job's containers.
+func TestJobPodProxy(t *testing.T) {
+	t.Setenv("HTTPS_PROXY", "http://proxy.example:3128")
+	t.Setenv("NO_PROXY", ".svc,10.0.0.0/8")
+	gr := &fleet.GitRepo{}
+	gr.Name, gr.Namespace, gr.Spec.Repo = "repo", "fleet-default", "https://git.example/repo"
+	cm, err := jobConfigMap(gr, "repo-abc", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &handler{Deps: Deps{Kube: fake.NewSimpleClientset(), JobRunner: &JobRunner{Image: "fleet:dev"}}}
+	p, err := h.jobPod(gr, "c1", cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range append(p.InitContainers, p.Containers...) {
+		env := map[string]string{}
+		for _, e := range c.Env {
+			env[e.Name] = e.Value
+		}
+		if env["HTTPS_PROXY"] != "http://proxy.example:3128" || env["NO_PROXY"] != ".svc,10.0.0.0/8" {
+			t.Errorf("%s: env %v", c.Name, env)
+		}
+		if _, ok := env["SSL_CERT_DIR"]; ok {
+			t.Errorf("%s: no proxy CA, yet SSL_CERT_DIR", c.Name)
+		}
+	}
+
+	// The proxy's CA (the fleet chart's proxyCACert, which the controller trusts) goes with the
+	// run's ConfigMap and is trusted by both steps besides the image's bundle.
+	t.Setenv("SSL_CERT_DIR", t.TempDir())
+	if err := os.WriteFile(filepath.Join(os.Getenv("SSL_CERT_DIR"), "proxy-ca.crt"), []byte("PROXY-CA-PEM"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.JobRunner.ProxyCA = ProxyCAFromEnv()
+	if p, err = h.jobPod(gr, "c1", cm); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(cm.Data[proxyCAKey], "PROXY-CA-PEM") {
+		t.Errorf("config %v", cm.Data)
+	}
+	for _, c := range append(p.InitContainers, p.Containers...) {
+		env := map[string]string{}
+		for _, e := range c.Env {
+			env[e.Name] = e.Value
+		}
+		mounted := false
+		for _, m := range c.VolumeMounts {
+			mounted = mounted || m.Name == "proxy-ca" && m.MountPath == env["SSL_CERT_DIR"]
+		}
+		if env["SSL_CERT_DIR"] != jobProxyCA || !mounted {
+			t.Errorf("%s: env %v, mounts %v", c.Name, env, c.VolumeMounts)
+		}
+	}
+}
+
+// In a Job, as in-process, an SSH secret without known_hosts gets the shared known hosts (they
+// go with the run's ConfigMap), and insecureSkipHostKeyChecks reaches the clone step.
+func TestJobPodSharedKnownHosts(t *testing.T) {
+	gr := &fleet.GitRepo{}
+	gr.Name, gr.Namespace, gr.Spec.Repo, gr.Spec.ClientSecretName = "repo", "fleet-default", "ssh://git@git.example/repo", "ssh"
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-default", Name: "ssh"},
+		Data: map[string][]byte{corev1.SSHAuthPrivateKey: []byte("KEY")}}
+	shared := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "cattle-fleet-system", Name: KnownHostsConfigMap},
+		Data: map[string]string{"known_hosts": "git.example ssh-ed25519 AAAA\n"}}
+	for _, insecure := range []bool{false, true} {
+		kube := fake.NewSimpleClientset(secret, shared)
+		h := &handler{Deps: Deps{Kube: kube, JobRunner: &JobRunner{Image: "fleet:dev"},
+			KnownHosts: &KnownHosts{Kube: kube, Namespace: "cattle-fleet-system", Insecure: insecure}}}
+		p, cm := podOf(t, h, gr)
+		args := strings.Join(p.InitContainers[0].Args, " ")
+		if !strings.Contains(args, "--known-hosts-file "+jobConfig+"/"+knownHostsKey) || cm.Data[knownHostsKey] != shared.Data["known_hosts"] {
+			t.Errorf("args %s, config %v", args, cm.Data)
+		}
+		if strings.Contains(args, "--insecure-skip-host-key-checks") != insecure {
+			t.Errorf("insecure %v: args %s", insecure, args)
+		}
+	}
+}
+
+// A GitRepo naming no clientSecretName clones with the namespace's Secret gitcredential when
+// there is one, as on Fleet; without one, with no credentials.
+func TestDefaultClientSecret(t *testing.T) {
+	gr := &fleet.GitRepo{}
+	gr.Name, gr.Namespace, gr.Spec.Repo = "repo", "fleet-default", "https://git.example/repo"
+	h := &handler{Deps: Deps{Kube: fake.NewSimpleClientset()}}
+	src, err := h.source(gr)
+	if err != nil || src.Auth.Username != "" {
+		t.Fatalf("no default secret: auth %+v, %v", src.Auth, err)
+	}
+	def := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-default", Name: DefaultClientSecretName}, Type: corev1.SecretTypeBasicAuth,
+		Data: map[string][]byte{corev1.BasicAuthUsernameKey: []byte("bot"), corev1.BasicAuthPasswordKey: []byte("pw")}}
+	h = &handler{Deps: Deps{Kube: fake.NewSimpleClientset(def), JobRunner: &JobRunner{Image: "fleet:dev"}}}
+	if src, err = h.source(gr); err != nil || src.Auth.Username != "bot" || src.Auth.Password != "pw" {
+		t.Fatalf("default secret: auth %+v, %v", src.Auth, err)
+	}
+	p, _ := podOf(t, h, gr)
+	var mounted string
+	for _, v := range p.Volumes {
+		if v.Name == "git-credentials" {
+			mounted = v.Secret.SecretName
+		}
+	}
+	if mounted != DefaultClientSecretName {
+		t.Errorf("the Job mounts %q", mounted)
+	}
+}
+
+// In a Job, as in-process, the namespace's OCI storage Secret makes fleet apply push the
+// contents: its password mounted, the rest as arguments.
+func TestJobPodOCIStorage(t *testing.T) {
+	gr := &fleet.GitRepo{}
+	gr.Name, gr.Namespace, gr.Spec.Repo = "repo", "fleet-default", "https://git.example/repo"
+	storage := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-default", Name: ocistorage.DefaultSecretName}, Type: ocistorage.SecretType,
+		Data: map[string][]byte{ocistorage.KeyReference: []byte("registry.example:5000/fleet"), ocistorage.KeyUsername: []byte("pusher"),
+			ocistorage.KeyPassword: []byte("pw"), ocistorage.KeyInsecure: []byte("true")}}
+	h := &handler{Deps: Deps{Kube: fake.NewSimpleClientset(storage), JobRunner: &JobRunner{Image: "fleet:dev"}}}
+	p, _ := podOf(t, h, gr)
+	args := strings.Join(p.Containers[0].Args, " ")
+	for _, want := range []string{"--oci-reference registry.example:5000/fleet", "--ociusername pusher",
+		"--oci-password-file " + jobOCISecret + "/password", "--oci-insecure"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("args %s lack %q", args, want)
+		}
+	}
+	if strings.Contains(args, "--oci-basic-http") || strings.Contains(args, "pw") {
+		t.Errorf("args %s", args)
+	}
+}
+
+// podOf is the Job pod h makes for gr's commit c1, and the run's ConfigMap.
+func podOf(t *testing.T, h *handler, gr *fleet.GitRepo) (*corev1.PodSpec, *corev1.ConfigMap) {
+	t.Helper()
+	cm, err := jobConfigMap(gr, "repo-abc", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := h.jobPod(gr, "c1", cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, cm
+}

@@ -1,0 +1,374 @@
+// Package helmop turns each HelmOp into a Bundle of the same name whose agents fetch the chart
+// themselves: the manager resolves the version constraint against the chart source (a Helm
+// repository, an OCI registry or a chart URL), polls it every pollingInterval so a new chart
+// version rolls out without any commit, and rolls the Bundle's deployments up into the HelmOp's
+// status. (manager)
+package helmop
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/Masterminds/semver/v3"
+	"github.com/rancher/wrangler/v3/pkg/apply"
+	corecontrollers "github.com/rancher/wrangler/v3/pkg/generated/controllers/core/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/fleetgo/fleet/internal/bundlereader"
+	"github.com/fleetgo/fleet/internal/controller/index"
+	"github.com/fleetgo/fleet/internal/policy"
+	"github.com/fleetgo/fleet/internal/secretuse"
+	"github.com/fleetgo/fleet/internal/summary"
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+)
+
+// Conditions of a HelmOp besides Ready.
+const (
+	// ConditionAccepted is False while the spec cannot become a Bundle (the message says why).
+	ConditionAccepted = "Accepted"
+	// ConditionPolled is False while the chart source cannot be asked for versions.
+	ConditionPolled = "Polled"
+)
+
+// Intervals.
+const (
+	// rollupDelay coalesces the roll-ups that changes of the Bundle and its deployments trigger.
+	rollupDelay = time.Second
+	// retryFirst is the wait after a failed poll; each further failure doubles it, up to
+	// retryMax (and never past the polling interval).
+	retryFirst = 5 * time.Second
+	retryMax   = 5 * time.Minute
+	// pollTimeout bounds one look at the chart source.
+	pollTimeout = 2 * time.Minute
+)
+
+// bundleSet names the generating handler, and so the apply set of a HelmOp's Bundle.
+const bundleSet = "fleet-helmop"
+
+// Deps are what the controller reads and writes.
+type Deps struct {
+	HelmOps           fleetcontrollers.HelmOpController
+	Bundles           fleetcontrollers.BundleController
+	BundleDeployments fleetcontrollers.BundleDeploymentController
+	// Secrets are read from their cache (helmSecretName).
+	Secrets corecontrollers.SecretCache
+	// Apply writes the Bundle (a set of Bundles only: the controller adds their cache).
+	Apply apply.Apply
+	// Policies are the namespaces' Policies (package policy); nil checks none.
+	Policies fleetcontrollers.PolicyController
+	// Guard refuses the Secrets a HelmOp may not name (package secretuse).
+	Guard secretuse.Guard
+}
+
+type handler struct {
+	Deps
+	// ctx is the controller's: its end cancels chart lookups in flight.
+	ctx context.Context
+	now func() time.Time
+	mu  sync.Mutex
+	// failures counts each HelmOp's polls failed in a row, by namespace/name.
+	failures map[string]int
+	// resolved is the source each HelmOp's version was resolved from (source), by
+	// namespace/name; after a restart every version is resolved once again.
+	resolved map[string]string
+	// retryAt is when a failed poll is tried again (no look before then, for whatever event:
+	// the status written meanwhile is one).
+	retryAt map[string]time.Time
+}
+
+// Register starts turning HelmOps into Bundles.
+func Register(ctx context.Context, d Deps) {
+	h := &handler{Deps: d, ctx: ctx, now: time.Now, failures: map[string]int{}, resolved: map[string]string{}, retryAt: map[string]time.Time{}}
+	fleetcontrollers.RegisterHelmOpGeneratingHandler(ctx, d.HelmOps, d.Apply.WithCacheTypes(d.Bundles), ConditionAccepted, bundleSet, h.generate, nil)
+	enqueue := func(ns string, labels map[string]string) {
+		if name := labels[fleet.HelmNameLabel]; name != "" {
+			d.HelmOps.EnqueueAfter(ns, name, rollupDelay)
+		}
+	}
+	if d.Policies != nil {
+		d.Policies.OnChange(ctx, "helmop-policies", index.RequeueNamespace[*fleet.Policy](d.HelmOps.Cache().List, d.HelmOps.Enqueue))
+	}
+	d.Bundles.OnChange(ctx, "helmop-bundles", func(_ string, b *fleet.Bundle) (*fleet.Bundle, error) {
+		if b != nil {
+			enqueue(b.Namespace, b.Labels)
+		}
+		return b, nil
+	})
+	d.BundleDeployments.OnChange(ctx, "helmop-deployments", func(_ string, bd *fleet.BundleDeployment) (*fleet.BundleDeployment, error) {
+		if bd != nil {
+			enqueue(bd.Labels[fleet.BundleNamespaceLabel], bd.Labels)
+		}
+		return bd, nil
+	})
+}
+
+// generate returns the HelmOp's Bundle, at the version its constraint resolves to, and its
+// status. An invalid spec is an error: the generated handler keeps the Bundle as it is and says
+// why in the Accepted condition. A chart source that cannot be polled keeps the version
+// resolved before (and no Bundle when there was none).
+func (h *handler) generate(op *fleet.HelmOp, status fleet.HelmOpStatus) ([]runtime.Object, fleet.HelmOpStatus, error) {
+	ociRepo(op)
+	if err := validate(op); err != nil {
+		return nil, status, err
+	}
+	if h.Policies != nil {
+		ps, err := h.Policies.Cache().List(op.Namespace, labels.Everything())
+		if err != nil {
+			return nil, status, err
+		}
+		if set := policy.Combine(ps); set.Any {
+			// The defaults go into the Bundle, not the HelmOp (op is the handler's copy).
+			if err := set.HelmOp(&op.Spec); err != nil {
+				return nil, status, err
+			}
+		}
+	}
+	now := h.now()
+	h.poll(op, &status, now)
+	var objs []runtime.Object
+	if status.Version != "" {
+		objs = append(objs, bundle(op, status.Version))
+	}
+	h.rollup(op, &status, now)
+	return objs, status, nil
+}
+
+// ociRepo takes the form Fleet and the Rancher UI write for a chart in an OCI registry, the
+// whole reference in helm.repo and no helm.chart, as helm.chart holding the reference (op is the
+// handler's copy: the HelmOp keeps what its author wrote, its Bundle gets this).
+func ociRepo(op *fleet.HelmOp) {
+	if hl := op.Spec.Helm; hl != nil && hl.Chart == "" && strings.HasPrefix(hl.Repo, "oci://") {
+		hl.Chart, hl.Repo = hl.Repo, ""
+	}
+}
+
+// validate checks what the spec must say for a chart to be found.
+func validate(op *fleet.HelmOp) error {
+	hl := op.Spec.Helm
+	if hl == nil || hl.Chart == "" {
+		return fmt.Errorf("spec.helm.chart: name the chart (with spec.helm.repo), an oci:// reference or a chart URL")
+	}
+	if v := strings.TrimSpace(hl.Version); v != "" && v != "*" {
+		if _, err := semver.NewConstraint(v); err != nil {
+			return fmt.Errorf("spec.helm.version %q: not a version or version range: %v", hl.Version, err)
+		}
+	}
+	if op.Spec.PollingInterval != nil && op.Spec.PollingInterval.Duration < 0 {
+		return fmt.Errorf("spec.pollingInterval %s: must not be negative", op.Spec.PollingInterval.Duration)
+	}
+	return nil
+}
+
+// strict reports whether the version names exactly one version (nothing to poll for).
+func strict(version string) bool {
+	_, err := semver.StrictNewVersion(strings.TrimPrefix(strings.TrimSpace(version), "v"))
+	return err == nil
+}
+
+// poll asks the chart source for the newest version the constraint allows when it is due: the
+// first time, after the chart source or constraint changed, every pollingInterval for a version that can float, and
+// after a failure (with backoff). It records the version, condition Polled and when it looked.
+func (h *handler) poll(op *fleet.HelmOp, status *fleet.HelmOpStatus, now time.Time) {
+	key := op.Namespace + "/" + op.Name
+	interval := time.Duration(0)
+	if op.Spec.PollingInterval != nil {
+		interval = op.Spec.PollingInterval.Duration
+	}
+	floats := !strict(op.Spec.Helm.Version)
+	h.mu.Lock()
+	sourceChanged := h.resolved[key] != source(op)
+	retryAt, failed := h.retryAt[key]
+	h.mu.Unlock()
+	due := sourceChanged || (floats && interval > 0 && !now.Before(status.LastPollingTime.Add(interval)))
+	if failed && !sourceChanged {
+		due = !now.Before(retryAt)
+		if !due {
+			h.HelmOps.EnqueueAfter(op.Namespace, op.Name, retryAt.Sub(now))
+			return
+		}
+	}
+	if due {
+		version, err := h.resolve(op)
+		status.LastPollingTime = metav1.NewTime(now)
+		if err != nil {
+			fleet.SetCondition(&status.Conditions, ConditionPolled, corev1.ConditionFalse, "Error", err.Error(), now)
+			h.HelmOps.EnqueueAfter(op.Namespace, op.Name, h.backoff(key, interval, now))
+			return
+		}
+		h.mu.Lock()
+		delete(h.failures, key)
+		delete(h.retryAt, key)
+		h.resolved[key] = source(op)
+		h.mu.Unlock()
+		status.Version = version
+		fleet.SetCondition(&status.Conditions, ConditionPolled, corev1.ConditionTrue, "", "", now)
+	}
+	if floats && interval > 0 {
+		h.HelmOps.EnqueueAfter(op.Namespace, op.Name, status.LastPollingTime.Add(interval).Sub(now))
+	}
+}
+
+// resolve fetches the chart the spec names and returns the version the constraint resolved to.
+func (h *handler) resolve(op *fleet.HelmOp) (string, error) {
+	auth, cleanup, err := h.auth(op)
+	defer cleanup()
+	if err != nil {
+		return "", err
+	}
+	parent := h.ctx
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(parent, pollTimeout)
+	defer cancel()
+	hl := op.Spec.Helm.DeepCopy()
+	if strings.TrimSpace(hl.Version) == "*" {
+		hl.Version = ""
+	}
+	_, version, err := bundlereader.FetchChart(ctx, hl, auth)
+	if err != nil {
+		return "", err
+	}
+	return version, nil
+}
+
+// auth reads helmSecretName (username, password, cacerts) for the chart source.
+func (h *handler) auth(op *fleet.HelmOp) (bundlereader.ChartAuth, func(), error) {
+	auth := bundlereader.ChartAuth{InsecureSkipTLSVerify: op.Spec.InsecureSkipTLSVerify, PlainHTTP: op.Spec.InsecureSkipTLSVerify}
+	cleanup := func() {}
+	if op.Spec.HelmSecretName == "" {
+		return auth, cleanup, nil
+	}
+	s, err := h.Secrets.Get(op.Namespace, op.Spec.HelmSecretName)
+	if err != nil {
+		return auth, cleanup, fmt.Errorf("spec.helmSecretName %s: %w", op.Spec.HelmSecretName, err)
+	}
+	if err := h.Guard.Check(s, "spec.helmSecretName"); err != nil {
+		return auth, cleanup, err
+	}
+	auth.Username, auth.Password = string(s.Data["username"]), string(s.Data["password"])
+	cleanup, err = auth.TrustCA(s.Data["cacerts"])
+	return auth, cleanup, err
+}
+
+// bundle is the HelmOp's Bundle: its spec with the resolved version, labelled with the HelmOp's
+// name and labels, telling agents where to fetch the chart.
+func bundle(op *fleet.HelmOp, version string) *fleet.Bundle {
+	spec := *op.Spec.BundleSpec.DeepCopy()
+	spec.Helm.Version = version
+	opts := &fleet.BundleHelmOptions{SecretName: op.Spec.HelmSecretName, InsecureSkipTLSVerify: op.Spec.InsecureSkipTLSVerify}
+	spec.HelmOpOptions = opts
+	labels := map[string]string{}
+	for k, v := range op.Spec.Labels {
+		labels[k] = v
+	}
+	labels[fleet.HelmNameLabel] = op.Name
+	// The Bundle (and its BundleDeployments) belong to the HelmOp's shard, whatever spec.labels
+	// say: the shard that handles the HelmOp is the one that handles its Bundle.
+	delete(labels, fleet.ShardLabel)
+	if shard := op.Labels[fleet.ShardLabel]; shard != "" {
+		labels[fleet.ShardLabel] = shard
+	}
+	if len(spec.Targets) == 0 {
+		// Targeted nowhere at all: the namespace's default ClusterGroup, as for a GitRepo.
+		spec.Targets = []fleet.BundleTarget{{Name: "default", ClusterGroup: fleet.DefaultClusterGroup}}
+	}
+	return &fleet.Bundle{
+		TypeMeta:   metav1.TypeMeta{APIVersion: fleet.SchemeGroupVersion.String(), Kind: "Bundle"},
+		ObjectMeta: metav1.ObjectMeta{Name: op.Name, Namespace: op.Namespace, Labels: labels},
+		Spec:       spec,
+	}
+}
+
+// backoff counts a failed poll and returns the wait before the next try.
+func (h *handler) backoff(key string, interval time.Duration, now time.Time) time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := h.failures[key]
+	h.failures[key] = n + 1
+	wait := min(retryFirst<<min(n, 10), retryMax)
+	if interval > 0 {
+		wait = min(wait, interval)
+	}
+	h.retryAt[key] = now.Add(wait)
+	return wait
+}
+
+// source is what the version was resolved from: a change of any part resolves it again.
+func source(op *fleet.HelmOp) string {
+	hl := op.Spec.Helm
+	return fmt.Sprint(hl.Repo, "|", hl.Chart, "|", hl.Version, "|", op.Spec.HelmSecretName, "|", op.Spec.InsecureSkipTLSVerify)
+}
+
+// rollup fills the status from the HelmOp's Bundle and its BundleDeployments.
+func (h *handler) rollup(op *fleet.HelmOp, status *fleet.HelmOpStatus, now time.Time) {
+	b, err := h.Bundles.Cache().Get(op.Namespace, op.Name)
+	if err != nil || b.Labels[fleet.HelmNameLabel] != op.Name {
+		b = nil
+	}
+	bds, _ := h.BundleDeployments.Cache().GetByIndex(index.ByBundle, op.Namespace+"/"+op.Name)
+	var counts fleet.ResourceCounts
+	perCluster := map[string]*fleet.ResourceCounts{}
+	var deployments []summary.Deployment
+	var keys []fleet.ResourceKey
+	if b != nil {
+		keys = b.Status.ResourceKey
+	}
+	status.ReadyClusters, status.DesiredReadyClusters = 0, len(bds)
+	for _, bd := range bds {
+		if summary.State(bd) == fleet.Ready {
+			status.ReadyClusters++
+		}
+		deployments = append(deployments, summary.Deployment{BD: bd, Keys: keys,
+			Cluster: bd.Labels[fleet.ClusterNamespaceLabel] + "/" + bd.Labels[fleet.ClusterLabel]})
+		if rc := bd.Status.ResourceCounts; rc != nil {
+			summary.AddCounts(&counts, *rc)
+			c := *rc
+			perCluster[bd.Labels[fleet.ClusterNamespaceLabel]+"/"+bd.Labels[fleet.ClusterLabel]] = &c
+		}
+	}
+	status.Resources = summary.Resources(deployments)
+	status.ResourceCounts, status.PerClusterResourceCounts = counts, nil
+	if len(perCluster) > 0 {
+		status.PerClusterResourceCounts = perCluster
+	}
+	status.Summary = fleet.BundleSummary{}
+	if b != nil {
+		status.Summary = b.Status.Summary
+	}
+	s := status.Summary
+	status.Display.ReadyBundleDeployments = fmt.Sprintf("%d/%d", s.Ready, s.DesiredReady)
+	ready, msg := readiness(status, b)
+	// The state is empty when ready, as Fleet writes it: Rancher shows such a HelmOp Active.
+	status.Display.State, status.Display.Error, status.Display.Message = "", false, ""
+	if ready != corev1.ConditionTrue {
+		status.Display.State = string(summary.WorstState(s))
+		if status.Display.State == "" || status.Display.State == string(fleet.Ready) {
+			status.Display.State = "NotReady"
+		}
+		status.Display.Error, status.Display.Message = ready == corev1.ConditionFalse, msg
+	}
+	fleet.SetCondition(&status.Conditions, fleet.ConditionReady, ready, summary.ReadyReason(ready, status.Display.State), msg, now)
+}
+
+// readiness is the HelmOp's Ready condition: a chart source that cannot be polled, no version
+// yet, then its Bundle's.
+func readiness(status *fleet.HelmOpStatus, b *fleet.Bundle) (corev1.ConditionStatus, string) {
+	if c := fleet.FindCondition(status.Conditions, ConditionPolled); c != nil && c.Status == corev1.ConditionFalse {
+		return corev1.ConditionFalse, c.Message
+	}
+	if status.Version == "" || b == nil {
+		return corev1.ConditionUnknown, "no chart version resolved yet"
+	}
+	if c := fleet.FindCondition(b.Status.Conditions, fleet.ConditionReady); c != nil {
+		return c.Status, c.Message
+	}
+	return corev1.ConditionUnknown, "the Bundle is not rolled out yet"
+}
