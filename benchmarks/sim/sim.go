@@ -2,7 +2,7 @@
 // Each simulated agent registers through a ClusterRegistrationToken with the agent's own
 // registration code (internal/agent/register) and gets its own credential; with that credential it
 // lists and watches only its cluster namespace's BundleDeployments and writes their status as the
-// agent's pass does (internal/agent/deployer.Simulated: applied, ready, resource counts), and checks in
+// agent's pass does (the pass's own steps from internal/bdstatus: applied, ready, resource counts), and checks in
 // on its Cluster's status subresource with the agent's heartbeat (internal/agent/clusterstatus). Only
 // the Helm install and the downstream cluster are simulated: a deploy succeeds at once, every
 // resource is ready, and the downstream cluster is an in-memory clientset with one ready node.
@@ -31,7 +31,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/fleetgo/fleet/internal/agent/clusterstatus"
-	"github.com/fleetgo/fleet/internal/agent/deployer"
 	"github.com/fleetgo/fleet/internal/agent/register"
 	"github.com/fleetgo/fleet/internal/registration"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
@@ -104,7 +103,7 @@ const DefaultResources = 3
 // Reported is the status a simulated agent with the default options writes for bd once release
 // revision rev of it is deployed: what a plain client writes to do the same writes as the agents.
 func Reported(bd *fleet.BundleDeployment, rev int, now time.Time) fleet.BundleDeploymentStatus {
-	return deployer.Simulated(bd, bd.Status, rev, DefaultResources, now)
+	return simulated(bd, bd.Status, rev, DefaultResources, now)
 }
 
 // New returns a simulation of no agents yet; Start runs its status writers.
@@ -298,7 +297,7 @@ func (s *Sim) work(ctx context.Context) bool {
 		}
 	}
 	cur := bd.DeepCopy()
-	cur.Status = deployer.Simulated(bd, bd.Status, rev, s.o.Resources, time.Now())
+	cur.Status = simulated(bd, bd.Status, rev, s.o.Resources, time.Now())
 	updated, err := a.bds.UpdateStatus(cur)
 	switch {
 	case err == nil:

@@ -9,13 +9,12 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-	"helm.sh/helm/v3/pkg/release"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/fleetgo/fleet/internal/bdstatus"
 	"github.com/fleetgo/fleet/internal/helmdeployer"
 	"github.com/fleetgo/fleet/internal/metrics"
-	"github.com/fleetgo/fleet/internal/summary"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
@@ -23,52 +22,12 @@ import (
 // check the deployed objects, and report it all in the status, which the generated status
 // handler writes once. next then says when to look again.
 
-// action is what a pass does about the release.
-type action int
-
-const (
-	// hold: the BundleDeployment is paused, off schedule or waiting for values: nothing is
-	// deployed.
-	hold action = iota
-	// record: the release is what the spec asks for (perhaps the status write after its deploy
-	// was lost): it is recorded in the status as applied.
-	record
-	// upgrade: the release is missing or not what the spec asks for: install or upgrade.
-	upgrade
-)
-
 // inputs are what a deploy uses besides the bundle's files, read afresh on every pass: a change
 // in valuesFrom sources or downstreamResources copies is a reason to deploy.
 type inputs struct {
 	values     map[string]any
 	valuesHash string
 	downstream []metav1.Object
-}
-
-// decide compares the release with what the BundleDeployment asks for, given the hash of the
-// inputs read for it.
-func decide(bd *fleet.BundleDeployment, rel *helmdeployer.Release, status *fleet.BundleDeploymentStatus, valuesHash string) action {
-	spec := &bd.Spec
-	if held(bd) {
-		return hold
-	}
-	upToDate := rel != nil && rel.Status == release.StatusDeployed && rel.DeploymentID == spec.DeploymentID &&
-		rel.SyncGeneration == spec.Options.ForceSyncGeneration && rel.ValuesHash == valuesHash
-	if rel != nil && rel.MadeByFleet {
-		// A Fleet agent deployed it before the move: what it reported applying stands until the
-		// manager asks for something else, so moving over upgrades each release at most once.
-		upToDate = rel.Status == release.StatusDeployed && status.AppliedDeploymentID == spec.DeploymentID &&
-			status.Release == rel.String()
-	}
-	if upToDate {
-		return record
-	}
-	return upgrade
-}
-
-// held: paused, off schedule or waiting for values.
-func held(bd *fleet.BundleDeployment) bool {
-	return bd.Spec.Paused || bd.Spec.OffSchedule || bd.Spec.WaitingForValues
 }
 
 // outcome is what a pass leaves for next: when to look again, the deploy error to retry with
@@ -104,7 +63,7 @@ func (h *handler) reconcile(bd *fleet.BundleDeployment, status fleet.BundleDeplo
 		h.changes.checked(bd.Name, time.Now())
 		h.check(bd, rel, &status, deployed != nil, now)
 	}
-	report(bd, &status, now)
+	bdstatus.Report(bd, &status, now)
 	h.outcomes.Store(key, outcome{requeue: requeue, err: deployErr, replaces: bd.ResourceVersion})
 	return status, nil
 }
@@ -150,21 +109,21 @@ func (h *handler) cleanupDeleted(key string, bd *fleet.BundleDeployment) (*fleet
 // when nothing was deployed), how soon to look again, and the deploy error, already recorded in
 // status.
 func (h *handler) deploy(bd *fleet.BundleDeployment, rel *helmdeployer.Release, status *fleet.BundleDeploymentStatus, now time.Time) (*helmdeployer.Release, time.Duration, error) {
-	if held(bd) {
+	if bdstatus.Held(bd) {
 		return nil, 0, nil // (before reading any input)
 	}
 	in, err := h.inputs(bd)
 	if err != nil {
 		return nil, 0, h.failed(bd, status, err, now)
 	}
-	act := decide(bd, rel, status, in.valuesHash)
-	if act == record {
+	act := bdstatus.Decide(bd, rel, status, in.valuesHash)
+	if act == bdstatus.Record {
 		if act, err = h.overwrittenGone(bd, rel); err != nil {
 			return nil, 0, h.failed(bd, status, err, now)
 		}
 	}
-	if act == record {
-		applied(bd, rel, status, now)
+	if act == bdstatus.Record {
+		bdstatus.Applied(bd, rel, status, now)
 		return nil, 0, nil
 	}
 	if msg := h.waitingFor(bd); msg != "" {
@@ -187,7 +146,7 @@ func (h *handler) deploy(bd *fleet.BundleDeployment, rel *helmdeployer.Release, 
 		return nil, 0, err
 	}
 	h.log(bd.Name).WithField("release", deployed.String()).Info("deployed")
-	applied(bd, deployed, status, now)
+	bdstatus.Applied(bd, deployed, status, now)
 	return deployed, 0, nil
 }
 
@@ -248,48 +207,29 @@ func (h *handler) storedValues(bd *fleet.BundleDeployment) (*fleet.BundleDeploym
 
 // overwrittenGone turns record into upgrade when a resource taken over from another bundle has
 // gone with that bundle's removal.
-func (h *handler) overwrittenGone(bd *fleet.BundleDeployment, rel *helmdeployer.Release) (action, error) {
+func (h *handler) overwrittenGone(bd *fleet.BundleDeployment, rel *helmdeployer.Release) (bdstatus.Action, error) {
 	if len(bd.Spec.Options.OverwrittenResources) == 0 {
-		return record, nil
+		return bdstatus.Record, nil
 	}
 	gone, err := h.deployer.MissingOverwritten(h.ctx, rel, bd.Spec.Options.OverwrittenResources)
 	if err != nil {
-		return record, err
+		return bdstatus.Record, err
 	}
 	if gone != "" {
 		h.log(bd.Name).WithField("resource", gone).Info("an overwritten resource is gone: deploying again")
-		return upgrade, nil
+		return bdstatus.Upgrade, nil
 	}
-	return record, nil
-}
-
-// applied records the release as what the BundleDeployment asked for.
-func applied(bd *fleet.BundleDeployment, rel *helmdeployer.Release, status *fleet.BundleDeploymentStatus, now time.Time) {
-	status.AppliedDeploymentID = bd.Spec.DeploymentID
-	status.Release = rel.String()
-	gen := bd.Spec.Options.ForceSyncGeneration
-	status.SyncGeneration = &gen
-	status.DownstreamResourcesGeneration = bd.Spec.DownstreamResourcesGeneration
-	fleet.SetCondition(&status.Conditions, fleet.ConditionDeployed, corev1.ConditionTrue, "", "", now)
-	fleet.SetCondition(&status.Conditions, fleet.ConditionInstalled, corev1.ConditionTrue, "", "", now)
+	return bdstatus.Record, nil
 }
 
 // failed records a deploy error: Deployed=False always, Installed=False when only the user can
 // fix it. It returns err.
 func (h *handler) failed(bd *fleet.BundleDeployment, status *fleet.BundleDeploymentStatus, err error, now time.Time) error {
-	markFailed(status, err, now)
+	bdstatus.MarkFailed(status, err, now)
 	if helmdeployer.IsPermanent(err) {
 		h.log(bd.Name).WithError(err).Warn("deploy failed; fix the bundle")
 	}
 	return err
-}
-
-func markFailed(status *fleet.BundleDeploymentStatus, err error, now time.Time) {
-	msg := err.Error()
-	fleet.SetCondition(&status.Conditions, fleet.ConditionDeployed, corev1.ConditionFalse, "Error", msg, now)
-	if helmdeployer.IsPermanent(err) {
-		fleet.SetCondition(&status.Conditions, fleet.ConditionInstalled, corev1.ConditionFalse, "Error", msg, now)
-	}
 }
 
 // check records readiness and drift of the release and corrects drift when asked.
@@ -330,33 +270,4 @@ func driftCorrection(bd *fleet.BundleDeployment) *fleet.CorrectDrift {
 		return bd.Spec.CorrectDrift
 	}
 	return bd.Spec.Options.CorrectDrift
-}
-
-// report fills the Ready condition and the display strings from the status the pass computed.
-func report(bd *fleet.BundleDeployment, status *fleet.BundleDeploymentStatus, now time.Time) {
-	view := &fleet.BundleDeployment{Spec: bd.Spec, Status: *status}
-	state := summary.State(view)
-	status.Display.State = string(state)
-	status.Display.Deployed = "Yes"
-	if c := fleet.FindCondition(status.Conditions, fleet.ConditionDeployed); c != nil && c.Status != corev1.ConditionTrue {
-		status.Display.Deployed = c.Message
-		if c.Reason != "" && c.Message == "" {
-			status.Display.Deployed = c.Reason
-		}
-	}
-	status.Display.Monitored = "Yes"
-	if c := fleet.FindCondition(status.Conditions, fleet.ConditionMonitored); c == nil {
-		status.Display.Monitored = ""
-	} else if c.Status != corev1.ConditionTrue {
-		status.Display.Monitored = c.Message
-	}
-	if state == fleet.Ready {
-		fleet.SetCondition(&status.Conditions, fleet.ConditionReady, corev1.ConditionTrue, "", "", now)
-		return
-	}
-	msg := summary.Message(view, state)
-	if msg == "" {
-		msg = string(state)
-	}
-	fleet.SetCondition(&status.Conditions, fleet.ConditionReady, corev1.ConditionFalse, string(state), msg, now)
 }

@@ -1,4 +1,4 @@
-package deployer
+package sim
 
 import (
 	"testing"
@@ -16,7 +16,7 @@ func TestSimulatedReportsAHealthyDeploy(t *testing.T) {
 		bd.Name = "web"
 		bd.Spec.Options.DefaultNamespace = "apps"
 	})
-	status := Simulated(bd, fleet.BundleDeploymentStatus{}, 1, 3, now)
+	status := simulated(bd, fleet.BundleDeploymentStatus{}, 1, 3, now)
 	if status.AppliedDeploymentID != "s-1:abc" || status.Release != "apps/web:1" {
 		t.Fatalf("applied %q release %q", status.AppliedDeploymentID, status.Release)
 	}
@@ -31,10 +31,18 @@ func TestSimulatedReportsAHealthyDeploy(t *testing.T) {
 	}
 }
 
+func bdWith(id string, mutate func(*fleet.BundleDeployment)) *fleet.BundleDeployment {
+	bd := &fleet.BundleDeployment{Spec: fleet.BundleDeploymentSpec{DeploymentID: id, StagedDeploymentID: id}}
+	if mutate != nil {
+		mutate(bd)
+	}
+	return bd
+}
+
 func TestSimulatedHoldsAndLeavesDeletedAlone(t *testing.T) {
 	now := time.Now()
 	paused := bdWith("s-2:def", func(bd *fleet.BundleDeployment) { bd.Spec.Paused = true })
-	status := Simulated(paused, fleet.BundleDeploymentStatus{AppliedDeploymentID: "s-1:abc", Ready: true, NonModified: true}, 2, 3, now)
+	status := simulated(paused, fleet.BundleDeploymentStatus{AppliedDeploymentID: "s-1:abc", Ready: true, NonModified: true}, 2, 3, now)
 	if status.AppliedDeploymentID != "s-1:abc" {
 		t.Fatalf("a paused deployment was applied: %q", status.AppliedDeploymentID)
 	}
@@ -42,7 +50,7 @@ func TestSimulatedHoldsAndLeavesDeletedAlone(t *testing.T) {
 		t.Fatalf("a paused deployment behind its spec reported Ready")
 	}
 	gone := bdWith("s-1:abc", func(bd *fleet.BundleDeployment) { bd.DeletionTimestamp = &metav1.Time{Time: now} })
-	if s := Simulated(gone, fleet.BundleDeploymentStatus{}, 1, 3, now); s.AppliedDeploymentID != "" || s.Display.State != "" {
+	if s := simulated(gone, fleet.BundleDeploymentStatus{}, 1, 3, now); s.AppliedDeploymentID != "" || s.Display.State != "" {
 		t.Fatalf("a deleted deployment got status %+v", s)
 	}
 }
