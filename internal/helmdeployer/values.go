@@ -6,11 +6,13 @@ import (
 	"encoding/hex"
 	"fmt"
 
+	"helm.sh/helm/v3/pkg/chartutil"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fleetgo/fleet/internal/render"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
@@ -84,4 +86,35 @@ func (r valuesRef) read(ctx context.Context, kube kubernetes.Interface, field st
 		return nil, nil, Permanent(fmt.Errorf("%s: key %s of %s %s/%s is not a YAML map: %w", field, r.key, r.kind, r.ns, r.name, err))
 	}
 	return values, data, nil
+}
+
+// Values are the Helm values to deploy with: helm.values, overridden by each valuesFrom source
+// in order (read now, in this cluster), and a hash of the valuesFrom data ("" without any).
+func (d *Deployer) Values(ctx context.Context, opts *fleet.BundleDeploymentOptions) (map[string]any, string, error) {
+	values := map[string]any{}
+	if opts.Helm == nil {
+		return values, "", nil
+	}
+	if opts.Helm.Values != nil {
+		values = opts.Helm.Values.DeepCopy().Data
+		if values == nil {
+			values = map[string]any{}
+		}
+	}
+	if len(opts.Helm.ValuesFrom) == 0 {
+		return values, "", nil
+	}
+	// Read as the bundle's ServiceAccount: a restricted bundle gets no Secret it could not read.
+	as, _, err := d.bundleClient(ctx, opts.ServiceAccount)
+	if err != nil {
+		return nil, "", err
+	}
+	from, hash, err := readValuesFrom(ctx, as, opts.Helm.ValuesFrom, render.Namespace(opts))
+	if err != nil {
+		return nil, "", err
+	}
+	for _, v := range from {
+		values = chartutil.MergeTables(v, values)
+	}
+	return values, hash, nil
 }

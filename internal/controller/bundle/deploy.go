@@ -1,0 +1,273 @@
+package bundle
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/fleetgo/fleet/internal/controller/agentmanagement"
+	"github.com/fleetgo/fleet/internal/policy"
+	"github.com/fleetgo/fleet/internal/restriction"
+	"github.com/fleetgo/fleet/internal/target"
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+)
+
+// deploy writes the Bundle's BundleDeployments and returns its status rolled up from them (the
+// generated status handler writes it when it changed).
+func (h *handler) deploy(b *fleet.Bundle, status fleet.BundleStatus) (fleet.BundleStatus, error) {
+	if b.DeletionTimestamp != nil || !slices.Contains(b.Finalizers, fleet.BundleFinalizer) {
+		return status, nil
+	}
+
+	// Planning and rendering are CPU work: run few passes at once, so the informers (which
+	// Go schedules no differently from these) keep up with the watch.
+	h.cpu <- struct{}{}
+	var once sync.Once
+	release := func() { once.Do(func() { <-h.cpu }) }
+	defer release()
+
+	if err := storedValues(h.secrets, b); err != nil {
+		// Written by Fleet's apply alongside the Bundle: it is there in a moment, or the
+		// Bundle was moved without it (the message says which).
+		return h.rollup(b, status, nil, nil, err), err
+	}
+	if refused, err := h.applyPolicies(b, &status); refused || err != nil {
+		return status, err
+	}
+	oci, err := h.ociStorage(b)
+	if err != nil {
+		return h.rollup(b, status, nil, nil, err), err
+	}
+	contentName, err := h.ensureContent(b)
+	if err != nil {
+		return status, err
+	}
+	key, plan, madeAt, planErr := h.planOf(b, contentName)
+	if planErr != nil {
+		// A user error (invalid selector, template error): report it and keep what is deployed.
+		return h.rollup(b, status, nil, nil, planErr), nil
+	}
+	result, r, requeue, err := h.sync(b, plan, contentName, oci, release)
+	if err != nil {
+		h.plans.drop(b)
+		return status, err
+	}
+	if h.reusable(b) {
+		h.plans.keep(b, key, madeAt, plan)
+	} else {
+		h.plans.drop(b)
+	}
+	if requeue {
+		h.bundles.EnqueueAfter(b.Namespace, b.Name, requeueNew)
+	}
+	status = h.rollup(b, status, result, r, nil)
+	status.OCIReference = ""
+	if oci != nil {
+		status.OCIReference = oci.Ref(b.Spec.ContentsID)
+	}
+	return status, nil
+}
+
+// planOf is b's plan: the one kept from an earlier pass while nothing it read changed (the passes
+// that follow a capped or rolling-up one reuse it), else a new one. A plan that fails is dropped.
+func (h *handler) planOf(b *fleet.Bundle, contentName string) (planKey, []planned, time.Time, error) {
+	key, now := h.plans.key(b, contentName), h.now()
+	if plan, madeAt, reused := h.plans.get(b, key, now); reused {
+		return key, plan, madeAt, nil
+	}
+	plan, err := h.plan(b, contentName)
+	if err != nil {
+		h.plans.drop(b)
+	}
+	return key, plan, now, err
+}
+
+// reusable says whether b's plan may be kept for its next pass: not when its namespace has
+// BundleNamespaceMappings, whose plans also read namespaces' labels, which nothing here watches.
+func (h *handler) reusable(b *fleet.Bundle) bool {
+	mappings, err := h.mappings.List(b.Namespace, labels.Everything())
+	return err == nil && len(mappings) == 0
+}
+
+// applyPolicies applies the namespace's Policies to the Bundle (the handler's copy): a Bundle
+// they refuse is Accepted=False naming the rule, and keeps what is deployed. The condition is
+// kept only where the namespace has Policies (or had).
+func (h *handler) applyPolicies(b *fleet.Bundle, status *fleet.BundleStatus) (bool, error) {
+	var set policy.Set
+	if h.policies != nil {
+		ps, err := h.policies.Cache().List(b.Namespace, labels.Everything())
+		if err != nil {
+			return false, err
+		}
+		set = policy.Combine(ps)
+	}
+	restricted, err := h.restrictions(b)
+	if err != nil {
+		return false, err
+	}
+	if !set.Any && !restricted.Any && fleet.FindCondition(status.Conditions, fleet.ConditionAccepted) == nil {
+		return false, nil
+	}
+	refuse := func(reason string, err error) (bool, error) {
+		fleet.SetCondition(&status.Conditions, fleet.ConditionAccepted, corev1.ConditionFalse, reason, err.Error(), h.now())
+		*status = h.rollup(b, *status, nil, nil, err)
+		return true, nil
+	}
+	if err := set.Bundle(&b.Spec); err != nil {
+		return refuse("PolicyViolation", err)
+	}
+	if err := restricted.Bundle(&b.Spec); err != nil {
+		return refuse("Restricted", fmt.Errorf("GitRepoRestriction %s: %w", strings.Join(restricted.Names, ", "), err))
+	}
+	fleet.SetCondition(&status.Conditions, fleet.ConditionAccepted, corev1.ConditionTrue, "", "", h.now())
+	return false, nil
+}
+
+// restrictions are the GitRepoRestrictions that bind the Bundle: its namespace's, unless it is
+// the manager's own agent Bundle of a Cluster of the namespace (agentmanagement), which deploys
+// the agent as the agent and is rewritten by the manager whenever it differs.
+func (h *handler) restrictions(b *fleet.Bundle) (restriction.Set, error) {
+	if h.restrict == nil {
+		return restriction.Set{}, nil
+	}
+	rs, err := h.restrict.Cache().List(b.Namespace, labels.Everything())
+	if err != nil || len(rs) == 0 {
+		return restriction.Set{}, err
+	}
+	if owner := metav1.GetControllerOf(b); owner != nil && owner.Kind == "Cluster" && b.Labels[fleet.ManagedLabel] == "true" &&
+		b.Name == agentmanagement.BundleName(owner.Name) {
+		if c, err := h.clusters.Get(b.Namespace, owner.Name); err == nil && c.UID == owner.UID {
+			return restriction.Set{}, nil
+		}
+	}
+	return restriction.Combine(rs), nil
+}
+
+// planned is one targeted cluster: where its BundleDeployment goes (none yet when the cluster
+// has no namespace) and what renders it.
+type planned struct {
+	cluster     *fleet.Cluster
+	info        target.ClusterInfo
+	match       *target.Match
+	fingerprint [sha256.Size]byte
+	namespace   string
+}
+
+// plan matches every Cluster the Bundle may target and checks that each BundleDeployment
+// renders; the rendering itself happens when a deployment is written.
+func (h *handler) plan(b *fleet.Bundle, contentName string) ([]planned, error) {
+	namespaces, err := h.clusterNamespaces(b)
+	if err != nil {
+		return nil, err
+	}
+	var clusters []*fleet.Cluster
+	var groups []*fleet.ClusterGroup
+	for _, ns := range namespaces {
+		cs, err := h.clusters.List(ns, labels.Everything())
+		if err != nil {
+			return nil, err
+		}
+		gs, err := h.groups.List(ns, labels.Everything())
+		if err != nil {
+			return nil, err
+		}
+		clusters, groups = append(clusters, cs...), append(groups, gs...)
+	}
+	slices.SortFunc(clusters, byKey)
+	// Selectors are parsed once per pass, not once per cluster.
+	gm, err := target.NewGroupMatcher(groups)
+	if err != nil {
+		return nil, fmt.Errorf("targeting error: %w", err)
+	}
+	matcher, err := target.NewMatcher(b)
+	if err != nil {
+		// (Fleet's words, which alerts match on.)
+		return nil, fmt.Errorf("targeting error: %w", err)
+	}
+	var out []planned
+	var errs []error
+	for _, c := range clusters {
+		ci := target.ClusterInfo{Cluster: c, Groups: gm.Groups(c)}
+		// Options are merged only when a deployment is rendered: most passes render none.
+		m := matcher.Match(ci)
+		if m == nil {
+			continue
+		}
+		// The cluster controller records the namespace once it has created it.
+		facts := h.facts.of(c)
+		ns := facts.namespace
+		if c.Status.Namespace != ns {
+			out = append(out, planned{cluster: c, info: ci})
+			continue
+		}
+		fp := clusterFingerprint(facts.hash, ci, m)
+		if err := h.memo.check(b, ci, m, contentName, fp); err != nil {
+			errs = append(errs, fmt.Errorf("cluster %s: %w", c.Name, err))
+			continue
+		}
+		out = append(out, planned{cluster: c, info: ci, match: m, fingerprint: fp, namespace: ns})
+	}
+	return out, errors.Join(errs...)
+}
+
+// clusterNamespaces are the namespaces whose Clusters the Bundle may target: its own, and those
+// its namespace's BundleNamespaceMappings open to it.
+func (h *handler) clusterNamespaces(b *fleet.Bundle) ([]string, error) {
+	out := []string{b.Namespace}
+	mappings, err := h.mappings.List(b.Namespace, labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{b.Namespace: true}
+	for _, m := range mappings {
+		if m.BundleSelector == nil || m.NamespaceSelector == nil {
+			continue
+		}
+		bsel, err := metav1.LabelSelectorAsSelector(m.BundleSelector)
+		if err != nil {
+			return nil, fmt.Errorf("bundlenamespacemapping %s: bundleSelector: %w", m.Name, err)
+		}
+		if !bsel.Matches(labels.Set(b.Labels)) {
+			continue
+		}
+		nsel, err := metav1.LabelSelectorAsSelector(m.NamespaceSelector)
+		if err != nil {
+			return nil, fmt.Errorf("bundlenamespacemapping %s: namespaceSelector: %w", m.Name, err)
+		}
+		nss, err := h.nsCache.List(nsel)
+		if err != nil {
+			return nil, err
+		}
+		for _, ns := range nss {
+			if !seen[ns.Name] {
+				seen[ns.Name] = true
+				out = append(out, ns.Name)
+			}
+		}
+	}
+	return out, nil
+}
+
+// byKey orders Clusters by their "namespace/name" keys. It compares names alone within a
+// namespace, the common case, so that sorting ten thousand Clusters on every pass allocates
+// nothing; across namespaces it compares the keys themselves (a namespace may be a prefix of
+// another, where the two orders differ).
+func byKey(a, b *fleet.Cluster) int {
+	if a.Namespace == b.Namespace {
+		return strings.Compare(a.Name, b.Name)
+	}
+	return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+}
+
+// render renders the BundleDeployment for a cluster matched by MatchTargets.
+func render(b *fleet.Bundle, ci target.ClusterInfo, m *target.Match, contentName string) (*fleet.BundleDeployment, error) {
+	return target.Deployment(b, ci, &target.Match{Targets: m.Targets, Options: target.MergedOptions(b, m.Targets)}, contentName)
+}

@@ -1,0 +1,247 @@
+package bundle
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/sirupsen/logrus"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/fleetgo/fleet/internal/controller/index"
+	"github.com/fleetgo/fleet/internal/logfields"
+	"github.com/fleetgo/fleet/internal/ocistorage"
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+)
+
+// synced is a targeted cluster with its BundleDeployment as it now stands.
+type synced struct {
+	cluster *fleet.Cluster
+	bd      *fleet.BundleDeployment
+}
+
+// sync creates, updates and deletes BundleDeployments to match the plan, staging options on
+// every target and promoting them, partition by partition, within the rollout's limits. The
+// result is in plan order.
+// release is called once the decisions are made, before waiting for the writes.
+func (h *handler) sync(b *fleet.Bundle, plan []planned, contentName string, oci *ocistorage.Storage, release func()) ([]synced, *rollout, bool, error) {
+	byNamespace, err := h.existing(b, plan)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	r, err := newRollout(b, plan, byNamespace)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	ps := &syncPass{h: h, b: b, content: contentName, rollout: r, maxNew: maxNewOf(b), out: make([]synced, len(plan))}
+	if oci != nil {
+		ps.ociAgent = oci.AgentData()
+	}
+	ps.g.SetLimit(parallelWrites)
+	wanted := map[string]bool{}
+	for i, p := range plan {
+		ps.out[i] = synced{cluster: p.cluster}
+		if p.namespace != "" {
+			wanted[p.namespace] = true
+		}
+	}
+	// Decide in partition order (the rollout's budget depends on it), then write in parallel:
+	// a pass that creates or updates many deployments is bound by round trips, not CPU.
+	order, parts := r.order()
+	var renderErr error
+	for k, i := range order {
+		if renderErr = ps.one(i, plan[i], byNamespace[plan[i].namespace], parts[k]); renderErr != nil {
+			break // the writes already started finish first
+		}
+	}
+	release()
+	r.created = ps.created
+	if err := ps.g.Wait(); err != nil {
+		return nil, nil, false, err
+	}
+	if renderErr != nil {
+		return nil, nil, false, renderErr
+	}
+	if err := h.deleteUntargeted(b, byNamespace, wanted); err != nil {
+		return nil, nil, false, err
+	}
+	return ps.out, r, ps.requeue, nil
+}
+
+// syncPass is one pass of sync over a Bundle's targets.
+type syncPass struct {
+	h       *handler
+	b       *fleet.Bundle
+	content string
+	rollout *rollout
+	out     []synced
+	g       errgroup.Group
+	// created counts the deployments this pass creates, at most maxNew; requeue says some were
+	// left for the next pass.
+	created, maxNew int
+	requeue         bool
+	// ociAgent is what agents pull the Bundle's contents with (nil: a Content holds them).
+	ociAgent map[string][]byte
+}
+
+// one decides about target i (cur: its deployment, nil when there is none) and, when it needs
+// writing, starts the write. It returns a rendering error: checked while planning, so only a
+// change between the two gets here.
+func (ps *syncPass) one(i int, p planned, cur *fleet.BundleDeployment, part *partition) error {
+	h, b := ps.h, ps.b
+	if cur == nil && ps.created >= ps.maxNew {
+		ps.requeue = true
+		return nil
+	}
+	if cur != nil && cur.Spec.DeploymentID == cur.Spec.StagedDeploymentID &&
+		h.memo.current(b, p.cluster.UID, ps.content, p.fingerprint, cur) {
+		// Written for these inputs, promoted and untouched since: nothing to do.
+		ps.out[i].bd = cur
+		return nil
+	}
+	if cur != nil && h.memo.ahead(b, p.cluster.UID, ps.content, p.fingerprint, cur) {
+		// Written for these inputs by an earlier pass; the cache shows it soon, and brings
+		// another pass. Writing from this older copy would fail on its resourceVersion.
+		ps.out[i].bd = cur
+		return nil
+	}
+	desired, err := render(b, p.info, p.match, ps.content)
+	if err != nil {
+		return fmt.Errorf("cluster %s: %w", p.cluster.Name, err)
+	}
+	if cur == nil {
+		ps.created++
+	}
+	next := ps.rollout.apply(part, desired, cur)
+	ps.g.Go(func() error {
+		h.writeSlots <- struct{}{}
+		defer func() { <-h.writeSlots }()
+		bd, err := h.write(cur, next)
+		ps.out[i].bd = bd
+		if err == nil && bd.UID != "" && ps.ociAgent != nil {
+			err = h.ensureOCISecret(bd, ps.ociAgent)
+		}
+		if err == nil && bd.UID != "" {
+			h.memo.written(b, p.cluster.UID, ps.content, p.fingerprint, bd)
+			if cur == nil {
+				h.created.add(bd, h.now())
+				// The cache may have shown it before it was recorded: then nothing takes it.
+				if _, err := h.bdCache.Get(bd.Namespace, bd.Name); err == nil {
+					h.created.take(bd.Namespace+"/"+bd.Name, h.now())
+				}
+			}
+		}
+		return err
+	})
+	return nil
+}
+
+// existing are the Bundle's BundleDeployments by cluster namespace: the cache's, and those this
+// controller created that the cache has not shown yet (without them the next pass would create
+// them again, and fail, while the cache catches up).
+func (h *handler) existing(b *fleet.Bundle, plan []planned) (map[string]*fleet.BundleDeployment, error) {
+	cached, err := h.bdCache.GetByIndex(index.ByBundle, b.Namespace+"/"+b.Name)
+	if err != nil {
+		return nil, err
+	}
+	byNamespace := map[string]*fleet.BundleDeployment{}
+	for _, bd := range cached {
+		byNamespace[bd.Namespace] = bd
+	}
+	for _, p := range plan {
+		if p.namespace == "" || byNamespace[p.namespace] != nil {
+			continue
+		}
+		if bd := h.created.get(p.namespace+"/"+b.Name, h.now()); bd != nil {
+			byNamespace[p.namespace] = bd
+		}
+	}
+	return byNamespace, nil
+}
+
+// maxNewOf is how many BundleDeployments one pass may create (rolloutStrategy.maxNew).
+func maxNewOf(b *fleet.Bundle) int {
+	if b.Spec.RolloutStrategy != nil && b.Spec.RolloutStrategy.MaxNew != nil && *b.Spec.RolloutStrategy.MaxNew > 0 {
+		return *b.Spec.RolloutStrategy.MaxNew
+	}
+	return defaultMaxNew
+}
+
+// deleteUntargeted deletes the BundleDeployments of clusters the Bundle no longer targets.
+func (h *handler) deleteUntargeted(b *fleet.Bundle, byNamespace map[string]*fleet.BundleDeployment, wanted map[string]bool) error {
+	for ns, bd := range byNamespace {
+		if wanted[ns] {
+			continue
+		}
+		if err := h.bds.Delete(bd.Namespace, bd.Name, &metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting bundledeployment %s/%s: %w", bd.Namespace, bd.Name, err)
+		}
+		logrus.WithFields(logfields.For("bundle", b.Namespace, b.Name)).WithField("clusterNamespace", ns).
+			Info("deleted bundledeployment of a cluster no longer targeted")
+	}
+	return nil
+}
+
+// write creates or updates a BundleDeployment; unchanged ones are not written.
+func (h *handler) write(cur, next *fleet.BundleDeployment) (*fleet.BundleDeployment, error) {
+	if cur == nil {
+		bd, err := h.bds.Create(next)
+		if apierrors.IsAlreadyExists(err) {
+			// The cache lags behind an earlier pass; the next pass updates it.
+			return next, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("creating bundledeployment %s/%s: %w", next.Namespace, next.Name, err)
+		}
+		return bd, nil
+	}
+	// The downstream controller counts changes of the copies here.
+	next.Spec.DownstreamResourcesGeneration = cur.Spec.DownstreamResourcesGeneration
+	// Cached deployments hold their values compacted (controller.slimDeployment).
+	next.Spec.Options.CompactValues()
+	next.Spec.StagedOptions.CompactValues()
+	if equality.Semantic.DeepEqual(cur.Spec, next.Spec) && labelsContain(cur.Labels, next.Labels) {
+		return cur, nil
+	}
+	upd := cur.DeepCopy()
+	upd.Spec = next.Spec
+	if upd.Labels == nil {
+		upd.Labels = map[string]string{}
+	}
+	for k, v := range next.Labels {
+		upd.Labels[k] = v
+	}
+	bd, err := h.bds.Update(upd)
+	if apierrors.IsNotFound(err) {
+		// Deleted since it was seen: the next pass creates it.
+		h.created.take(upd.Namespace+"/"+upd.Name, h.now())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("updating bundledeployment %s/%s: %w", upd.Namespace, upd.Name, err)
+	}
+	return bd, nil
+}
+
+// inClusterOrder sorts BundleDeployments by their cluster namespace. Bundles deleted together
+// (a GitRepo's, a benchmark's) then reach each cluster at about the same moment, and its status
+// roll-up, which waits a few seconds, counts all their deletions at once; in the index's order
+// (random) each Bundle reached a cluster at another time, and at 10,000 clusters the Cluster
+// statuses were written 42,658 times for 50,000 deletions.
+func inClusterOrder(bds []*fleet.BundleDeployment) {
+	slices.SortFunc(bds, func(a, b *fleet.BundleDeployment) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+}
+
+func labelsContain(have, want map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}
