@@ -6,13 +6,8 @@ package gitrepo
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"math/rand/v2"
-	"os"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -27,18 +22,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/fleetgo/fleet/internal/bundlebuild"
-	"github.com/fleetgo/fleet/internal/bundlereader"
 	"github.com/fleetgo/fleet/internal/config"
 	"github.com/fleetgo/fleet/internal/controller/index"
 	"github.com/fleetgo/fleet/internal/gitsource"
 	"github.com/fleetgo/fleet/internal/logfields"
 	"github.com/fleetgo/fleet/internal/metrics"
-	"github.com/fleetgo/fleet/internal/ocistorage"
 	"github.com/fleetgo/fleet/internal/policy"
 	"github.com/fleetgo/fleet/internal/restriction"
 	"github.com/fleetgo/fleet/internal/secretuse"
-	"github.com/fleetgo/fleet/internal/summary"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 )
@@ -273,40 +264,14 @@ func (h *handler) reconcile(gr *fleet.GitRepo, st fleet.GitRepoStatus) (fleet.Gi
 	key := gr.Namespace + "/" + gr.Name
 	now := h.now()
 	status := &st
-	if h.Restrictions != nil {
-		rs, err := h.Restrictions.Cache().List(gr.Namespace, labels.Everything())
-		if err != nil {
-			return st, err
-		}
-		spec := gr.Spec
-		if err := restriction.Combine(rs).GitRepo(&spec); err != nil {
-			fleet.SetCondition(&status.Conditions, fleet.ConditionAccepted, corev1.ConditionFalse, "Restricted", err.Error(), now)
-			h.rollup(gr, status, now)
-			return st, nil
-		}
-		// What runs is the spec with the namespace's defaults; the object keeps what the user wrote.
-		// (Status writes ignore the spec.)
-		restricted := gr.DeepCopy()
-		restricted.Spec = spec
-		gr = restricted
+	gr, refusal, err := h.effective(gr)
+	if err != nil {
+		return st, err
 	}
-	if h.Policies != nil {
-		ps, err := h.Policies.Cache().List(gr.Namespace, labels.Everything())
-		if err != nil {
-			return st, err
-		}
-		set := policy.Combine(ps)
-		// The Policies' defaults, like the restrictions', go into what runs, not the object.
-		applied := gr
-		if set.Any {
-			applied = gr.DeepCopy()
-		}
-		if err := set.GitRepo(&applied.Spec); err != nil {
-			fleet.SetCondition(&status.Conditions, fleet.ConditionAccepted, corev1.ConditionFalse, "PolicyViolation", err.Error(), now)
-			h.rollup(gr, status, now)
-			return st, nil
-		}
-		gr = applied
+	if refusal != nil {
+		fleet.SetCondition(&status.Conditions, fleet.ConditionAccepted, corev1.ConditionFalse, refusal.reason, refusal.err.Error(), now)
+		h.rollup(gr, status, now)
+		return st, nil
 	}
 	fleet.SetCondition(&status.Conditions, fleet.ConditionAccepted, corev1.ConditionTrue, "", "", now)
 	src, err := h.source(gr)
@@ -328,496 +293,45 @@ func (h *handler) reconcile(gr *fleet.GitRepo, st fleet.GitRepoStatus) (fleet.Gi
 	return st, nil
 }
 
-// pollWhenDue asks the repository for the branch's commit when the polling interval is up, the
-// spec changed or a webhook came, and schedules the next look. A webhook only says "look now":
-// the commit that runs is always the one the remote's branch points at (ls-remote), never one a
-// payload names.
-func (h *handler) pollWhenDue(gr *fleet.GitRepo, src gitsource.Source, status *fleet.GitRepoStatus, now time.Time) {
-	webhookNewer := !status.LastWebhookTime.IsZero() && !status.LastWebhookTime.Before(&status.LastPollingTime)
-	if gr.Spec.DisablePolling {
-		// Only the periodic look stops (as on Fleet): the first commit, a changed spec (a risen
-		// forceSyncGeneration among its changes) and a webhook still make the controller look,
-		// and a look that failed is tried again.
-		failed := false
-		if c := fleet.FindCondition(status.Conditions, fleet.ConditionGitPolling); c != nil && c.Status == corev1.ConditionFalse {
-			failed = true
-		}
-		retryDue := failed && !now.Before(status.LastPollingTime.Add(failedRetry))
-		if webhookNewer || status.LastPollingTime.IsZero() || gr.Generation != status.ObservedGeneration || retryDue {
-			h.poll(gr, src, status, now)
-		}
-		if c := fleet.FindCondition(status.Conditions, fleet.ConditionGitPolling); c != nil && c.Status == corev1.ConditionFalse {
-			h.GitRepos.EnqueueAfter(gr.Namespace, gr.Name, status.LastPollingTime.Add(failedRetry).Sub(now))
-		}
-	} else {
-		interval := DefaultPollingInterval
-		if gr.Spec.PollingInterval != nil && gr.Spec.PollingInterval.Duration > 0 {
-			interval = gr.Spec.PollingInterval.Duration
-		}
-		due := status.LastPollingTime.Add(interval)
-		if status.LastPollingTime.IsZero() || !now.Before(due) || gr.Generation != status.ObservedGeneration || webhookNewer {
-			h.poll(gr, src, status, now)
-			due = now.Add(interval)
-		}
-		// Jitter of a tenth keeps many repositories from polling in step.
-		wait := due.Sub(now) + time.Duration(rand.Int64N(int64(interval/10)+1))
-		h.GitRepos.EnqueueAfter(gr.Namespace, gr.Name, wait)
-	}
-	if webhookNewer && status.WebhookCommit != "" && status.PollingCommit != "" && status.WebhookCommit != status.PollingCommit {
-		h.log(gr).WithFields(logrus.Fields{"webhookCommit": status.WebhookCommit, "commit": status.PollingCommit}).
-			Warn("a webhook named a commit the branch does not point at; the branch's commit is used")
-	}
+// refusal is why the namespace's GitRepoRestrictions or Policies refuse a GitRepo.
+type refusal struct {
+	reason string
+	err    error
 }
 
-func (h *handler) poll(gr *fleet.GitRepo, src gitsource.Source, status *fleet.GitRepoStatus, now time.Time) {
-	ctx, cancel := context.WithTimeout(h.context(), h.Config.Get().GitClientTimeout.Duration)
-	defer cancel()
-	started := time.Now()
-	commit, err := gitsource.LatestCommit(ctx, src)
-	metrics.FetchedLatestCommit(gr.Namespace, gr.Name, time.Since(started), err)
-	status.LastPollingTime = metav1.NewTime(now)
-	if err != nil {
-		fleet.SetCondition(&status.Conditions, fleet.ConditionGitPolling, corev1.ConditionFalse, "Error", err.Error(), now)
-		return
-	}
-	fleet.SetCondition(&status.Conditions, fleet.ConditionGitPolling, corev1.ConditionTrue, "", "", now)
-	status.PollingCommit = commit
-}
-
-// run starts a clone-and-apply of commit when the GitRepo is not at it (or its spec changed),
-// and records the outcome of a finished one in status.
-func (h *handler) run(key string, gr *fleet.GitRepo, src gitsource.Source, commit string, status *fleet.GitRepoStatus, now time.Time) {
-	if commit == "" {
-		return
-	}
-	if h.JobRunner != nil {
-		if err := h.runJob(gr, commit, status); err != nil {
-			status.GitJobStatus = JobFailed
-			fleet.SetCondition(&status.Conditions, fleet.ConditionStalled, corev1.ConditionTrue, "Error", err.Error(), now)
-			h.GitRepos.EnqueueAfter(gr.Namespace, gr.Name, failedRetry)
-		}
-		return
-	}
-	h.mu.Lock()
-	a := h.runs[key]
-	h.mu.Unlock()
-	if a != nil && a.done && a.commit == commit && a.generation == gr.Generation {
-		if a.err == nil {
-			status.Commit, status.ObservedGeneration, status.GitJobStatus = commit, gr.Generation, JobCurrent
-			status.UpdateGeneration = gr.Spec.ForceSyncGeneration
-			fleet.SetCondition(&status.Conditions, fleet.ConditionReconciling, corev1.ConditionFalse, "", "", now)
-			fleet.SetCondition(&status.Conditions, fleet.ConditionStalled, corev1.ConditionFalse, "", "", now)
-			return
-		}
-		status.GitJobStatus = JobFailed
-		fleet.SetCondition(&status.Conditions, fleet.ConditionReconciling, corev1.ConditionFalse, "", "", now)
-		fleet.SetCondition(&status.Conditions, fleet.ConditionStalled, corev1.ConditionTrue, "Error", a.err.Error(), now)
-		if wait := failedRetry - now.Sub(a.finished); wait > 0 {
-			h.GitRepos.EnqueueAfter(gr.Namespace, gr.Name, wait)
-			return
-		}
-		// Tried long enough ago (an unreachable server may be back): again.
-	} else if a != nil && !a.done {
-		status.GitJobStatus = JobInProgress
-		return
-	} else if status.Commit == commit && status.ObservedGeneration == gr.Generation && a == nil {
-		// Applied before this controller (re)started.
-		return
-	}
-	h.startRun(key, gr, src, commit, status, now)
-}
-
-// startRun starts a clone-and-apply of commit in the background (at most Runs at once); its
-// end brings the GitRepo back.
-func (h *handler) startRun(key string, gr *fleet.GitRepo, src gitsource.Source, commit string, status *fleet.GitRepoStatus, now time.Time) {
-	next := &attempt{commit: commit, generation: gr.Generation}
-	h.mu.Lock()
-	h.runs[key] = next
-	h.mu.Unlock()
-	status.GitJobStatus = JobInProgress
-	fleet.SetCondition(&status.Conditions, fleet.ConditionReconciling, corev1.ConditionTrue, "", "applying commit "+commit, now)
-	opts := h.applyOptions(gr, commit)
-	metrics.GitJobStarted(gr.Namespace, gr.Name, nil)
-	go func() {
-		h.slots <- struct{}{}
-		started := time.Now()
-		err := h.cloneAndApply(gr, src, commit, opts)
-		if err == nil {
-			metrics.GitJobSucceeded(gr.Namespace, gr.Name, time.Since(started))
-		}
-		<-h.slots
-		if err != nil {
-			h.log(gr).WithError(err).Warn("clone and apply failed")
-		}
-		h.mu.Lock()
-		next.done, next.err, next.finished = true, err, h.now()
-		h.mu.Unlock()
-		h.GitRepos.Enqueue(gr.Namespace, gr.Name)
-	}()
-}
-
-// targetsOf are the GitRepo's targets; a GitRepo that names none targets the ClusterGroup
-// "default" of its namespace (fleet-local has one holding every cluster there).
-func targetsOf(gr *fleet.GitRepo) []fleet.GitTarget {
-	if len(gr.Spec.Targets) == 0 {
-		return []fleet.GitTarget{{Name: "default", ClusterGroup: fleet.DefaultClusterGroup}}
-	}
-	return gr.Spec.Targets
-}
-
-func (h *handler) applyOptions(gr *fleet.GitRepo, commit string) bundlebuild.Options {
-	o := bundlebuild.Options{Paths: gr.Spec.Paths}
-	o.Name, o.Namespace, o.Commit = gr.Name, gr.Namespace, commit
-	o.Targets, o.TargetRestrictions = bundlereader.FromGitTargets(targetsOf(gr))
-	o.ServiceAccount, o.TargetNamespace = gr.Spec.ServiceAccount, gr.Spec.TargetNamespace
-	o.Paused, o.KeepResources, o.DeleteNamespace = gr.Spec.Paused, gr.Spec.KeepResources, gr.Spec.DeleteNamespace
-	o.CorrectDrift = gr.Spec.CorrectDrift
-	o.HelmRepoURLRegex = gr.Spec.HelmRepoURLRegex
-	o.SyncGeneration = gr.Spec.ForceSyncGeneration
-	if i := gr.Spec.ImageScanInterval; i != nil {
-		o.ImageScanInterval = i.Duration
-	}
+// effective is the GitRepo as it runs: its spec with the namespace's GitRepoRestrictions' and
+// Policies' defaults (the object keeps what the user wrote; status writes ignore the spec), or
+// why they refuse it.
+func (h *handler) effective(gr *fleet.GitRepo) (*fleet.GitRepo, *refusal, error) {
 	if h.Restrictions != nil {
-		if rs, err := h.Restrictions.Cache().List(gr.Namespace, labels.Everything()); err == nil {
-			o.AllowedTargetNamespaceSelector = restriction.Combine(rs).Selector
-		}
-	}
-	o.Labels = map[string]string{}
-	for k, v := range gr.Labels {
-		o.Labels[k] = v
-	}
-	if len(o.Paths) == 0 {
-		o.Paths = []string{"/"}
-	}
-	// spec.bundles names each bundle folder (and its options file): those, and nothing found by
-	// scanning, are the GitRepo's Bundles.
-	if len(gr.Spec.Bundles) > 0 {
-		o.Scan.Driven, o.Paths = true, nil
-		for _, b := range gr.Spec.Bundles {
-			p := b.Base
-			if b.Options != "" {
-				p += ":" + b.Options
-			}
-			o.Paths = append(o.Paths, p)
-		}
-	}
-	return o
-}
-
-func (h *handler) cloneAndApply(gr *fleet.GitRepo, src gitsource.Source, commit string, o bundlebuild.Options) error {
-	timeout := h.RunTimeout
-	if timeout <= 0 {
-		timeout = DefaultRunTimeout
-	}
-	ctx, cancel := context.WithTimeout(h.context(), timeout)
-	defer cancel()
-	err := h.cloneAndApplyIn(ctx, gr, src, commit, o)
-	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		// The clone or a chart download stalled: the run slot is free again, and the
-		// GitRepo says where it waited.
-		return fmt.Errorf("clone and apply of commit %s did not finish within %s: %w", commit, timeout, err)
-	}
-	return err
-}
-
-func (h *handler) cloneAndApplyIn(ctx context.Context, gr *fleet.GitRepo, src gitsource.Source, commit string, o bundlebuild.Options) error {
-	dir, err := os.MkdirTemp("", "gitrepo-"+gr.Name+"-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	if err := os.MkdirAll(dir+".paths", 0o700); err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir + ".paths")
-	defer os.Remove(dir + ".cacerts")
-	if _, err := gitsource.Checkout(ctx, src, dir, commit); err != nil {
-		return err
-	}
-	auth, caFile, err := h.helmAuth(gr, dir)
-	if err != nil {
-		return err
-	}
-	o.ChartAuth = auth
-	if caFile != "" {
-		o.ChartAuth.CAFile = caFile
-	}
-	if o.OCI, err = h.ociStorage(gr); err != nil {
-		return err
-	}
-	if sec := gr.Spec.HelmSecretNameForPaths; sec != "" {
-		s, err := h.secret(gr.Namespace, sec)
+		rs, err := h.Restrictions.Cache().List(gr.Namespace, labels.Everything())
 		if err != nil {
-			return fmt.Errorf("helmSecretNameForPaths %s: %w", sec, err)
+			return gr, nil, err
 		}
-		if o.ChartAuthByPath, err = bundlereader.ParsePathCredentials(s.Data[bundlereader.PathCredentialsKey], dir+".paths"); err != nil {
-			return fmt.Errorf("helmSecretNameForPaths %s: %w", sec, err)
+		spec := gr.Spec
+		if err := restriction.Combine(rs).GitRepo(&spec); err != nil {
+			return gr, &refusal{"Restricted", err}, nil
 		}
+		restricted := gr.DeepCopy()
+		restricted.Spec = spec
+		gr = restricted
 	}
-	o.Root = dir
-	o.ImageScans = h.ImageScans
-	return bundlebuild.Run(ctx, o, h.Bundles, io.Discard)
-}
-
-// ociStorage is the registry that keeps the GitRepo's bundle contents: the Secret its
-// ociRegistrySecret names, or the namespace's Secret ocistorage (of type
-// fleet.cattle.io/bundle-oci-storage/v1alpha1) when it names none; nil without either.
-func (h *handler) ociStorage(gr *fleet.GitRepo) (*ocistorage.Storage, error) {
-	st, _, err := h.ociStorageSecret(gr)
-	return st, err
-}
-
-// ociStorageSecret is ociStorage and the name of its Secret.
-func (h *handler) ociStorageSecret(gr *fleet.GitRepo) (*ocistorage.Storage, string, error) {
-	name := gr.Spec.OCIRegistrySecret
-	if name == "" {
-		s, err := h.secret(gr.Namespace, ocistorage.DefaultSecretName)
-		if apierrors.IsNotFound(err) || err == nil && s.Type != ocistorage.SecretType {
-			return nil, "", nil
-		}
+	if h.Policies != nil {
+		ps, err := h.Policies.Cache().List(gr.Namespace, labels.Everything())
 		if err != nil {
-			return nil, "", fmt.Errorf("oci storage secret %s: %w", ocistorage.DefaultSecretName, err)
+			return gr, nil, err
 		}
-		name = s.Name
-	}
-	s, err := h.secret(gr.Namespace, name)
-	if err != nil {
-		return nil, "", fmt.Errorf("ociRegistrySecret %s: %w", name, err)
-	}
-	st, err := ocistorage.FromSecret(s.Data)
-	if err != nil {
-		return nil, "", fmt.Errorf("ociRegistrySecret %s: %w", name, err)
-	}
-	return &st, name, nil
-}
-
-// helmAuth reads helmSecretName (username, password, cacerts) for chart downloads.
-func (h *handler) helmAuth(gr *fleet.GitRepo, dir string) (bundlereader.ChartAuth, string, error) {
-	var a bundlereader.ChartAuth
-	// The repository's TLS settings hold for charts in git (git::) too, as on Fleet.
-	a.InsecureSkipTLSVerify, a.GitCABundle = gr.Spec.InsecureSkipTLSVerify, gr.Spec.CABundle
-	if gr.Spec.HelmSecretName == "" {
-		return a, "", nil
-	}
-	s, err := h.secret(gr.Namespace, gr.Spec.HelmSecretName)
-	if err != nil {
-		return a, "", fmt.Errorf("helmSecretName %s: %w", gr.Spec.HelmSecretName, err)
-	}
-	a.Username, a.Password = string(s.Data["username"]), string(s.Data["password"])
-	if ca := s.Data["cacerts"]; len(ca) > 0 {
-		f := dir + ".cacerts"
-		if err := os.WriteFile(f, ca, 0o600); err != nil {
-			return a, "", err
+		set := policy.Combine(ps)
+		applied := gr
+		if set.Any {
+			applied = gr.DeepCopy()
 		}
-		return a, f, nil
-	}
-	return a, "", nil
-}
-
-// secret returns a Secret of the GitRepo's namespace from the cache (from the apiserver when
-// the handler has no cache).
-func (h *handler) secret(ns, name string) (*corev1.Secret, error) {
-	var s *corev1.Secret
-	var err error
-	if h.Secrets != nil {
-		s, err = h.Secrets.Cache().Get(ns, name)
-	} else {
-		s, err = h.Kube.CoreV1().Secrets(ns).Get(h.context(), name, metav1.GetOptions{})
-	}
-	if err != nil {
-		return nil, err
-	}
-	// A GitRepo names its credentials: none may be a credential of the manager or a cluster.
-	if err := h.Guard.Check(s, "GitRepo of namespace "+ns); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-// source is the GitRepo's repository with its credentials (clientSecretName), SSH ones with
-// the shared known hosts when the secret holds none.
-func (h *handler) source(gr *fleet.GitRepo) (gitsource.Source, error) {
-	src, err := Source(gr, h.secret)
-	if err != nil {
-		return src, err
-	}
-	return src, h.KnownHosts.fill(&src.Auth)
-}
-
-// Source is the GitRepo's repository with its credentials (clientSecretName, read with
-// secret): what the GitRepo controller clones and ImageScans push to.
-func Source(gr *fleet.GitRepo, secret func(ns, name string) (*corev1.Secret, error)) (gitsource.Source, error) {
-	src := gitsource.Source{URL: gr.Spec.Repo, Branch: gr.Spec.Branch, Revision: gr.Spec.Revision,
-		CABundle: gr.Spec.CABundle, InsecureSkipTLSVerify: gr.Spec.InsecureSkipTLSVerify}
-	if gr.Spec.Repo == "" {
-		return src, fmt.Errorf("spec.repo is empty")
-	}
-	s, err := clientSecret(gr, secret)
-	if err != nil || s == nil {
-		return src, err
-	}
-	src.Auth = gitsource.Auth{Username: string(s.Data[corev1.BasicAuthUsernameKey]), Password: string(s.Data[corev1.BasicAuthPasswordKey]),
-		SSHPrivateKey: s.Data[corev1.SSHAuthPrivateKey], KnownHosts: s.Data["known_hosts"]}
-	if src.Auth.GitHubApp, err = gitsource.GitHubAppOf(s.Data); err != nil {
-		return src, fmt.Errorf("secret %s: %w", s.Name, err)
-	}
-	return src, nil
-}
-
-// DefaultClientSecretName is the Secret a GitRepo naming no clientSecretName clones with when
-// its namespace has one (as on Fleet).
-const DefaultClientSecretName = "gitcredential"
-
-// clientSecret is the GitRepo's git credentials: its clientSecretName, else the namespace's
-// Secret gitcredential when there is one (nil when there is none).
-func clientSecret(gr *fleet.GitRepo, secret func(ns, name string) (*corev1.Secret, error)) (*corev1.Secret, error) {
-	name := gr.Spec.ClientSecretName
-	if name == "" {
-		s, err := secret(gr.Namespace, DefaultClientSecretName)
-		if apierrors.IsNotFound(err) {
-			return nil, nil
+		if err := set.GitRepo(&applied.Spec); err != nil {
+			return gr, &refusal{"PolicyViolation", err}, nil
 		}
-		if err != nil {
-			return nil, fmt.Errorf("default credentials %s: %w", DefaultClientSecretName, err)
-		}
-		return s, nil
+		gr = applied
 	}
-	s, err := secret(gr.Namespace, name)
-	if err != nil {
-		return nil, fmt.Errorf("clientSecretName %s: %w", name, err)
-	}
-	return s, nil
-}
-
-// rollup fills the status from the GitRepo's Bundles and BundleDeployments.
-func (h *handler) rollup(gr *fleet.GitRepo, status *fleet.GitRepoStatus, now time.Time) {
-	bundles, _ := h.Bundles.Cache().GetByIndex(bundlesByRepo, gr.Namespace+"/"+gr.Name)
-	sort.Slice(bundles, func(i, j int) bool { return bundles[i].Name < bundles[j].Name })
-	bds, _ := h.BundleDeployments.Cache().GetByIndex(index.ByRepo, gr.Namespace+"/"+gr.Name)
-	t := h.tally(bundles, bds, now)
-	s := t.summary
-	status.Summary, status.ResourceCounts = s, t.counts
-	status.PerClusterResourceCounts = nil
-	if len(t.perClusterCounts) > 0 {
-		status.PerClusterResourceCounts = t.perClusterCounts
-	}
-	status.Resources = summary.Resources(t.perCluster)
-	status.DesiredReadyClusters, status.ReadyClusters = len(t.clusters), 0
-	for _, ready := range t.clusters {
-		if ready {
-			status.ReadyClusters++
-		}
-	}
-	status.Display.ReadyBundleDeployments = fmt.Sprintf("%d/%d", s.Ready, s.DesiredReady)
-	status.Display.Error, status.Display.Message = false, ""
-
-	ready, msg := readiness(status, bundles, s)
-	switch {
-	case status.GitJobStatus == JobInProgress:
-		status.Display.State = StateGitUpdating
-	case ready == corev1.ConditionTrue:
-		// Empty when ready, as Fleet writes it: Rancher shows such a GitRepo Active.
-		status.Display.State = ""
-	default:
-		status.Display.State = string(summary.WorstState(s))
-		if status.Display.State == "" || status.Display.State == string(fleet.Ready) {
-			status.Display.State = "NotReady"
-		}
-		status.Display.Error, status.Display.Message = ready == corev1.ConditionFalse, msg
-	}
-	fleet.SetCondition(&status.Conditions, fleet.ConditionReady, ready, summary.ReadyReason(ready, status.Display.State), msg, now)
-}
-
-// tally is what a GitRepo's Bundles and BundleDeployments add up to.
-type tally struct {
-	summary          fleet.BundleSummary
-	counts           fleet.ResourceCounts
-	perCluster       []summary.Deployment
-	perClusterCounts map[string]*fleet.ResourceCounts
-	// clusters maps each cluster namespace to whether all its deployments are ready.
-	clusters map[string]bool
-}
-
-func (h *handler) tally(bundles []*fleet.Bundle, bds []*fleet.BundleDeployment, now time.Time) tally {
-	t := tally{perClusterCounts: map[string]*fleet.ResourceCounts{}, clusters: map[string]bool{}}
-	interval := time.Duration(0)
-	if h.CheckinInterval != nil {
-		interval = h.CheckinInterval()
-	}
-	keys := map[string][]fleet.ResourceKey{}
-	for _, b := range bundles {
-		keys[b.Name] = b.Status.ResourceKey
-		// Targets whose BundleDeployment is not made yet are known to their Bundle only.
-		t.summary.Pending += b.Status.Summary.Pending
-		t.summary.DesiredReady += b.Status.Summary.Pending
-	}
-	for _, bd := range bds {
-		state := summary.State(bd)
-		offline := false
-		if c := h.cluster(bd); c != nil && interval > 0 && summary.Offline(c, interval, now) {
-			state, offline = fleet.BundleState(""), true // unknown: counted in desiredReady only
-		}
-		cluster := bd.Labels[fleet.ClusterNamespaceLabel] + "/" + bd.Labels[fleet.ClusterLabel]
-		t.perCluster = append(t.perCluster, summary.Deployment{BD: bd, Offline: offline, Cluster: cluster, Keys: keys[bd.Labels[fleet.BundleLabel]]})
-		if offline || state == fleet.Ready {
-			// (An unknown state counts as desired, not as any state.)
-			summary.Increment(&t.summary, state)
-		} else {
-			// Only a non-ready deployment is listed, under a name built for it alone.
-			summary.Add(&t.summary, bd.Labels[fleet.BundleLabel]+" on "+cluster, bd)
-		}
-		if rc := bd.Status.ResourceCounts; rc != nil {
-			summary.AddCounts(&t.counts, *rc)
-			pc := t.perClusterCounts[cluster]
-			if pc == nil {
-				pc = &fleet.ResourceCounts{}
-				t.perClusterCounts[cluster] = pc
-			}
-			summary.AddCounts(pc, *rc)
-		}
-		ready, seen := t.clusters[bd.Namespace]
-		t.clusters[bd.Namespace] = (ready || !seen) && state == fleet.Ready
-	}
-	return t
-}
-
-// readiness is the GitRepo's Ready condition: the first of a refused spec, a repository that
-// cannot be polled, a failed run, nothing applied yet, a Bundle not ready, deployments not ready.
-func readiness(status *fleet.GitRepoStatus, bundles []*fleet.Bundle, s fleet.BundleSummary) (corev1.ConditionStatus, string) {
-	if c := fleet.FindCondition(status.Conditions, fleet.ConditionAccepted); c != nil && c.Status == corev1.ConditionFalse {
-		return corev1.ConditionFalse, c.Message
-	}
-	if c := fleet.FindCondition(status.Conditions, fleet.ConditionGitPolling); c != nil && c.Status == corev1.ConditionFalse {
-		return corev1.ConditionFalse, c.Message
-	}
-	if c := fleet.FindCondition(status.Conditions, fleet.ConditionStalled); c != nil && c.Status == corev1.ConditionTrue {
-		return corev1.ConditionFalse, c.Message
-	}
-	if status.Commit == "" {
-		// Nothing applied yet: no Bundles is not the same as all Bundles ready.
-		return corev1.ConditionUnknown, "no commit applied yet"
-	}
-	for _, b := range bundles {
-		if c := fleet.FindCondition(b.Status.Conditions, fleet.ConditionReady); c != nil && c.Status != corev1.ConditionTrue {
-			return c.Status, "Bundle " + b.Name + ": " + c.Message
-		}
-	}
-	if s.Ready < s.DesiredReady {
-		return corev1.ConditionFalse, summary.ReadyMessage(s)
-	}
-	return corev1.ConditionTrue, ""
-}
-
-func (h *handler) cluster(bd *fleet.BundleDeployment) *fleet.Cluster {
-	ns, name := bd.Labels[fleet.ClusterNamespaceLabel], bd.Labels[fleet.ClusterLabel]
-	if ns == "" || name == "" {
-		return nil
-	}
-	c, err := h.Clusters.Cache().Get(ns, name)
-	if err != nil {
-		return nil
-	}
-	return c
+	return gr, nil, nil
 }
 
 // finalize deletes the GitRepo's Bundles (their deployments follow; with keepResources the

@@ -4,10 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,10 +23,8 @@ import (
 
 	"github.com/fleetgo/fleet/internal/bundlebuild"
 	"github.com/fleetgo/fleet/internal/bundlereader"
-	"github.com/fleetgo/fleet/internal/gitsource"
 	"github.com/fleetgo/fleet/internal/metrics"
 	"github.com/fleetgo/fleet/internal/names"
-	"github.com/fleetgo/fleet/internal/ocistorage"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
@@ -246,164 +241,6 @@ func jobConfigMap(gr *fleet.GitRepo, name string, lbl map[string]string) (*corev
 		cm.Data[caFileKey] = string(gr.Spec.CABundle)
 	}
 	return cm, nil
-}
-
-// jobPod runs `fleet gitcloner` (init container) then `fleet apply` with the GitRepo's
-// credentials mounted from its Secrets.
-func (h *handler) jobPod(gr *fleet.GitRepo, commit string, cm *corev1.ConfigMap) (*corev1.PodSpec, error) {
-	var env []corev1.EnvVar
-	mounts := []corev1.VolumeMount{{Name: "workspace", MountPath: jobWorkspace}, {Name: "config", MountPath: jobConfig}}
-	volumes := []corev1.Volume{
-		{Name: "workspace", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-		{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm.Name}}}},
-	}
-	clone := cloneArgs(gr, commit)
-	s, err := clientSecret(gr, h.secret)
-	if err != nil {
-		return nil, err
-	}
-	if s != nil {
-		volumes = append(volumes, secretVolume("git-credentials", s.Name))
-		mounts = append(mounts, corev1.VolumeMount{Name: "git-credentials", MountPath: jobGitSecret, ReadOnly: true})
-		if _, ok := s.Data[corev1.SSHAuthPrivateKey]; ok {
-			clone = append(clone, "--ssh-private-key-file", jobGitSecret+"/"+corev1.SSHAuthPrivateKey)
-			shared := gitsource.Auth{SSHPrivateKey: s.Data[corev1.SSHAuthPrivateKey], KnownHosts: s.Data["known_hosts"]}
-			if err := h.KnownHosts.fill(&shared); err != nil {
-				return nil, fmt.Errorf("known hosts: %w", err)
-			}
-			switch {
-			case len(s.Data["known_hosts"]) > 0:
-				clone = append(clone, "--known-hosts-file", jobGitSecret+"/known_hosts")
-			case len(shared.KnownHosts) > 0:
-				// The secret has none: the shared ones go with the run's ConfigMap.
-				cm.Data[knownHostsKey] = string(shared.KnownHosts)
-				clone = append(clone, "--known-hosts-file", jobConfig+"/"+knownHostsKey)
-			}
-			if shared.InsecureIgnoreHostKey {
-				clone = append(clone, "--insecure-skip-host-key-checks")
-			}
-		} else if app, err := gitsource.GitHubAppOf(s.Data); err != nil {
-			return nil, fmt.Errorf("secret %s: %w", s.Name, err)
-		} else if app != nil {
-			// The clone step trades the App's key for a token itself.
-			clone = append(clone, "--github-app-id", strconv.FormatInt(app.ID, 10), "--github-app-installation-id", strconv.FormatInt(app.InstallationID, 10),
-				"--github-app-private-key-file", jobGitSecret+"/"+gitsource.GitHubAppPrivateKeyKey)
-			if app.BaseURL != "" {
-				clone = append(clone, "--github-app-base-url", app.BaseURL)
-			}
-		} else {
-			env = append(env, secretEnv("GIT_USERNAME", s.Name, corev1.BasicAuthUsernameKey))
-			clone = append(clone, "--username", "$(GIT_USERNAME)", "--password-file", jobGitSecret+"/"+corev1.BasicAuthPasswordKey)
-		}
-	}
-
-	// The Helm credentials are mounted by name: the same rule as for those read in-process.
-	helmSecrets := map[string]*corev1.Secret{}
-	for field, sec := range map[string]string{"helmSecretName": gr.Spec.HelmSecretName, "helmSecretNameForPaths": gr.Spec.HelmSecretNameForPaths} {
-		if sec == "" {
-			continue
-		}
-		s, err := h.secret(gr.Namespace, sec)
-		if err != nil && !apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("%s %s: %w", field, sec, err)
-		}
-		helmSecrets[field] = s
-	}
-	o := h.applyOptions(gr, commit)
-	applyArgs := jobApplyArgs(gr, o, gr.Namespace, commit)
-	applyMounts := append([]corev1.VolumeMount{}, mounts...)
-	if sec := gr.Spec.HelmSecretName; sec != "" {
-		volumes = append(volumes, secretVolume("helm-credentials", sec))
-		applyMounts = append(applyMounts, corev1.VolumeMount{Name: "helm-credentials", MountPath: jobHelmSecret, ReadOnly: true})
-		// As in-process: a Secret may hold a password only, or CAs only (cacerts).
-		user := secretEnv("HELM_USERNAME", sec, "username")
-		user.ValueFrom.SecretKeyRef.Optional = boolPtr(true)
-		env = append(env, user)
-		applyArgs = append(applyArgs, "--username", "$(HELM_USERNAME)")
-		if s := helmSecrets["helmSecretName"]; s == nil || len(s.Data["password"]) > 0 {
-			applyArgs = append(applyArgs, "--password-file", jobHelmSecret+"/password")
-		}
-		if s := helmSecrets["helmSecretName"]; s != nil && len(s.Data["cacerts"]) > 0 {
-			applyArgs = append(applyArgs, "--cacerts-file", jobHelmSecret+"/cacerts")
-		}
-	}
-	if sec := gr.Spec.HelmSecretNameForPaths; sec != "" {
-		volumes = append(volumes, secretVolume("helm-paths", sec))
-		applyMounts = append(applyMounts, corev1.VolumeMount{Name: "helm-paths", MountPath: jobHelmPaths, ReadOnly: true})
-		applyArgs = append(applyArgs, "--helm-credentials-by-path-file", jobHelmPaths+"/"+bundlereader.PathCredentialsKey)
-	}
-	st, ociSecret, err := h.ociStorageSecret(gr)
-	if err != nil {
-		return nil, err
-	}
-	if st != nil {
-		// The registry's password is mounted; the rest are arguments.
-		volumes = append(volumes, secretVolume("oci-storage", ociSecret))
-		applyMounts = append(applyMounts, corev1.VolumeMount{Name: "oci-storage", MountPath: jobOCISecret, ReadOnly: true})
-		applyArgs = append(applyArgs, "--oci-reference", st.Reference)
-		if st.Username != "" {
-			applyArgs = append(applyArgs, "--ociusername", st.Username)
-		}
-		if st.Password != "" {
-			applyArgs = append(applyArgs, "--oci-password-file", jobOCISecret+"/"+ocistorage.KeyPassword)
-		}
-		if st.BasicHTTP {
-			applyArgs = append(applyArgs, "--oci-basic-http")
-		}
-		if st.Insecure {
-			applyArgs = append(applyArgs, "--oci-insecure")
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(o.Labels)) {
-		applyArgs = append(applyArgs, "--label", k+"="+o.Labels[k])
-	}
-	applyArgs = append(append(applyArgs, "--", gr.Name), o.Paths...)
-	// The manager's proxy settings (the fleet chart's proxy and noProxy) reach the clone and the
-	// chart downloads of the Job as they reach in-process runs.
-	for _, name := range []string{"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"} {
-		if v := os.Getenv(name); v != "" {
-			env = append(env, corev1.EnvVar{Name: name, Value: v})
-		}
-	}
-	if ca := h.JobRunner.ProxyCA; len(ca) > 0 {
-		// As the manager trusts it: besides the image's CA bundle.
-		cm.Data[proxyCAKey] = string(ca)
-		volumes = append(volumes, corev1.Volume{Name: "proxy-ca", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: cm.Name}, Items: []corev1.KeyToPath{{Key: proxyCAKey, Path: proxyCAKey}}}}})
-		m := corev1.VolumeMount{Name: "proxy-ca", MountPath: jobProxyCA, ReadOnly: true}
-		mounts, applyMounts = append(mounts, m), append(applyMounts, m)
-		env = append(env, corev1.EnvVar{Name: "SSL_CERT_DIR", Value: jobProxyCA})
-	}
-	env = append(env, corev1.EnvVar{Name: "COMMIT", Value: commit},
-		// The pod runs as jobUID, not the image's user, whose home it may not read: Helm's
-		// cache and client-go's kubeconfig lookup use a home it owns.
-		corev1.EnvVar{Name: "HOME", Value: jobTmp})
-
-	// The root filesystem is read-only: /tmp is the one place to write besides the workspace.
-	volumes = append(volumes, corev1.Volume{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-		tokenVolume())
-	mounts = append(mounts, corev1.VolumeMount{Name: "tmp", MountPath: jobTmp})
-	// Only the apply step, which writes the Bundles, gets the ServiceAccount's token (a short-lived
-	// one); the clone step, which runs git against a server the tenant chose, gets none.
-	applyMounts = append(applyMounts, corev1.VolumeMount{Name: "tmp", MountPath: jobTmp},
-		corev1.VolumeMount{Name: "token", MountPath: jobTokenDir, ReadOnly: true})
-
-	uid := int64(1000)
-	requests := corev1.ResourceRequirements{Requests: corev1.ResourceList{
-		corev1.ResourceCPU: resource.MustParse(jobCPURequest), corev1.ResourceMemory: resource.MustParse(jobMemRequest)}}
-	return &corev1.PodSpec{
-		RestartPolicy: corev1.RestartPolicyNever, Volumes: volumes, NodeSelector: maps.Clone(h.JobRunner.NodeSelector),
-		AutomountServiceAccountToken: boolPtr(false),
-		// Pod Security "restricted".
-		SecurityContext: &corev1.PodSecurityContext{RunAsUser: &uid, RunAsGroup: &uid, RunAsNonRoot: boolPtr(true), FSGroup: &uid,
-			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
-		InitContainers: []corev1.Container{{Name: "gitcloner", Image: h.JobRunner.Image, Command: []string{"fleet"}, Args: clone,
-			Env: env, VolumeMounts: mounts, Resources: requests, TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-			SecurityContext: restrictedContainer()}},
-		Containers: []corev1.Container{{Name: "fleet", Image: h.JobRunner.Image, Command: []string{"fleet"}, Args: applyArgs,
-			Env: env, VolumeMounts: applyMounts, Resources: requests, TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-			SecurityContext: restrictedContainer()}},
-	}, nil
 }
 
 // restrictedContainer is a container's part of Pod Security "restricted", with a read-only root.

@@ -1,0 +1,87 @@
+package gitrepo
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/fleetgo/fleet/internal/gitsource"
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+)
+
+// secret returns a Secret of the GitRepo's namespace from the cache (from the apiserver when
+// the handler has no cache).
+func (h *handler) secret(ns, name string) (*corev1.Secret, error) {
+	var s *corev1.Secret
+	var err error
+	if h.Secrets != nil {
+		s, err = h.Secrets.Cache().Get(ns, name)
+	} else {
+		s, err = h.Kube.CoreV1().Secrets(ns).Get(h.context(), name, metav1.GetOptions{})
+	}
+	if err != nil {
+		return nil, err
+	}
+	// A GitRepo names its credentials: none may be a credential of the manager or a cluster.
+	if err := h.Guard.Check(s, "GitRepo of namespace "+ns); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// source is the GitRepo's repository with its credentials (clientSecretName), SSH ones with
+// the shared known hosts when the secret holds none.
+func (h *handler) source(gr *fleet.GitRepo) (gitsource.Source, error) {
+	src, err := Source(gr, h.secret)
+	if err != nil {
+		return src, err
+	}
+	return src, h.KnownHosts.fill(&src.Auth)
+}
+
+// Source is the GitRepo's repository with its credentials (clientSecretName, read with
+// secret): what the GitRepo controller clones and ImageScans push to.
+func Source(gr *fleet.GitRepo, secret func(ns, name string) (*corev1.Secret, error)) (gitsource.Source, error) {
+	src := gitsource.Source{URL: gr.Spec.Repo, Branch: gr.Spec.Branch, Revision: gr.Spec.Revision,
+		CABundle: gr.Spec.CABundle, InsecureSkipTLSVerify: gr.Spec.InsecureSkipTLSVerify}
+	if gr.Spec.Repo == "" {
+		return src, fmt.Errorf("spec.repo is empty")
+	}
+	s, err := clientSecret(gr, secret)
+	if err != nil || s == nil {
+		return src, err
+	}
+	src.Auth = gitsource.Auth{Username: string(s.Data[corev1.BasicAuthUsernameKey]), Password: string(s.Data[corev1.BasicAuthPasswordKey]),
+		SSHPrivateKey: s.Data[corev1.SSHAuthPrivateKey], KnownHosts: s.Data["known_hosts"]}
+	if src.Auth.GitHubApp, err = gitsource.GitHubAppOf(s.Data); err != nil {
+		return src, fmt.Errorf("secret %s: %w", s.Name, err)
+	}
+	return src, nil
+}
+
+// DefaultClientSecretName is the Secret a GitRepo naming no clientSecretName clones with when
+// its namespace has one (as on Fleet).
+const DefaultClientSecretName = "gitcredential"
+
+// clientSecret is the GitRepo's git credentials: its clientSecretName, else the namespace's
+// Secret gitcredential when there is one (nil when there is none).
+func clientSecret(gr *fleet.GitRepo, secret func(ns, name string) (*corev1.Secret, error)) (*corev1.Secret, error) {
+	name := gr.Spec.ClientSecretName
+	if name == "" {
+		s, err := secret(gr.Namespace, DefaultClientSecretName)
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("default credentials %s: %w", DefaultClientSecretName, err)
+		}
+		return s, nil
+	}
+	s, err := secret(gr.Namespace, name)
+	if err != nil {
+		return nil, fmt.Errorf("clientSecretName %s: %w", name, err)
+	}
+	return s, nil
+}
