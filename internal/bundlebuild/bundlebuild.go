@@ -67,6 +67,37 @@ func Run(ctx context.Context, o Options, bundles fleetcontrollers.BundleClient, 
 	if o.Name == "" {
 		return fmt.Errorf("a name is required: the GitRepo's name, which prefixes every bundle")
 	}
+	if err := o.complete(); err != nil {
+		return err
+	}
+	if o.BundleReader != nil {
+		return applyOne(o, bundles, out)
+	}
+	res, err := bundlereader.ReadAll(ctx, o.Root, o.Paths, o.Options)
+	if err != nil {
+		return err
+	}
+	read := res.Bundles
+	sort.Slice(read, func(i, j int) bool { return read[i].Name < read[j].Name })
+	if o.Output != "" {
+		return writeYAML(o.Output, read, out)
+	}
+	if err := write(ctx, o, bundles, read, out); err != nil {
+		return err
+	}
+	if err := prune(bundles, o.Namespace, o.Name, read, out); err != nil {
+		return err
+	}
+	if o.ImageScans != nil {
+		return applyImageScans(o.ImageScans, o.Namespace, o.Name, res.ImageScans, out)
+	}
+	return nil
+}
+
+// complete reads the targets file into the options and gives the Helm credentials the chart
+// locations they are for (helmRepoURLRegex); without a regex they go nowhere (as on Fleet since
+// 0.12): a repository's fleet.yaml chooses where charts come from.
+func (o *Options) complete() error {
 	if o.TargetsFile != "" {
 		data, err := os.ReadFile(o.TargetsFile)
 		if err != nil {
@@ -79,9 +110,7 @@ func Run(ctx context.Context, o Options, bundles fleetcontrollers.BundleClient, 
 		o.Targets = append(o.Targets, tf.Targets...)
 		o.TargetRestrictions = append(o.TargetRestrictions, tf.TargetRestrictions...)
 	}
-	if o.HelmRepoURLRegex == "" && hasHelmCredentials(o) {
-		// A repository's fleet.yaml chooses where charts come from: without a regex naming the
-		// chart locations they are for, Helm credentials go nowhere (as on Fleet since 0.12).
+	if o.HelmRepoURLRegex == "" && hasHelmCredentials(*o) {
 		logrus.WithFields(logrus.Fields{"gitrepo": o.Name, "namespace": o.Namespace}).
 			Warn("helm credentials are not sent to any chart repository: helmRepoURLRegex (--helm-repo-url-regex) is empty; set it to the repositories they are for")
 		o.ChartAuth.Username, o.ChartAuth.Password = "", ""
@@ -105,19 +134,13 @@ func Run(ctx context.Context, o Options, bundles fleetcontrollers.BundleClient, 
 		}
 		o.ChartAuthByPath = byPath
 	}
-	if o.BundleReader != nil {
-		return applyOne(o, bundles, out)
-	}
-	res, err := bundlereader.ReadAll(ctx, o.Root, o.Paths, o.Options)
-	if err != nil {
-		return err
-	}
-	read := res.Bundles
-	sort.Slice(read, func(i, j int) bool { return read[i].Name < read[j].Name })
-	if o.Output != "" {
-		return writeYAML(o.Output, read, out)
-	}
-	// Nothing is written when one Bundle may not be: no run is half applied.
+	return nil
+}
+
+// write writes the Bundles that were read, or none when one of them may not be written (it
+// would take over another GitRepo's Bundle): no run is half applied. Contents go to the OCI
+// registry first, so that a Bundle never names contents that are not there.
+func write(ctx context.Context, o Options, bundles fleetcontrollers.BundleClient, read []*fleet.Bundle, out io.Writer) error {
 	for _, b := range read {
 		existing, err := bundles.Get(b.Namespace, b.Name, metav1.GetOptions{})
 		if err == nil && owner(existing) != "" && owner(existing) != owner(b) {
@@ -126,7 +149,6 @@ func Run(ctx context.Context, o Options, bundles fleetcontrollers.BundleClient, 
 		}
 	}
 	if o.OCI != nil {
-		// Pushed before anything is written: a Bundle never names contents that are not there.
 		for _, b := range read {
 			if err := pushContents(ctx, *o.OCI, b); err != nil {
 				return fmt.Errorf("bundle %s/%s: %w", b.Namespace, b.Name, err)
@@ -138,12 +160,6 @@ func Run(ctx context.Context, o Options, bundles fleetcontrollers.BundleClient, 
 			return err
 		}
 		fmt.Fprintf(out, "bundle %s/%s applied\n", b.Namespace, b.Name)
-	}
-	if err := prune(bundles, o.Namespace, o.Name, read, out); err != nil {
-		return err
-	}
-	if o.ImageScans != nil {
-		return applyImageScans(o.ImageScans, o.Namespace, o.Name, res.ImageScans, out)
 	}
 	return nil
 }

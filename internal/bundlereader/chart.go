@@ -158,8 +158,39 @@ func downloadChart(h *fleet.HelmOptions, auth ChartAuth) (*embeddedChart, error)
 	}
 	defer os.RemoveAll(tmp)
 
-	// Helm's settings, pointed at a private cache: apply never reads or writes the user's Helm
-	// configuration.
+	dl, getters, transport, err := chartDownloader(tmp, auth)
+	if err != nil {
+		return nil, err
+	}
+	ref, version := h.Chart, h.Version
+	if h.Repo != "" && !registry.IsOCI(h.Chart) {
+		ref, err = repo.FindChartInAuthAndTLSAndPassRepoURL(h.Repo, auth.Username, auth.Password, h.Chart, h.Version,
+			"", "", auth.CAFile, auth.InsecureSkipTLSVerify, false, getters)
+		if err != nil {
+			return nil, fmt.Errorf("helm.chart %q version %q in repository %s: %w", h.Chart, h.Version, h.Repo, err)
+		}
+		version = ""
+		// A repository's index may place the archive on another host: the repository's
+		// credentials go to the repository's host only (as Helm does since 3.6.1).
+		if !sameHost(h.Repo, ref) {
+			dl.Options = transport
+		}
+	}
+	file, _, err := dl.DownloadTo(ref, version, tmp)
+	if err != nil {
+		return nil, fmt.Errorf("downloading helm.chart %q (version %q): %w", h.Chart, h.Version, err)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	return embed(data)
+}
+
+// chartDownloader is Helm's downloader with the chart source's credentials, pointed at a private
+// cache under tmp: apply never reads or writes the user's Helm configuration. It returns the
+// getters and the transport options (without credentials) too.
+func chartDownloader(tmp string, auth ChartAuth) (*downloader.ChartDownloader, getter.Providers, []getter.Option, error) {
 	settings := cli.New()
 	settings.RepositoryConfig = filepath.Join(tmp, "repositories.yaml")
 	settings.RepositoryCache = filepath.Join(tmp, "cache")
@@ -174,7 +205,7 @@ func downloadChart(h *fleet.HelmOptions, auth ChartAuth) (*embeddedChart, error)
 	}
 	regClient, err := registry.NewClient(regOpts...)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	getters := getter.All(settings)
 	transport := []getter.Option{
@@ -192,32 +223,10 @@ func downloadChart(h *fleet.HelmOptions, auth ChartAuth) (*embeddedChart, error)
 		Options:          append([]getter.Option{getter.WithBasicAuth(auth.Username, auth.Password)}, transport...),
 	}
 
-	ref, version := h.Chart, h.Version
-	if h.Repo != "" && !registry.IsOCI(h.Chart) {
-		ref, err = repo.FindChartInAuthAndTLSAndPassRepoURL(h.Repo, auth.Username, auth.Password, h.Chart, h.Version,
-			"", "", auth.CAFile, auth.InsecureSkipTLSVerify, false, getters)
-		if err != nil {
-			return nil, fmt.Errorf("helm.chart %q version %q in repository %s: %w", h.Chart, h.Version, h.Repo, err)
-		}
-		version = ""
-		// A repository's index may place the archive on another host: the repository's
-		// credentials go to the repository's host only (as Helm does since 3.6.1).
-		if !sameHost(h.Repo, ref) {
-			dl.Options = transport
-		}
-	}
 	if err := os.MkdirAll(settings.RepositoryCache, 0o755); err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	file, _, err := dl.DownloadTo(ref, version, tmp)
-	if err != nil {
-		return nil, fmt.Errorf("downloading helm.chart %q (version %q): %w", h.Chart, h.Version, err)
-	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return nil, err
-	}
-	return embed(data)
+	return &dl, getters, transport, nil
 }
 
 // sameHost reports whether two URLs have the same scheme, host and port.

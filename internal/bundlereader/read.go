@@ -175,18 +175,7 @@ func readBundle(ctx context.Context, root string, d BundleDir, all []BundleDir, 
 		return nil, nil, err
 	}
 	dirAbs := filepath.Join(root, filepath.FromSlash(d.Path))
-	spec := fy.BundleSpec.DeepCopy()
-	if h := spec.Helm; (h == nil || h.Chart == "") && chartMissingDependencies(root, dirAbs) {
-		// A bundle folder that is a chart, declaring dependencies it does not carry: they are
-		// fetched and the chart packaged, as for a helm.chart naming a folder.
-		if spec.Helm == nil {
-			spec.Helm = &fleet.HelmOptions{}
-		}
-		spec.Helm.Chart = "."
-	}
-	// A chart named by fleet.yaml, or the bundle folder itself: values (files) mean something.
-	_, statErr := os.Stat(filepath.Join(dirAbs, "Chart.yaml"))
-	hasChart := (spec.Helm != nil && spec.Helm.Chart != "") || statErr == nil
+	spec, hasChart, folderIsChart := chartOf(root, dirAbs, fy)
 	p := optionsReader{ctx: ctx, file: file, root: root, dir: dirAbs, hasChart: hasChart, auth: chartAuthFor(d, o)}
 	extra, err := p.prepare(file, &spec.BundleDeploymentOptions)
 	if err != nil {
@@ -197,8 +186,6 @@ func readBundle(ctx context.Context, root string, d BundleDir, all []BundleDir, 
 		return nil, nil, err
 	}
 	applyRepoSettings(spec, o)
-	// The folder is the chart (a helm.chart folder is loaded when it is packaged).
-	folderIsChart := statErr == nil && (spec.Helm == nil || spec.Helm.Chart == "")
 	if err := checkContent(d.Path, files, folderIsChart); err != nil {
 		return nil, nil, err
 	}
@@ -219,6 +206,25 @@ func readBundle(ctx context.Context, root string, d BundleDir, all []BundleDir, 
 		loose = looseFolders(d, files)
 	}
 	return b, loose, nil
+}
+
+// chartOf is the bundle's spec as fleet.yaml gives it, with the folder itself as the chart when
+// it is one declaring dependencies it does not carry (they are fetched and the chart packaged, as
+// for a helm.chart naming a folder). hasChart: a chart named by fleet.yaml, or the bundle folder
+// itself (values files mean something); folderIsChart: the folder is the chart as it is (a
+// helm.chart folder is loaded when it is packaged).
+func chartOf(root, dirAbs string, fy *fleet.FleetYAML) (spec *fleet.BundleSpec, hasChart, folderIsChart bool) {
+	spec = fy.BundleSpec.DeepCopy()
+	if h := spec.Helm; (h == nil || h.Chart == "") && chartMissingDependencies(root, dirAbs) {
+		if spec.Helm == nil {
+			spec.Helm = &fleet.HelmOptions{}
+		}
+		spec.Helm.Chart = "."
+	}
+	_, statErr := os.Stat(filepath.Join(dirAbs, "Chart.yaml"))
+	hasChart = (spec.Helm != nil && spec.Helm.Chart != "") || statErr == nil
+	folderIsChart = statErr == nil && (spec.Helm == nil || spec.Helm.Chart == "")
+	return spec, hasChart, folderIsChart
 }
 
 // readFleetYAML reads the bundle folder's options file, refusing unknown fields.

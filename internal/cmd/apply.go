@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -61,8 +62,14 @@ func newApply() *cobra.Command {
 			return runApply(cmd, &o, &f, args)
 		},
 	}
-	fl := c.Flags()
-	// Fleet's flags, with Fleet's names, short forms and environment variables.
+	bindApplyFlags(c.Flags(), &o, &f)
+	bindApplySourceFlags(c.Flags(), &o, &f)
+	return c
+}
+
+// bindApplyFlags binds Fleet's flags of fleet apply, with Fleet's names, short forms and
+// environment variables.
+func bindApplyFlags(fl *pflag.FlagSet, o *bundlebuild.Options, f *applyFlags) {
 	fl.StringVarP(&o.Scan.OptionsFile, "bundle-file", "b", "", "name of the options file that replaces fleet.yaml in every bundle folder; its name without extension joins the bundle's name")
 	fl.StringVar(&o.ChartAuth.CAFile, "cacerts-file", "", "PEM file of CAs to trust for chart downloads")
 	fl.StringVar(&o.Commit, "commit", os.Getenv("COMMIT"), "git commit to label the Bundles with (default $COMMIT, else the commit checked out in --root)")
@@ -95,6 +102,11 @@ func newApply() *cobra.Command {
 	fl.DurationVar(&o.ImageScanInterval, "image-scan-interval", 0, "interval of the ImageScans fleet.yaml declares without one (a GitRepo's imageScanInterval)")
 	fl.StringVar(&o.Scan.DrivenSep, "driven-scan-sep", ":", "separator of folder and options file in --driven-scan paths")
 	fl.IntVar(&o.MaxConcurrency, "bundle-creation-max-concurrency", envInt("FLEET_BUNDLE_CREATION_MAX_CONCURRENCY", bundlereader.DefaultMaxConcurrency), "bundles read at once (default $FLEET_BUNDLE_CREATION_MAX_CONCURRENCY, else 4)")
+}
+
+// bindApplySourceFlags binds the flags of chart sources and OCI content storage (Fleet's), and
+// ours.
+func bindApplySourceFlags(fl *pflag.FlagSet, o *bundlebuild.Options, f *applyFlags) {
 	fl.BoolVar(&f.helmBasicHTTP, "helm-basic-http", false, "talk to chart repositories and OCI registries over plain HTTP")
 	fl.BoolVar(&f.helmInsecure, "helm-insecure-skip-tls", false, "do not verify TLS certificates of chart sources")
 	fl.StringVar(&f.ociRegistrySecret, "oci-registry-secret", "", "Secret (type fleet.cattle.io/bundle-oci-storage/v1alpha1) of the namespace naming the OCI registry that keeps the Bundles' contents")
@@ -110,7 +122,6 @@ func newApply() *cobra.Command {
 	fl.BoolVar(&o.ChartAuth.PlainHTTP, "plain-http", false, "same as --helm-basic-http")
 	fl.BoolVar(&f.correctDrift.KeepFailHistory, "correct-drift-keep-failed-history", false, "same as --correct-drift-keep-fail-history")
 	_ = fl.MarkHidden("correct-drift-keep-failed-history")
-	return c
 }
 
 func runApply(cmd *cobra.Command, o *bundlebuild.Options, f *applyFlags, args []string) error {

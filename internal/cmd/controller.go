@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/fleetgo/fleet/internal/controller"
 	"github.com/fleetgo/fleet/internal/controller/gitrepo"
@@ -51,6 +52,16 @@ func newController() *cobra.Command {
 	}
 	kube.bind(c)
 	fl := c.Flags()
+	fl.BoolVar(&gitops, "gitops", true, "run the GitRepo controller and the webhook receiver (false: Bundles come from elsewhere)")
+	fl.BoolVar(&helmops, "helmops", true, "run the HelmOp controller (false: HelmOps are left alone, as Fleet's helmops.enabled=false)")
+	bindControllerFlags(fl, &o)
+	bindLogging(fl, &logJSON, &debug)
+	fl.IntVar(&gcPercent, "gc-percent", 50, "heap growth (percent) that triggers a garbage collection, unless GOGC is set")
+	return c
+}
+
+// bindControllerFlags binds the flags that go into the controller's Options as they are.
+func bindControllerFlags(fl *pflag.FlagSet, o *controller.Options) {
 	fl.StringVar(&o.SystemNamespace, "namespace", fleet.SystemNamespace, "system namespace: configuration and leader election")
 	fl.IntVar(&o.Workers, "workers", 50, "workers per controller")
 	fl.BoolVar(&o.LeaderElect, "leader-elect", true, "run only while holding the leader lease")
@@ -60,8 +71,6 @@ func newController() *cobra.Command {
 	fl.StringVar(&o.ProfileAddr, "profile-addr", "", "address of Go's /debug/pprof/ profiles (empty disables)")
 	fl.Float32Var(&o.QPS, "kube-api-qps", controller.DefaultQPS, "requests per second to the apiserver")
 	fl.IntVar(&o.Burst, "kube-api-burst", controller.DefaultBurst, "burst of requests to the apiserver")
-	fl.BoolVar(&gitops, "gitops", true, "run the GitRepo controller and the webhook receiver (false: Bundles come from elsewhere)")
-	fl.BoolVar(&helmops, "helmops", true, "run the HelmOp controller (false: HelmOps are left alone, as Fleet's helmops.enabled=false)")
 	fl.BoolVar(&o.Bootstrap.LocalAgentDisabled, "bootstrap-local-agent-disabled", false, "create no Cluster \"local\" (and so no agent) for the manager's own cluster")
 	fl.StringToStringVar(&o.Bootstrap.ClusterLabels, "bootstrap-cluster-labels", nil, "labels (k=v,...) the Cluster \"local\" is created with")
 	fl.StringVar(&o.Bootstrap.AgentNamespace, "bootstrap-agent-namespace", "", "namespace of the manager cluster's own agent (default cattle-fleet-local-system)")
@@ -77,9 +86,6 @@ func newController() *cobra.Command {
 	fl.StringVar(&o.AgentImage, "agent-image", "", "agent image installed into clusters the manager imports itself (Cluster.spec.kubeConfigSecret)")
 	fl.StringVar(&o.RegistrationNamespace, "registration-namespace", fleet.ClustersSystemNamespace, "namespace of the credentials registering agents pick up")
 	fl.DurationVar(&o.CredentialLifetime, "agent-credential-lifetime", registration.DefaultCredentialLifetime, "lifetime of an agent's credential (at least 10m); agents renew it hourly or after a third of it")
-	bindLogging(fl, &logJSON, &debug)
-	fl.IntVar(&gcPercent, "gc-percent", 50, "heap growth (percent) that triggers a garbage collection, unless GOGC is set")
-	return c
 }
 
 // jsonMap is a flag whose value is a JSON object of strings (Fleet passes a shard's nodeSelector

@@ -208,24 +208,8 @@ type wiring struct {
 
 // start registers every controller and starts the caches and workers.
 func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o Options) error {
-	scf, err := controllerFactory(cfg, o)
+	scf, f, c, r, err := factories(cfg, o)
 	if err != nil {
-		return err
-	}
-	ff, err := fleetfactory.NewFactoryFromConfigWithOptions(cfg, &fleetfactory.FactoryOptions{SharedControllerFactory: scf})
-	if err != nil {
-		return err
-	}
-	cf, err := core.NewFactoryFromConfigWithOptions(cfg, &core.FactoryOptions{SharedControllerFactory: scf})
-	if err != nil {
-		return err
-	}
-	rf, err := rbac.NewFactoryFromConfigWithOptions(cfg, &rbac.FactoryOptions{SharedControllerFactory: scf})
-	if err != nil {
-		return err
-	}
-	f, c, r := ff.Fleet().V1alpha1(), cf.Core().V1(), rf.Rbac().V1()
-	if err := trimCaches(f, c, r); err != nil {
 		return err
 	}
 	if o.ShardID == "" {
@@ -276,6 +260,29 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 		}
 	}
 	return scf.Start(ctx, o.Workers)
+}
+
+// factories are the controller's shared factory and the fleet, core and rbac groups on it, their
+// caches trimmed to what the controllers read.
+func factories(cfg *rest.Config, o Options) (lassocontroller.SharedControllerFactory, fleetcontrollers.Interface, corecontrollers.Interface, rbaccontrollers.Interface, error) {
+	scf, err := controllerFactory(cfg, o)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	ff, err := fleetfactory.NewFactoryFromConfigWithOptions(cfg, &fleetfactory.FactoryOptions{SharedControllerFactory: scf})
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	cf, err := core.NewFactoryFromConfigWithOptions(cfg, &core.FactoryOptions{SharedControllerFactory: scf})
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	rf, err := rbac.NewFactoryFromConfigWithOptions(cfg, &rbac.FactoryOptions{SharedControllerFactory: scf})
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	f, c, r := ff.Fleet().V1alpha1(), cf.Core().V1(), rf.Rbac().V1()
+	return scf, f, c, r, trimCaches(f, c, r)
 }
 
 // startManagement registers what is one per management cluster, the unsharded controller's

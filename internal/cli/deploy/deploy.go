@@ -77,34 +77,7 @@ func read(file string) (*fleet.BundleDeployment, []fleet.BundleResource, error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	var bd *fleet.BundleDeployment
-	var content *fleet.Content
-	// take reads one object, or the items of a List (what kubectl get -o yaml prints).
-	var take func(doc []byte) error
-	take = func(doc []byte) error {
-		var head struct {
-			Kind  string            `json:"kind"`
-			Items []json.RawMessage `json:"items"`
-		}
-		if err := sigsyaml.Unmarshal(doc, &head); err != nil {
-			return err
-		}
-		switch head.Kind {
-		case "List":
-			for _, item := range head.Items {
-				if err := take(item); err != nil {
-					return err
-				}
-			}
-		case "BundleDeployment":
-			bd = &fleet.BundleDeployment{}
-			return sigsyaml.Unmarshal(doc, bd)
-		case "Content":
-			content = &fleet.Content{}
-			return sigsyaml.Unmarshal(doc, content)
-		}
-		return nil
-	}
+	var in inputs
 	dec := yaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	for {
 		doc, err := dec.Read()
@@ -112,12 +85,13 @@ func read(file string) (*fleet.BundleDeployment, []fleet.BundleResource, error) 
 			break
 		}
 		if err == nil {
-			err = take(doc)
+			err = in.take(doc)
 		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", file, err)
 		}
 	}
+	bd, content := in.bd, in.content
 	if bd == nil || content == nil {
 		return nil, nil, fmt.Errorf("%s: needs a BundleDeployment and its Content (kubectl get bundledeployment,content -o yaml)", file)
 	}
@@ -132,4 +106,36 @@ func read(file string) (*fleet.BundleDeployment, []fleet.BundleResource, error) 
 		return nil, nil, fmt.Errorf("content %s: %w", content.Name, err)
 	}
 	return bd, manifest.Resources, nil
+}
+
+// inputs are the objects deploy reads from its input file.
+type inputs struct {
+	bd      *fleet.BundleDeployment
+	content *fleet.Content
+}
+
+// take reads one object, or the items of a List (what kubectl get -o yaml prints).
+func (in *inputs) take(doc []byte) error {
+	var head struct {
+		Kind  string            `json:"kind"`
+		Items []json.RawMessage `json:"items"`
+	}
+	if err := sigsyaml.Unmarshal(doc, &head); err != nil {
+		return err
+	}
+	switch head.Kind {
+	case "List":
+		for _, item := range head.Items {
+			if err := in.take(item); err != nil {
+				return err
+			}
+		}
+	case "BundleDeployment":
+		in.bd = &fleet.BundleDeployment{}
+		return sigsyaml.Unmarshal(doc, in.bd)
+	case "Content":
+		in.content = &fleet.Content{}
+		return sigsyaml.Unmarshal(doc, in.content)
+	}
+	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -76,28 +77,37 @@ func Run(ctx context.Context, o Options, out io.Writer) (int, error) {
 		if err != nil {
 			return count, fmt.Errorf("listing %s: %w", r.Name, err)
 		}
-		for i := range items.Items {
-			obj := &items.Items[i]
-			obj.SetManagedFields(nil)
-			data, err := yaml.Marshal(obj.Object)
-			if err != nil {
-				return count, err
-			}
-			name := path.Join(r.Name, obj.GetName()+".yaml")
-			if r.Namespaced {
-				name = path.Join(r.Name, obj.GetNamespace(), obj.GetName()+".yaml")
-			}
-			if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(data)), ModTime: now()}); err != nil {
-				return count, err
-			}
-			if _, err := tw.Write(data); err != nil {
-				return count, err
-			}
-			count++
+		n, err := writeItems(tw, r, items.Items, now())
+		count += n
+		if err != nil {
+			return count, err
 		}
 	}
 	if err := tw.Close(); err != nil {
 		return count, err
 	}
 	return count, zw.Close()
+}
+
+// writeItems writes each object of one resource into the archive, without its managedFields.
+func writeItems(tw *tar.Writer, r metav1.APIResource, items []unstructured.Unstructured, modTime time.Time) (int, error) {
+	for i := range items {
+		obj := &items[i]
+		obj.SetManagedFields(nil)
+		data, err := yaml.Marshal(obj.Object)
+		if err != nil {
+			return i, err
+		}
+		name := path.Join(r.Name, obj.GetName()+".yaml")
+		if r.Namespaced {
+			name = path.Join(r.Name, obj.GetNamespace(), obj.GetName()+".yaml")
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(data)), ModTime: modTime}); err != nil {
+			return i, err
+		}
+		if _, err := tw.Write(data); err != nil {
+			return i, err
+		}
+	}
+	return len(items), nil
 }
