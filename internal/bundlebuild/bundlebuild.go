@@ -21,9 +21,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetgo/fleet/internal/bundlereader"
-	"github.com/fleetgo/fleet/internal/cli/output"
 	"github.com/fleetgo/fleet/internal/ocistorage"
 	"github.com/fleetgo/fleet/internal/target"
+	"github.com/fleetgo/fleet/internal/yamldoc"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 )
@@ -272,7 +272,7 @@ func writeYAML(dest string, bundles []*fleet.Bundle, out io.Writer) error {
 	for i, b := range bundles {
 		objs[i] = b
 	}
-	if err := output.WriteYAML(&buf, objs...); err != nil {
+	if err := yamldoc.WriteYAML(&buf, objs...); err != nil {
 		return err
 	}
 	if dest == "-" {

@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 	sigsyaml "sigs.k8s.io/yaml"
 
-	"github.com/fleetgo/fleet/internal/cli/output"
 	"github.com/fleetgo/fleet/internal/target"
+	"github.com/fleetgo/fleet/internal/yamldoc"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
@@ -139,7 +139,7 @@ func Print(w io.Writer, results []Result, full bool) error {
 			continue
 		}
 		for _, bd := range r.Deployments {
-			if err := output.WriteYAML(w, bd); err != nil {
+			if err := yamldoc.WriteYAML(w, bd); err != nil {
 				return err
 			}
 		}

@@ -1,6 +1,6 @@
-// Package output writes Kubernetes objects as the CLI prints them: multi-document YAML without
+// Package yamldoc writes Kubernetes objects as the CLI prints them: multi-document YAML without
 // status, since the objects shown are proposals that no controller has seen yet.
-package output
+package yamldoc
 
 import (
 	"io"
