@@ -52,6 +52,11 @@ const (
 	// check-in and was refused as a conflict); a report after a quiet spell still shows within
 	// statusDelay.
 	busyReportDelay = 10 * time.Second
+	// smallInstallation: with at most this many Clusters, every roll-up waits statusDelay only.
+	// The longer windows above save status writes while Bundles roll out to thousands of
+	// clusters; on a small installation they would only leave a Cluster's status seconds behind
+	// its BundleDeployments (and behind the GitRepos and Bundles that report them Ready).
+	smallInstallation = 100
 )
 
 // Deps are what the controller reads and writes.
@@ -89,6 +94,8 @@ type handler struct {
 	// rollup): until one of its inputs changes, a check-in (which changes only the agent's part
 	// of the status) is not rolled up again.
 	rollups sync.Map
+	// clusterCount is how many Clusters the cache holds (nil: the delays ignore it).
+	clusterCount *atomic.Int64
 }
 
 // rollup is what a roll-up was made from and what it showed.
@@ -122,6 +129,11 @@ func Register(ctx context.Context, d Deps) {
 			}
 		}
 	}
+	h.clusterCount = &atomic.Int64{}
+	_, _ = d.Clusters.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { h.clusterCount.Add(1) },
+		DeleteFunc: func(any) { h.clusterCount.Add(-1) },
+	})
 	_, _ = d.BundleDeployments.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { enqueue(obj, changeDelay(nil, obj)) },
 		DeleteFunc: func(obj any) { enqueue(obj, changeDelay(obj, nil)) },
@@ -144,8 +156,12 @@ func changeDelay(old, cur any) time.Duration {
 }
 
 // delay is how long a roll-up that a BundleDeployment change asks for with base (specDelay or
-// statusDelay) waits, given when the cluster's status was last written.
+// statusDelay) waits, given when the cluster's status was last written and how many clusters
+// there are.
 func (h *handler) delay(key string, base time.Duration) time.Duration {
+	if h.clusterCount != nil && h.clusterCount.Load() <= smallInstallation {
+		return statusDelay
+	}
 	at, ok := h.written.Load(key)
 	if !ok {
 		return base

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,7 +14,8 @@ import (
 
 func TestDelay(t *testing.T) {
 	now := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
-	h := &handler{now: func() time.Time { return now }}
+	h := &handler{now: func() time.Time { return now }, clusterCount: &atomic.Int64{}}
+	h.clusterCount.Store(smallInstallation + 1)
 	h.written.Store("quiet/long-ago", now.Add(-time.Minute))
 	h.written.Store("busy/just-now", now.Add(-2*time.Second))
 	h.written.Store("busy/a-while", now.Add(-9800*time.Millisecond))
@@ -37,6 +39,26 @@ func TestDelay(t *testing.T) {
 		if got := h.delay(c.key, c.base); got != c.want {
 			t.Errorf("delay(%s, %s) = %s, want %s", c.key, c.base, got, c.want)
 		}
+	}
+}
+
+// On a small installation every roll-up follows its cluster's BundleDeployments within
+// statusDelay, however recently the cluster's status was written.
+func TestDelayOnASmallInstallation(t *testing.T) {
+	now := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+	h := &handler{now: func() time.Time { return now }, clusterCount: &atomic.Int64{}}
+	h.clusterCount.Store(3)
+	h.written.Store("busy/just-now", now.Add(-2*time.Second))
+	for _, base := range []time.Duration{statusDelay, specDelay} {
+		for _, key := range []string{"new/cluster", "busy/just-now"} {
+			if got := h.delay(key, base); got != statusDelay {
+				t.Errorf("delay(%s, %s) = %s with 3 clusters, want %s", key, base, got, statusDelay)
+			}
+		}
+	}
+	h.clusterCount.Store(smallInstallation + 1)
+	if got := h.delay("busy/just-now", specDelay); got != busyDelay {
+		t.Errorf("delay = %s with %d clusters, want %s", got, smallInstallation+1, busyDelay)
 	}
 }
 
