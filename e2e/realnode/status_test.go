@@ -50,11 +50,11 @@ func contractStatusPaths(kind string) map[string]bool {
 	return paths
 }
 
-// notApplicable reads the README's table of status fields not set, with their reasons: rows
+// notApplicable reads docs/coming-from-fleet.md's table of status fields not set, with their reasons: rows
 // "| Kind | `status.path` | reason |". A path stands for the fields below it too.
 func notApplicable() map[string][]string {
 	GinkgoHelper()
-	data, err := os.ReadFile(filepath.Join(root, "README.md"))
+	data, err := os.ReadFile(filepath.Join(root, "docs", "coming-from-fleet.md"))
 	Expect(err).NotTo(HaveOccurred())
 	row := regexp.MustCompile("(?m)^\\| (\\w+) \\| `(status\\.[^`]+)` \\| (.+) \\|$")
 	out := map[string][]string{}
@@ -121,7 +121,7 @@ func record(ctx context.Context, dyn dynamic.Interface) *recorder {
 	return r
 }
 
-// missing are the contract's status paths of kind that no object showed and the README does not
+// missing are the contract's status paths of kind that no object showed and docs/coming-from-fleet.md does not
 // list.
 func (r *recorder) missing(kind string, excluded []string) []string {
 	r.mu.Lock()
@@ -221,7 +221,7 @@ func statusSpecs() {
 }
 
 func statusContext() {
-	It("sets every status field of the contract on a rollout, or the README lists it as not applicable with the reason", func(ctx context.Context) {
+	It("sets every status field of the contract on a rollout, or docs/coming-from-fleet.md lists it as not applicable with the reason", func(ctx context.Context) {
 		dyn, err := dynamic.NewForConfig(mgmt.RESTConfig())
 		Expect(err).NotTo(HaveOccurred())
 		rec := record(ctx, dyn)
@@ -361,7 +361,7 @@ func statusContext() {
 		excluded := notApplicable()
 		for kind := range statusKinds {
 			for _, e := range excluded[kind] {
-				Expect(contractStatusPaths(kind)).To(HaveKey(e), "the README lists %s %s, which the contract does not have", kind, e)
+				Expect(contractStatusPaths(kind)).To(HaveKey(e), "docs/coming-from-fleet.md lists %s %s, which the contract does not have", kind, e)
 			}
 		}
 		Eventually(func(g Gomega) {

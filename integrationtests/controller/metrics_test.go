@@ -24,7 +24,7 @@ func expectSample(g Gomega, families testenv.Families, family string, want map[s
 	g.Expect(v).To(Equal(value), "%s%v", family, want)
 }
 
-// Fleet's metric families, with Fleet's names and labels, from the caches (README: Metrics).
+// Fleet's metric families, with Fleet's names and labels, from the caches (docs/manager.md: Metrics).
 var _ = It("exports Fleet's metric families for Bundles, BundleDeployments, Clusters, ClusterGroups and GitRepos, and drops the series of deleted objects", func(ctx context.Context) {
 	ns := newNamespace(ctx)
 	newCluster(ns, "m-ready", map[string]string{"metrics": "yes"})
