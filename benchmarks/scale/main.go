@@ -127,22 +127,31 @@ type plan struct {
 	badInput bool
 }
 
+// plans are the sizes a run of size measures: standard (make bench: 100, 1,000 and 5,000
+// clusters), 10k (make bench-10k: 10,000 clusters and the idle window), full (both), or small
+// (100 and 1,000, about ten minutes, for iteration).
 func plans(size string) []plan {
-	if size == "small" {
-		return []plan{{clusters: 100}, {clusters: 1000, creates: []int{5}, idle: 2 * time.Minute, badInput: true}}
-	}
-	return []plan{
+	standard := []plan{
 		{clusters: 100},
 		{clusters: 1000, creates: []int{5, 50}, badInput: true},
 		{clusters: 5000},
-		{clusters: 10000, creates: []int{5}, idle: 10 * time.Minute},
 	}
+	tenK := []plan{{clusters: 10000, creates: []int{5}, idle: 10 * time.Minute}}
+	switch size {
+	case "small":
+		return []plan{{clusters: 100}, {clusters: 1000, creates: []int{5}, idle: 2 * time.Minute, badInput: true}}
+	case "standard":
+		return standard
+	case "10k":
+		return tenK
+	}
+	return append(standard, tenK...)
 }
 
 func main() {
 	fleetBin := flag.String("fleet", "bin/fleet", "fleet binary")
 	out := flag.String("out", "benchmarks/results", "results folder")
-	size := flag.String("size", "full", "full (100, 1,000, 5,000 and 10,000 clusters) or small (100 and 1,000, about ten minutes)")
+	size := flag.String("size", "standard", "standard (100, 1,000 and 5,000 clusters), 10k (10,000), full (both) or small (100 and 1,000, about ten minutes)")
 	only := flag.Int("clusters", 0, "run only the plan of this many clusters (-1: none, only the shards)")
 	checkin := flag.Duration("checkin", 15*time.Minute, "the simulated agents' check-in interval (the manager's agentCheckinInterval; Fleet's default is 15m)")
 	shards := flag.Bool("shards", true, "run the two-shard experiment")
@@ -215,13 +224,13 @@ func run(fleetBin, out, size string, only int, checkin time.Duration, shards boo
 }
 
 // resultsBase begins the names of a run's results files: scale-<N>.json, scale-shards.json and
-// their plots for the full run, the files RESULTS.md cites; scale-small-<N>.json and so on for a
+// their plots for the standard, 10k and full runs, the files RESULTS.md cites; scale-small-<N>.json and so on for a
 // small one, so that iterating with BENCH_SIZE=small does not write over the full run's results.
 func resultsBase(size string) string {
-	if size == "full" {
-		return "scale"
+	if size == "small" {
+		return "scale-small"
 	}
-	return "scale-" + size
+	return "scale"
 }
 
 // runChild runs this command again for one size, and no shards; it ends with this process.
