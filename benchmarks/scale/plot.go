@@ -126,7 +126,12 @@ func plotGrowth(out, size string, runs []Run) error {
 		{"scale-growth-memory-bundledeployments", "manager peak RSS against BundleDeployments", "BundleDeployments", "MiB", map[string][]point{"manager peak RSS (creation)": memBD}},
 	}
 	for _, c := range charts {
-		if err := lineChart(filepath.Join(out, fmt.Sprintf("%s-%s.png", c.file, size)), c.title, c.x, c.y, c.lines); err != nil {
+		// Every size a standard, 10k or full run has written so far is on one chart.
+		name := c.file + ".png"
+		if size == "small" {
+			name = c.file + "-small.png"
+		}
+		if err := lineChart(filepath.Join(out, name), c.title, c.x, c.y, c.lines); err != nil {
 			return err
 		}
 	}

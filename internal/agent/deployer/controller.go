@@ -69,12 +69,9 @@ type Deps struct {
 }
 
 type handler struct {
-	// outcomes hands each pass's outcome from reconcile to next, by key.
-	outcomes sync.Map
-	// replaced maps a BundleDeployment's key to the resourceVersion its last status write
-	// replaced. Seeing that version again means the cache has not caught up with the write yet:
-	// working from it would only end in a conflict.
-	replaced sync.Map
+	// mem hands each pass's outcome to its status write, and remembers what that write
+	// replaced (memory.go).
+	mem      passMemory
 	ctx      context.Context
 	bds      fleetcontrollers.BundleDeploymentController
 	contents *contentCache

@@ -45,8 +45,8 @@ func (h *handler) reconcile(bd *fleet.BundleDeployment, status fleet.BundleDeplo
 		return status, nil
 	}
 	key := bd.Namespace + "/" + bd.Name
-	if rv, ok := h.replaced.Load(key); ok && rv == bd.ResourceVersion {
-		h.outcomes.Store(key, outcome{requeue: staleRetry, stale: true})
+	if h.mem.stale(key, bd) {
+		h.mem.record(key, outcome{requeue: staleRetry, stale: true})
 		return status, nil
 	}
 	now := time.Now()
@@ -64,7 +64,7 @@ func (h *handler) reconcile(bd *fleet.BundleDeployment, status fleet.BundleDeplo
 		h.check(bd, rel, &status, deployed != nil, now)
 	}
 	bdstatus.Report(bd, &status, now)
-	h.outcomes.Store(key, outcome{requeue: requeue, err: deployErr, replaces: bd.ResourceVersion})
+	h.mem.record(key, outcome{requeue: requeue, err: deployErr, replaces: bd.ResourceVersion})
 	return status, nil
 }
 
@@ -72,14 +72,9 @@ func (h *handler) reconcile(bd *fleet.BundleDeployment, status fleet.BundleDeplo
 // waited out) and schedules the next look: a deploy error that may pass is returned for the
 // controller's backoff.
 func (h *handler) next(key string, bd *fleet.BundleDeployment) (*fleet.BundleDeployment, error) {
-	v, ok := h.outcomes.LoadAndDelete(key)
+	o, ok := h.mem.written(key, bd)
 	if !ok || bd == nil {
 		return bd, nil
-	}
-	o := v.(outcome)
-	if !o.stale && bd.ResourceVersion != o.replaces {
-		// (An update the apiserver found to change nothing keeps the version.)
-		h.replaced.Store(key, o.replaces)
 	}
 	switch {
 	case o.err != nil && !helmdeployer.IsPermanent(o.err):
@@ -97,8 +92,7 @@ func (h *handler) cleanupDeleted(key string, bd *fleet.BundleDeployment) (*fleet
 	if bd != nil && bd.DeletionTimestamp == nil {
 		return bd, nil
 	}
-	h.replaced.Delete(key)
-	h.outcomes.Delete(key)
+	h.mem.forget(key)
 	name := key[strings.LastIndex(key, "/")+1:]
 	h.changes.forget(name)
 	metrics.ForgetBundleDeployment(name)

@@ -65,26 +65,26 @@ func TestNext(t *testing.T) {
 	bd.Namespace, bd.Name, bd.ResourceVersion = "cluster-ns", "app", "11"
 	key := "cluster-ns/app"
 
-	h.outcomes.Store(key, outcome{replaces: "10"})
+	h.mem.record(key, outcome{replaces: "10"})
 	if _, err := h.next(key, bd); err != nil {
 		t.Fatal(err)
 	}
-	if rv, _ := h.replaced.Load(key); rv != "10" || len(q.after) != 1 || q.after[0] != time.Minute {
+	if rv, _ := h.mem.replaced.Load(key); rv != "10" || len(q.after) != 1 || q.after[0] != time.Minute {
 		t.Fatalf("replaced %v, enqueued %v", rv, q.after)
 	}
 
-	h.outcomes.Store(key, outcome{replaces: "11", requeue: DependsOnRetry})
+	h.mem.record(key, outcome{replaces: "11", requeue: DependsOnRetry})
 	if _, err := h.next(key, bd); err != nil || q.after[1] != DependsOnRetry {
 		t.Fatalf("err %v, enqueued %v", err, q.after)
 	}
 
 	transient := errors.New("connection refused")
-	h.outcomes.Store(key, outcome{replaces: "11", err: transient})
+	h.mem.record(key, outcome{replaces: "11", err: transient})
 	if _, err := h.next(key, bd); !errors.Is(err, transient) || len(q.after) != 2 {
 		t.Fatalf("err %v, enqueued %v", err, q.after)
 	}
 
-	h.outcomes.Store(key, outcome{replaces: "11", err: helmdeployer.Permanent(errors.New("bad chart")), requeue: PermanentRetry})
+	h.mem.record(key, outcome{replaces: "11", err: helmdeployer.Permanent(errors.New("bad chart")), requeue: PermanentRetry})
 	if _, err := h.next(key, bd); err != nil || q.after[2] != PermanentRetry {
 		t.Fatalf("err %v, enqueued %v", err, q.after)
 	}

@@ -95,10 +95,8 @@ type handler struct {
 	guard        secretuse.Guard
 	checkin      func() time.Duration
 	now          func() time.Time
-	memo         *renderMemo
-	facts        *clusterFacts
-	plans        *planCache
-	created      *recentlyCreated
+	// mem is what the controller remembers between passes (memory.go).
+	mem *memory
 	// writeSlots holds one token per BundleDeployment write in flight.
 	writeSlots chan struct{}
 	// cpu holds one token per pass planning or rendering.
@@ -115,11 +113,11 @@ func Register(ctx context.Context, d Deps) {
 		clusters: d.Clusters.Cache(), groups: d.ClusterGroups.Cache(), contents: d.Contents,
 		mappings: d.Mappings.Cache(), policies: d.Policies, restrict: d.Restrictions, secrets: d.Secrets, nsCache: d.Namespaces,
 		secretWriter: d.SecretWriter, gitrepos: d.GitRepos, guard: d.Guard, checkin: d.CheckinInterval, now: time.Now,
-		memo: newRenderMemo(), facts: newClusterFacts(), plans: newPlanCache(), created: &recentlyCreated{m: map[string]createdEntry{}},
+		mem: newMemory(),
 		writeSlots: make(chan struct{}, maxWritesInFlight),
 		cpu:        make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1)),
 	}
-	go h.plans.expireEvery(ctx, h.now)
+	go h.mem.plans.expireEvery(ctx, h.now)
 	d.Bundles.OnChange(ctx, "bundle", h.OnChange)
 	fleetcontrollers.RegisterBundleStatusHandler(ctx, d.Bundles, "", "bundle-deploy", h.deploy)
 	h.watchDeployments(ctx, d)
@@ -134,7 +132,7 @@ func (h *handler) watchDeployments(ctx context.Context, d Deps) {
 	_, _ = d.BundleDeployments.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if bd, ok := obj.(*fleet.BundleDeployment); ok {
-				if age, ok := h.created.take(bd.Namespace+"/"+bd.Name, h.now()); ok && age > slowCache {
+				if age, ok := h.mem.deploymentSeen(bd.Namespace+"/"+bd.Name, h.now()); ok && age > slowCache {
 					logrus.WithFields(logfields.For("bundle", bd.Namespace, bd.Name)).WithField("lag", age.Round(time.Millisecond).String()).
 						Warn("the cache showed a created bundledeployment late")
 				}
@@ -145,7 +143,7 @@ func (h *handler) watchDeployments(ctx context.Context, d Deps) {
 				obj = tomb.Obj
 			}
 			if bd, ok := obj.(*fleet.BundleDeployment); ok {
-				h.created.take(bd.Namespace+"/"+bd.Name, h.now())
+				h.mem.deploymentSeen(bd.Namespace+"/"+bd.Name, h.now())
 			}
 		},
 	})
@@ -179,7 +177,7 @@ func (h *handler) watchTargeting(ctx context.Context, d Deps) {
 		})
 	}
 	d.Mappings.OnChange(ctx, "bundle-from-mapping", func(_ string, m *fleet.BundleNamespaceMapping) (*fleet.BundleNamespaceMapping, error) {
-		h.plans.changed()
+		h.mem.targetingChanged()
 		if m != nil {
 			w.enqueueNamespace(m.Namespace)
 		}
@@ -224,14 +222,13 @@ func (w *targetingWatch) enqueueNamespace(ns string) {
 func (w *targetingWatch) onCluster(key string, c *fleet.Cluster) (*fleet.Cluster, error) {
 	if c == nil {
 		w.seen.Forget("cluster/" + key)
-		w.h.facts.forget(key)
-		w.h.plans.changed()
+		w.h.mem.clusterGone(key)
 		return c, nil
 	}
 	offline := summary.Offline(c, w.h.checkin(), w.h.now())
-	facts := w.h.facts.of(c)
+	facts := w.h.mem.facts.of(c)
 	if w.seen.Changed("cluster/"+key, string(facts.hash[:])+strconv.FormatBool(offline)) {
-		w.h.plans.changed()
+		w.h.mem.targetingChanged()
 		w.enqueueNamespace(c.Namespace)
 	}
 	return c, nil
@@ -241,11 +238,11 @@ func (w *targetingWatch) onCluster(key string, c *fleet.Cluster) (*fleet.Cluster
 func (w *targetingWatch) onGroup(key string, g *fleet.ClusterGroup) (*fleet.ClusterGroup, error) {
 	if g == nil {
 		w.seen.Forget("group/" + key)
-		w.h.plans.changed()
+		w.h.mem.targetingChanged()
 		return g, nil
 	}
 	if w.seen.Changed("group/"+key, fmt.Sprint(g.Labels, g.Spec.Selector)) {
-		w.h.plans.changed()
+		w.h.mem.targetingChanged()
 		w.enqueueNamespace(g.Namespace)
 	}
 	return g, nil
@@ -255,10 +252,9 @@ func (w *targetingWatch) onGroup(key string, g *fleet.ClusterGroup) (*fleet.Clus
 // on the namespace's Policies and GitRepoRestrictions.
 func (w *targetingWatch) rerender(key string) {
 	ns, _, _ := strings.Cut(key, "/")
-	w.h.plans.changed()
 	bundles, _ := w.d.Bundles.Cache().List(ns, labels.Everything())
+	w.h.mem.rulesChanged(bundles)
 	for _, b := range bundles {
-		w.h.memo.forget(b)
 		w.d.Bundles.Enqueue(b.Namespace, b.Name)
 	}
 }
@@ -269,8 +265,7 @@ func (h *handler) OnChange(_ string, b *fleet.Bundle) (*fleet.Bundle, error) {
 		return nil, nil
 	}
 	if b.DeletionTimestamp != nil {
-		h.memo.forget(b)
-		h.plans.drop(b)
+		h.mem.bundleGone(b)
 		return h.finalize(b)
 	}
 	if !slices.Contains(b.Finalizers, fleet.BundleFinalizer) {

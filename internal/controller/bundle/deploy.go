@@ -57,13 +57,13 @@ func (h *handler) deploy(b *fleet.Bundle, status fleet.BundleStatus) (fleet.Bund
 	}
 	result, r, requeue, err := h.sync(b, plan, contentName, oci, release)
 	if err != nil {
-		h.plans.drop(b)
+		h.mem.plans.drop(b)
 		return status, err
 	}
 	if h.reusable(b) {
-		h.plans.keep(b, key, madeAt, plan)
+		h.mem.plans.keep(b, key, madeAt, plan)
 	} else {
-		h.plans.drop(b)
+		h.mem.plans.drop(b)
 	}
 	if requeue {
 		h.bundles.EnqueueAfter(b.Namespace, b.Name, requeueNew)
@@ -79,13 +79,13 @@ func (h *handler) deploy(b *fleet.Bundle, status fleet.BundleStatus) (fleet.Bund
 // planOf is b's plan: the one kept from an earlier pass while nothing it read changed (the passes
 // that follow a capped or rolling-up one reuse it), else a new one. A plan that fails is dropped.
 func (h *handler) planOf(b *fleet.Bundle, contentName string) (planKey, []planned, time.Time, error) {
-	key, now := h.plans.key(b, contentName), h.now()
-	if plan, madeAt, reused := h.plans.get(b, key, now); reused {
+	key, now := h.mem.plans.key(b, contentName), h.now()
+	if plan, madeAt, reused := h.mem.plans.get(b, key, now); reused {
 		return key, plan, madeAt, nil
 	}
 	plan, err := h.plan(b, contentName)
 	if err != nil {
-		h.plans.drop(b)
+		h.mem.plans.drop(b)
 	}
 	return key, plan, now, err
 }
@@ -202,14 +202,14 @@ func (h *handler) plan(b *fleet.Bundle, contentName string) ([]planned, error) {
 			continue
 		}
 		// The cluster controller records the namespace once it has created it.
-		facts := h.facts.of(c)
+		facts := h.mem.facts.of(c)
 		ns := facts.namespace
 		if c.Status.Namespace != ns {
 			out = append(out, planned{cluster: c, info: ci})
 			continue
 		}
 		fp := clusterFingerprint(facts.hash, ci, m)
-		if err := h.memo.check(b, ci, m, contentName, fp); err != nil {
+		if err := h.mem.renders.check(b, ci, m, contentName, fp); err != nil {
 			errs = append(errs, fmt.Errorf("cluster %s: %w", c.Name, err))
 			continue
 		}

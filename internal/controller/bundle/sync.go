@@ -98,12 +98,12 @@ func (ps *syncPass) one(i int, p planned, cur *fleet.BundleDeployment, part *par
 		return nil
 	}
 	if cur != nil && cur.Spec.DeploymentID == cur.Spec.StagedDeploymentID &&
-		h.memo.current(b, p.cluster.UID, ps.content, p.fingerprint, cur) {
+		h.mem.renders.current(b, p.cluster.UID, ps.content, p.fingerprint, cur) {
 		// Written for these inputs, promoted and untouched since: nothing to do.
 		ps.out[i].bd = cur
 		return nil
 	}
-	if cur != nil && h.memo.ahead(b, p.cluster.UID, ps.content, p.fingerprint, cur) {
+	if cur != nil && h.mem.renders.ahead(b, p.cluster.UID, ps.content, p.fingerprint, cur) {
 		// Written for these inputs by an earlier pass; the cache shows it soon, and brings
 		// another pass. Writing from this older copy would fail on its resourceVersion.
 		ps.out[i].bd = cur
@@ -126,12 +126,12 @@ func (ps *syncPass) one(i int, p planned, cur *fleet.BundleDeployment, part *par
 			err = h.ensureOCISecret(bd, ps.ociAgent)
 		}
 		if err == nil && bd.UID != "" {
-			h.memo.written(b, p.cluster.UID, ps.content, p.fingerprint, bd)
+			h.mem.renders.written(b, p.cluster.UID, ps.content, p.fingerprint, bd)
 			if cur == nil {
-				h.created.add(bd, h.now())
+				h.mem.created.add(bd, h.now())
 				// The cache may have shown it before it was recorded: then nothing takes it.
 				if _, err := h.bdCache.Get(bd.Namespace, bd.Name); err == nil {
-					h.created.take(bd.Namespace+"/"+bd.Name, h.now())
+					h.mem.deploymentSeen(bd.Namespace+"/"+bd.Name, h.now())
 				}
 			}
 		}
@@ -156,7 +156,7 @@ func (h *handler) existing(b *fleet.Bundle, plan []planned) (map[string]*fleet.B
 		if p.namespace == "" || byNamespace[p.namespace] != nil {
 			continue
 		}
-		if bd := h.created.get(p.namespace+"/"+b.Name, h.now()); bd != nil {
+		if bd := h.mem.created.get(p.namespace+"/"+b.Name, h.now()); bd != nil {
 			byNamespace[p.namespace] = bd
 		}
 	}
@@ -218,7 +218,7 @@ func (h *handler) write(cur, next *fleet.BundleDeployment) (*fleet.BundleDeploym
 	bd, err := h.bds.Update(upd)
 	if apierrors.IsNotFound(err) {
 		// Deleted since it was seen: the next pass creates it.
-		h.created.take(upd.Namespace+"/"+upd.Name, h.now())
+		h.mem.deploymentSeen(upd.Namespace+"/"+upd.Name, h.now())
 	}
 	if err != nil {
 		return nil, fmt.Errorf("updating bundledeployment %s/%s: %w", upd.Namespace, upd.Name, err)

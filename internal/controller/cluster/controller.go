@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -85,17 +84,8 @@ type handler struct {
 	revoke     func(*fleet.Cluster) error
 	steps      []StatusStep
 	now        func() time.Time
-	// written is when each cluster's status was last written, by namespace/name.
-	written sync.Map
-	// events counts each cluster's BundleDeployment events (namespace/name -> *atomic.Uint64),
-	// from its first roll-up on.
-	events sync.Map
-	// rollups holds each cluster's last roll-up that found nothing to write (namespace/name ->
-	// rollup): until one of its inputs changes, a check-in (which changes only the agent's part
-	// of the status) is not rolled up again.
-	rollups sync.Map
-	// clusterCount is how many Clusters the cache holds (nil: the delays ignore it).
-	clusterCount *atomic.Int64
+	// mem is what the controller remembers between passes (memory.go).
+	mem *memory
 }
 
 // rollup is what a roll-up was made from and what it showed.
@@ -115,7 +105,8 @@ type rollup struct {
 // namespace changes.
 func Register(ctx context.Context, d Deps) {
 	h := &handler{clusters: d.Clusters, bdCache: d.BundleDeployments.Cache(), namespaces: d.Namespaces,
-		interval: d.CheckinInterval, revoke: d.Revoke, steps: d.StatusSteps, now: time.Now}
+		interval: d.CheckinInterval, revoke: d.Revoke, steps: d.StatusSteps, now: time.Now,
+		mem: &memory{clusters: &atomic.Int64{}}}
 	d.Clusters.OnChange(ctx, "cluster", h.OnChange)
 	fleetcontrollers.RegisterClusterStatusHandler(ctx, d.Clusters, "", "cluster-status", h.statusHandler)
 	enqueue := func(obj any, delay time.Duration) {
@@ -124,15 +115,14 @@ func Register(ctx context.Context, d Deps) {
 		}
 		if bd, ok := obj.(*fleet.BundleDeployment); ok {
 			if ns, name := bd.Labels[fleet.ClusterNamespaceLabel], bd.Labels[fleet.ClusterLabel]; ns != "" && name != "" {
-				h.changed(ns + "/" + name)
+				h.mem.changed(ns + "/" + name)
 				d.Clusters.EnqueueAfter(ns, name, h.delay(ns+"/"+name, delay))
 			}
 		}
 	}
-	h.clusterCount = &atomic.Int64{}
 	_, _ = d.Clusters.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { h.clusterCount.Add(1) },
-		DeleteFunc: func(any) { h.clusterCount.Add(-1) },
+		AddFunc:    func(any) { h.mem.clusters.Add(1) },
+		DeleteFunc: func(any) { h.mem.clusters.Add(-1) },
 	})
 	_, _ = d.BundleDeployments.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { enqueue(obj, changeDelay(nil, obj)) },
@@ -155,33 +145,15 @@ func changeDelay(old, cur any) time.Duration {
 	return specDelay
 }
 
-// delay is how long a roll-up that a BundleDeployment change asks for with base (specDelay or
-// statusDelay) waits, given when the cluster's status was last written and how many clusters
-// there are.
+// delay is how long a roll-up that a BundleDeployment change asks for with base waits (memory.go).
 func (h *handler) delay(key string, base time.Duration) time.Duration {
-	if h.clusterCount != nil && h.clusterCount.Load() <= smallInstallation {
-		return statusDelay
-	}
-	at, ok := h.written.Load(key)
-	if !ok {
-		return base
-	}
-	since := h.now().Sub(at.(time.Time))
-	if since >= busyDelay {
-		return base
-	}
-	if base == specDelay {
-		return busyDelay
-	}
-	return max(base, busyReportDelay-since)
+	return h.mem.delay(key, base, h.now())
 }
 
 // OnChange keeps the Cluster's finalizer and namespace, and takes both away when it is deleted.
 func (h *handler) OnChange(key string, c *fleet.Cluster) (*fleet.Cluster, error) {
 	if c == nil {
-		h.written.Delete(key)
-		h.events.Delete(key)
-		h.rollups.Delete(key)
+		h.mem.forget(key)
 		return nil, nil
 	}
 	if c.DeletionTimestamp != nil {
@@ -253,14 +225,6 @@ func (h *handler) statusHandler(c *fleet.Cluster, status fleet.ClusterStatus) (f
 	return status, nil
 }
 
-// changed counts an event of one of the cluster's BundleDeployments (by namespace/name). Only
-// clusters rolled up before are counted: a count begins with the first roll-up.
-func (h *handler) changed(key string) {
-	if n, ok := h.events.Load(key); ok {
-		n.(*atomic.Uint64).Add(1)
-	}
-}
-
 // rollUp returns the status with the cluster's BundleDeployments rolled up into it. When nothing
 // the roll-up reads changed since the last one that found the status as it should be (no
 // BundleDeployment event, the same agent phase and interval, and the status still showing what
@@ -269,35 +233,20 @@ func (h *handler) changed(key string) {
 // one of them was a good part of the manager's idle work.
 func (h *handler) rollUp(c *fleet.Cluster, ns string, status fleet.ClusterStatus) (fleet.ClusterStatus, error) {
 	key := c.Namespace + "/" + c.Name
-	n, ok := h.events.Load(key)
-	if !ok {
-		// The first roll-up starts the count (no allocation on every check-in after).
-		n, _ = h.events.LoadOrStore(key, new(atomic.Uint64))
-	}
 	// Read before listing: an event after this makes the remembered roll-up stale.
-	was := rollup{events: n.(*atomic.Uint64).Load(), interval: h.interval()}
+	was := rollup{events: h.mem.eventCount(key), interval: h.interval()}
 	was.phase = h.phase(c)
 	if was.phase == StateOffline {
 		was.offline = c.Status.Agent.LastSeen.Time
 	}
-	if m, ok := h.rollups.Load(key); ok {
-		m := m.(rollup)
-		if m.events == was.events && m.phase == was.phase && m.offline.Equal(was.offline) && m.interval == was.interval &&
-			status.Namespace == ns && status.Display.State == m.state && status.Display.ReadyBundles == m.ready {
-			return status, nil
-		}
+	if h.mem.unchanged(key, was, status, ns) {
+		return status, nil
 	}
 	rolled, err := h.status(c, ns)
 	if err != nil {
 		return status, err
 	}
-	if equality.Semantic.DeepEqual(rolled, c.Status) {
-		was.state, was.ready = rolled.Display.State, rolled.Display.ReadyBundles
-		h.rollups.Store(key, was)
-	} else {
-		h.rollups.Delete(key)
-		h.written.Store(key, h.now())
-	}
+	h.mem.rolledUp(key, was, rolled, !equality.Semantic.DeepEqual(rolled, c.Status), h.now())
 	return rolled, nil
 }
 

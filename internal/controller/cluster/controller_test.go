@@ -14,11 +14,11 @@ import (
 
 func TestDelay(t *testing.T) {
 	now := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
-	h := &handler{now: func() time.Time { return now }, clusterCount: &atomic.Int64{}}
-	h.clusterCount.Store(smallInstallation + 1)
-	h.written.Store("quiet/long-ago", now.Add(-time.Minute))
-	h.written.Store("busy/just-now", now.Add(-2*time.Second))
-	h.written.Store("busy/a-while", now.Add(-9800*time.Millisecond))
+	h := &handler{now: func() time.Time { return now }, mem: &memory{clusters: &atomic.Int64{}}}
+	h.mem.clusters.Store(smallInstallation + 1)
+	h.mem.written.Store("quiet/long-ago", now.Add(-time.Minute))
+	h.mem.written.Store("busy/just-now", now.Add(-2*time.Second))
+	h.mem.written.Store("busy/a-while", now.Add(-9800*time.Millisecond))
 	for _, c := range []struct {
 		key  string
 		base time.Duration
@@ -46,9 +46,9 @@ func TestDelay(t *testing.T) {
 // statusDelay, however recently the cluster's status was written.
 func TestDelayOnASmallInstallation(t *testing.T) {
 	now := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
-	h := &handler{now: func() time.Time { return now }, clusterCount: &atomic.Int64{}}
-	h.clusterCount.Store(3)
-	h.written.Store("busy/just-now", now.Add(-2*time.Second))
+	h := &handler{now: func() time.Time { return now }, mem: &memory{clusters: &atomic.Int64{}}}
+	h.mem.clusters.Store(3)
+	h.mem.written.Store("busy/just-now", now.Add(-2*time.Second))
 	for _, base := range []time.Duration{statusDelay, specDelay} {
 		for _, key := range []string{"new/cluster", "busy/just-now"} {
 			if got := h.delay(key, base); got != statusDelay {
@@ -56,7 +56,7 @@ func TestDelayOnASmallInstallation(t *testing.T) {
 			}
 		}
 	}
-	h.clusterCount.Store(smallInstallation + 1)
+	h.mem.clusters.Store(smallInstallation + 1)
 	if got := h.delay("busy/just-now", specDelay); got != busyDelay {
 		t.Errorf("delay = %s with %d clusters, want %s", got, smallInstallation+1, busyDelay)
 	}

@@ -38,7 +38,7 @@ func TestRollUpOnlyWhenItsInputsChange(t *testing.T) {
 		fleet.BundleNamespaceLabel: "fleet-default", fleet.BundleLabel: "app"}}}
 	bd.Spec.DeploymentID, bd.Spec.StagedDeploymentID = "s-1", "s-1"
 	cache := &listCounter{bds: []*fleet.BundleDeployment{bd}}
-	h := &handler{bdCache: cache, now: func() time.Time { return now }, interval: func() time.Duration { return interval }}
+	h := &handler{bdCache: cache, mem: &memory{}, now: func() time.Time { return now }, interval: func() time.Duration { return interval }}
 	c := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-default", Name: "one"}}
 	c.Status.Agent.LastSeen = metav1.NewTime(now)
 	const ns = "cluster-ns"
@@ -79,7 +79,7 @@ func TestRollUpOnlyWhenItsInputsChange(t *testing.T) {
 	ready := bd.DeepCopy()
 	ready.Status.AppliedDeploymentID, ready.Status.Ready, ready.Status.NonModified = "s-1", true, true
 	cache.bds[0] = ready
-	h.changed("fleet-default/one")
+	h.mem.changed("fleet-default/one")
 	if !rollUp("the deployment's report") || c.Status.Display.State != "" || c.Status.Display.ReadyBundles != "1/1" {
 		t.Fatalf("after the report: state %q, ready %q; want \"\" and 1/1", c.Status.Display.State, c.Status.Display.ReadyBundles)
 	}
@@ -118,11 +118,11 @@ func TestRollUpOnlyWhenItsInputsChange(t *testing.T) {
 	if _, err := h.OnChange("fleet-default/one", nil); err != nil {
 		t.Fatal(err)
 	}
-	h.changed("fleet-default/one")
-	if _, ok := h.events.Load("fleet-default/one"); ok {
+	h.mem.changed("fleet-default/one")
+	if _, ok := h.mem.events.Load("fleet-default/one"); ok {
 		t.Error("a deleted cluster's deployment event: want no count kept")
 	}
-	if _, ok := h.rollups.Load("fleet-default/one"); ok {
+	if _, ok := h.mem.rollups.Load("fleet-default/one"); ok {
 		t.Error("a deleted cluster: want its roll-up forgotten")
 	}
 }
@@ -149,7 +149,7 @@ func TestRollUpCountsGitReposAndHelmOps(t *testing.T) {
 		deployment("web", true, map[string]string{fleet.HelmNameLabel: "web"}),
 		deployment("db", false, map[string]string{fleet.HelmNameLabel: "db"}),
 	}}
-	h := &handler{bdCache: cache, now: func() time.Time { return now }, interval: func() time.Duration { return time.Minute }}
+	h := &handler{bdCache: cache, mem: &memory{}, now: func() time.Time { return now }, interval: func() time.Duration { return time.Minute }}
 	c := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-default", Name: "one"}}
 	c.Status.Agent.LastSeen = metav1.NewTime(now)
 	status, err := h.rollUp(c, "cluster-ns", c.Status)

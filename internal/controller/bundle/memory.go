@@ -1,0 +1,61 @@
+package bundle
+
+import (
+	"time"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+)
+
+// memory is everything the bundle controller remembers between passes besides the informer
+// caches: what rendering each target last showed (renders, memo.go), each Bundle's last plan
+// (plans, plans.go), what targeting derives from each Cluster (facts, facts.go) and the
+// BundleDeployments it created that the cache does not show yet (created, created.go). A pass
+// reads the Bundle, the caches and memory; the watches tell memory what changed through the
+// methods below, which are the only invalidation rules there are.
+type memory struct {
+	renders *renderMemo
+	plans   *planCache
+	facts   *clusterFacts
+	created *recentlyCreated
+}
+
+func newMemory() *memory {
+	return &memory{renders: newRenderMemo(), plans: newPlanCache(), facts: newClusterFacts(),
+		created: &recentlyCreated{m: map[string]createdEntry{}}}
+}
+
+// targetingChanged: what targeting reads changed (a Cluster's facts or Offline state, a
+// ClusterGroup, a BundleNamespaceMapping): no plan made before is reused. Renders stay: they are
+// keyed by each target's own inputs.
+func (m *memory) targetingChanged() {
+	m.plans.changed()
+}
+
+// clusterGone: the Cluster of key ("namespace/name") is deleted: its facts go, and so does every
+// plan that may target it.
+func (m *memory) clusterGone(key string) {
+	m.facts.forget(key)
+	m.plans.changed()
+}
+
+// rulesChanged: a Policy or GitRepoRestriction of the bundles' namespace changed, which
+// rendering reads besides each target's inputs: their renders go, and every plan.
+func (m *memory) rulesChanged(bundles []*fleet.Bundle) {
+	m.plans.changed()
+	for _, b := range bundles {
+		m.renders.forget(b)
+	}
+}
+
+// bundleGone: b is being deleted: nothing of it is kept.
+func (m *memory) bundleGone(b *fleet.Bundle) {
+	m.renders.forget(b)
+	m.plans.drop(b)
+}
+
+// deploymentSeen: the cache shows the BundleDeployment of key (created, or deleted), or the
+// apiserver says it is gone: the copy kept since its creation goes. It returns how long ago it
+// was created, when a copy was kept.
+func (m *memory) deploymentSeen(key string, now time.Time) (time.Duration, bool) {
+	return m.created.take(key, now)
+}

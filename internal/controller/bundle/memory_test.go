@@ -1,0 +1,72 @@
+package bundle
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/fleetgo/fleet/internal/target"
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+)
+
+// filledMemory remembers a plan and a render of b, the facts of c and a BundleDeployment created
+// for it.
+func filledMemory(t *testing.T, b *fleet.Bundle, c *fleet.Cluster, now time.Time) *memory {
+	t.Helper()
+	m := newMemory()
+	m.plans.keep(b, m.plans.key(b, "s-1"), now, []planned{{namespace: "cluster-ns"}})
+	m.facts.of(c)
+	ci, match := target.ClusterInfo{Cluster: c}, &target.Match{Targets: []int{0}}
+	fp := clusterFingerprint(clusterHash(c), ci, match)
+	if err := m.renders.check(b, ci, match, "s-1", fp); err != nil {
+		t.Fatal(err)
+	}
+	m.renders.written(b, c.UID, "s-1", fp, &fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{UID: "bd1", Generation: 1}})
+	m.created.add(&fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "cluster-ns", Name: b.Name}}, now)
+	return m
+}
+
+// What each change makes the controller forget, and what it keeps.
+func TestMemoryInvalidation(t *testing.T) {
+	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	b := &fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns", UID: "b1", Generation: 1},
+		Spec: fleet.BundleSpec{Targets: []fleet.BundleTarget{{ClusterSelector: &metav1.LabelSelector{}}}}}
+	c := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "c1", ResourceVersion: "1"}}
+	bd := &fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{UID: "bd1", Generation: 1}}
+	fp := clusterFingerprint(clusterHash(c), target.ClusterInfo{Cluster: c}, &target.Match{Targets: []int{0}})
+	type kept struct{ plan, render, facts, created bool }
+	look := func(m *memory) kept {
+		_, _, plan := m.plans.get(b, m.plans.key(b, "s-1"), now)
+		m.facts.mu.Lock()
+		_, facts := m.facts.m[clusterKey{c.Namespace, c.Name}]
+		m.facts.mu.Unlock()
+		return kept{plan: plan, render: m.renders.current(b, c.UID, "s-1", fp, bd), facts: facts,
+			created: m.created.get("cluster-ns/b", now) != nil}
+	}
+	if got := look(filledMemory(t, b, c, now)); got != (kept{true, true, true, true}) {
+		t.Fatalf("a filled memory shows %+v", got)
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*memory)
+		want   kept
+	}{
+		{"targeting changed", func(m *memory) { m.targetingChanged() }, kept{plan: false, render: true, facts: true, created: true}},
+		{"cluster gone", func(m *memory) { m.clusterGone("ns/c") }, kept{plan: false, render: true, facts: false, created: true}},
+		{"rules changed", func(m *memory) { m.rulesChanged([]*fleet.Bundle{b}) }, kept{plan: false, render: false, facts: true, created: true}},
+		{"rules of other bundles changed", func(m *memory) {
+			m.rulesChanged([]*fleet.Bundle{{ObjectMeta: metav1.ObjectMeta{UID: "other"}}})
+		}, kept{plan: false, render: true, facts: true, created: true}},
+		{"bundle gone", func(m *memory) { m.bundleGone(b) }, kept{plan: false, render: false, facts: true, created: true}},
+		{"deployment seen", func(m *memory) { m.deploymentSeen("cluster-ns/b", now) }, kept{plan: true, render: true, facts: true, created: false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := filledMemory(t, b, c, now)
+			tc.change(m)
+			if got := look(m); got != tc.want {
+				t.Fatalf("kept %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
