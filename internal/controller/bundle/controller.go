@@ -18,6 +18,7 @@ import (
 	"time"
 
 	corecontrollers "github.com/rancher/wrangler/v3/pkg/generated/controllers/core/v1"
+	"github.com/rancher/wrangler/v3/pkg/relatedresource"
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -113,7 +114,7 @@ func Register(ctx context.Context, d Deps) {
 		clusters: d.Clusters.Cache(), groups: d.ClusterGroups.Cache(), contents: d.Contents,
 		mappings: d.Mappings.Cache(), policies: d.Policies, restrict: d.Restrictions, secrets: d.Secrets, nsCache: d.Namespaces,
 		secretWriter: d.SecretWriter, gitrepos: d.GitRepos, guard: d.Guard, checkin: d.CheckinInterval, now: time.Now,
-		mem: newMemory(),
+		mem:        newMemory(),
 		writeSlots: make(chan struct{}, maxWritesInFlight),
 		cpu:        make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1)),
 	}
@@ -147,15 +148,9 @@ func (h *handler) watchDeployments(ctx context.Context, d Deps) {
 			}
 		},
 	})
-	d.BundleDeployments.OnChange(ctx, "bundle-from-deployment", func(_ string, bd *fleet.BundleDeployment) (*fleet.BundleDeployment, error) {
-		if bd != nil {
-			if ns, name := bd.Labels[fleet.BundleNamespaceLabel], bd.Labels[fleet.BundleLabel]; ns != "" && name != "" {
-				// Delayed, so a burst of deployment changes makes one roll-up.
-				d.Bundles.EnqueueAfter(ns, name, rollupDelay)
-			}
-		}
-		return bd, nil
-	})
+	// Delayed, so a burst of deployment changes makes one roll-up.
+	relatedresource.Watch(ctx, "bundle-from-deployment", index.Parent(fleet.BundleNamespaceLabel, fleet.BundleLabel),
+		index.After{Queue: d.Bundles, Delay: rollupDelay}, d.BundleDeployments)
 }
 
 // watchTargeting re-plans the Bundles a Cluster, ClusterGroup or BundleNamespaceMapping change

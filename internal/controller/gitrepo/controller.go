@@ -13,8 +13,8 @@ import (
 	"time"
 
 	corecontrollers "github.com/rancher/wrangler/v3/pkg/generated/controllers/core/v1"
+	"github.com/rancher/wrangler/v3/pkg/relatedresource"
 	"github.com/sirupsen/logrus"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -171,13 +171,10 @@ func watchSecrets(d Deps) {
 // watchChildren brings a GitRepo's roll-up up to date when its Bundles, deployments, Jobs or its
 // namespace's restrictions change.
 func watchChildren(ctx context.Context, d Deps) {
-	// Bundles and deployments of a GitRepo bring its roll-up up to date.
-	d.Bundles.OnChange(ctx, "gitrepo-bundles", func(_ string, b *fleet.Bundle) (*fleet.Bundle, error) {
-		if b != nil && b.Labels[fleet.RepoLabel] != "" {
-			d.GitRepos.EnqueueAfter(b.Namespace, b.Labels[fleet.RepoLabel], rollupDelay)
-		}
-		return b, nil
-	})
+	// A GitRepo's children name it by label; their bursts of changes make one roll-up.
+	rollup := index.After{Queue: d.GitRepos, Delay: rollupDelay}
+	relatedresource.Watch(ctx, "gitrepo-bundles", index.Parent("", fleet.RepoLabel), rollup, d.Bundles)
+	relatedresource.Watch(ctx, "gitrepo-deployments", index.Parent(fleet.BundleNamespaceLabel, fleet.RepoLabel), rollup, d.BundleDeployments)
 	if d.Restrictions != nil {
 		d.Restrictions.OnChange(ctx, "gitrepo-restrictions", index.RequeueNamespace[*fleet.GitRepoRestriction](d.GitRepos.Cache().List, d.GitRepos.Enqueue))
 	}
@@ -185,21 +182,8 @@ func watchChildren(ctx context.Context, d Deps) {
 		d.Policies.OnChange(ctx, "gitrepo-policies", index.RequeueNamespace[*fleet.Policy](d.GitRepos.Cache().List, d.GitRepos.Enqueue))
 	}
 	if d.JobRunner != nil {
-		d.JobRunner.Jobs.OnChange(ctx, "gitrepo-jobs", func(_ string, j *batchv1.Job) (*batchv1.Job, error) {
-			if j != nil && j.Labels[fleet.RepoLabel] != "" {
-				d.GitRepos.Enqueue(j.Namespace, j.Labels[fleet.RepoLabel])
-			}
-			return j, nil
-		})
+		relatedresource.Watch(ctx, "gitrepo-jobs", index.Parent("", fleet.RepoLabel), d.GitRepos, d.JobRunner.Jobs)
 	}
-	d.BundleDeployments.OnChange(ctx, "gitrepo-deployments", func(_ string, bd *fleet.BundleDeployment) (*fleet.BundleDeployment, error) {
-		if bd != nil {
-			if ns, repo := bd.Labels[fleet.BundleNamespaceLabel], bd.Labels[fleet.RepoLabel]; ns != "" && repo != "" {
-				d.GitRepos.EnqueueAfter(ns, repo, rollupDelay)
-			}
-		}
-		return bd, nil
-	})
 }
 
 // context is the controller's (Background for a handler made without Register, in tests).

@@ -15,6 +15,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 	"github.com/rancher/wrangler/v3/pkg/apply"
 	corecontrollers "github.com/rancher/wrangler/v3/pkg/generated/controllers/core/v1"
+	"github.com/rancher/wrangler/v3/pkg/relatedresource"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -87,26 +88,13 @@ type handler struct {
 func Register(ctx context.Context, d Deps) {
 	h := &handler{Deps: d, ctx: ctx, now: time.Now, failures: map[string]int{}, resolved: map[string]string{}, retryAt: map[string]time.Time{}}
 	fleetcontrollers.RegisterHelmOpGeneratingHandler(ctx, d.HelmOps, d.Apply.WithCacheTypes(d.Bundles), ConditionAccepted, bundleSet, h.generate, nil)
-	enqueue := func(ns string, labels map[string]string) {
-		if name := labels[fleet.HelmNameLabel]; name != "" {
-			d.HelmOps.EnqueueAfter(ns, name, rollupDelay)
-		}
-	}
 	if d.Policies != nil {
 		d.Policies.OnChange(ctx, "helmop-policies", index.RequeueNamespace[*fleet.Policy](d.HelmOps.Cache().List, d.HelmOps.Enqueue))
 	}
-	d.Bundles.OnChange(ctx, "helmop-bundles", func(_ string, b *fleet.Bundle) (*fleet.Bundle, error) {
-		if b != nil {
-			enqueue(b.Namespace, b.Labels)
-		}
-		return b, nil
-	})
-	d.BundleDeployments.OnChange(ctx, "helmop-deployments", func(_ string, bd *fleet.BundleDeployment) (*fleet.BundleDeployment, error) {
-		if bd != nil {
-			enqueue(bd.Labels[fleet.BundleNamespaceLabel], bd.Labels)
-		}
-		return bd, nil
-	})
+	// A HelmOp's children name it by label; their bursts of changes make one roll-up.
+	rollup := index.After{Queue: d.HelmOps, Delay: rollupDelay}
+	relatedresource.Watch(ctx, "helmop-bundles", index.Parent("", fleet.HelmNameLabel), rollup, d.Bundles)
+	relatedresource.Watch(ctx, "helmop-deployments", index.Parent(fleet.BundleNamespaceLabel, fleet.HelmNameLabel), rollup, d.BundleDeployments)
 }
 
 // generate returns the HelmOp's Bundle, at the version its constraint resolves to, and its
