@@ -53,7 +53,9 @@ func TestParent(t *testing.T) {
 
 type queue struct{ got []string }
 
-func (q *queue) EnqueueAfter(ns, name string, d time.Duration) { q.got = append(q.got, ns+"/"+name+" "+d.String()) }
+func (q *queue) EnqueueAfter(ns, name string, d time.Duration) {
+	q.got = append(q.got, ns+"/"+name+" "+d.String())
+}
 
 func TestAfter(t *testing.T) {
 	q := &queue{}
