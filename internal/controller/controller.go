@@ -322,7 +322,7 @@ func startClusters(ctx context.Context, w *wiring, o Options) {
 	steps = append(steps, schedule.Register(ctx, schedule.Deps{Schedules: f.Schedule(), Clusters: f.Cluster(),
 		ClusterGroups: f.ClusterGroup().Cache(), Now: o.Clock}))
 	cluster.Register(ctx, cluster.Deps{Clusters: f.Cluster(), BundleDeployments: f.BundleDeployment(), Namespaces: c.Namespace(),
-		CheckinInterval: checkin, Revoke: registration.Revoke(children, kube), StatusSteps: steps})
+		CheckinInterval: checkin, Revoke: registration.Revoke(ctx, children, kube), StatusSteps: steps})
 }
 
 // controllerFactory makes the shared controllers and caches, with the few kinds that change

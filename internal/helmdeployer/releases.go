@@ -19,8 +19,8 @@ import (
 // Releases returns the releases this agent made, as its ledger records them, in every
 // namespace; with a bundleID, only that BundleDeployment's. A Secret that merely looks like one
 // of its releases is none of them.
-func (d *Deployer) Releases(bundleID string) ([]*Release, error) {
-	entries, err := d.ledgerEntries(context.Background(), bundleID)
+func (d *Deployer) Releases(ctx context.Context, bundleID string) ([]*Release, error) {
+	entries, err := d.ledgerEntries(ctx, bundleID)
 	if err != nil {
 		return nil, err
 	}

@@ -185,7 +185,7 @@ func (h *handler) downstream(bd *fleet.BundleDeployment) ([]metav1.Object, strin
 // cleanup uninstalls the releases of a BundleDeployment that no longer exists.
 func (h *handler) cleanup(name string) error {
 	h.monitor.Forget(name)
-	rels, err := h.deployer.Releases(name)
+	rels, err := h.deployer.Releases(h.ctx, name)
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ func RunGC(ctx context.Context, interval time.Duration, bds fleetcontrollers.Bun
 			return
 		case <-t.C:
 		}
-		rels, err := d.Releases("")
+		rels, err := d.Releases(ctx, "")
 		if err != nil {
 			logGC().WithError(err).Warn("listing releases")
 			continue

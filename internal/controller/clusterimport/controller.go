@@ -62,6 +62,7 @@ type Deps struct {
 
 type handler struct {
 	Deps
+	ctx context.Context
 	// failed maps a Cluster's key to when its import last failed, at which generation.
 	failed sync.Map
 }
@@ -82,7 +83,7 @@ const (
 // Register starts importing Clusters that carry a kubeconfig. The import runs as the returned
 // status step, which the cluster controller's status handler calls.
 func Register(ctx context.Context, d Deps) func(*fleet.Cluster, fleet.ClusterStatus) (fleet.ClusterStatus, error) {
-	h := &handler{Deps: d}
+	h := &handler{Deps: d, ctx: ctx}
 	d.Clusters.OnChange(ctx, "cluster-import-identity", h.onChange)
 	return h.status
 }
@@ -145,7 +146,7 @@ func (h *handler) status(c *fleet.Cluster, status fleet.ClusterStatus) (fleet.Cl
 }
 
 func (h *handler) importCluster(c *fleet.Cluster) error {
-	ctx := context.Background()
+	ctx := h.ctx
 	secret, cfg, err := h.kubeconfig(ctx, c)
 	if err != nil {
 		return err

@@ -46,6 +46,7 @@ func sourceKey(namespace, kind, name string) string { return namespace + "/" + k
 const configMapPoll = 30 * time.Second
 
 type handler struct {
+	ctx     context.Context
 	kube    kubernetes.Interface
 	secrets corecontrollers.SecretCache
 	bds     fleetcontrollers.BundleDeploymentController
@@ -58,7 +59,7 @@ type handler struct {
 // naming it; ConfigMap sources are read every configMapPoll.
 func Register(ctx context.Context, kube kubernetes.Interface, bds fleetcontrollers.BundleDeploymentController,
 	secrets corecontrollers.SecretController, guard secretuse.Guard, recorder record.EventRecorder) {
-	h := &handler{kube: kube, secrets: secrets.Cache(), bds: bds, guard: guard, recorder: recorder}
+	h := &handler{ctx: ctx, kube: kube, secrets: secrets.Cache(), bds: bds, guard: guard, recorder: recorder}
 	bds.Cache().AddIndexer(bySource, func(bd *fleet.BundleDeployment) ([]string, error) {
 		var keys []string
 		for _, r := range bd.Spec.Options.DownstreamResources {
@@ -179,7 +180,7 @@ func (h *handler) copySecret(ns, name string, meta metav1.ObjectMeta, use string
 	client := h.kube.CoreV1().Secrets(meta.Namespace)
 	cur, err := h.secrets.Get(meta.Namespace, meta.Name)
 	if apierrors.IsNotFound(err) {
-		_, err = client.Create(context.Background(), want, metav1.CreateOptions{})
+		_, err = client.Create(h.ctx, want, metav1.CreateOptions{})
 		return err == nil, err
 	}
 	if err != nil || (equality.Semantic.DeepEqual(cur.Data, want.Data) && cur.Type == want.Type) {
@@ -187,12 +188,12 @@ func (h *handler) copySecret(ns, name string, meta metav1.ObjectMeta, use string
 	}
 	cur = cur.DeepCopy()
 	cur.Data = want.Data
-	_, err = client.Update(context.Background(), cur, metav1.UpdateOptions{})
+	_, err = client.Update(h.ctx, cur, metav1.UpdateOptions{})
 	return err == nil, err
 }
 
 func (h *handler) copyConfigMap(ns, name string, meta metav1.ObjectMeta) (bool, error) {
-	ctx := context.Background()
+	ctx := h.ctx
 	cm, err := h.kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return false, err
@@ -201,7 +202,7 @@ func (h *handler) copyConfigMap(ns, name string, meta metav1.ObjectMeta) (bool, 
 	client := h.kube.CoreV1().ConfigMaps(meta.Namespace)
 	cur, err := client.Get(ctx, meta.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		_, err = client.Create(context.Background(), want, metav1.CreateOptions{})
+		_, err = client.Create(h.ctx, want, metav1.CreateOptions{})
 		return err == nil, err
 	}
 	if err != nil || (equality.Semantic.DeepEqual(cur.Data, want.Data) && equality.Semantic.DeepEqual(cur.BinaryData, want.BinaryData)) {
@@ -209,6 +210,6 @@ func (h *handler) copyConfigMap(ns, name string, meta metav1.ObjectMeta) (bool, 
 	}
 	cur = cur.DeepCopy()
 	cur.Data, cur.BinaryData = want.Data, want.BinaryData
-	_, err = client.Update(context.Background(), cur, metav1.UpdateOptions{})
+	_, err = client.Update(h.ctx, cur, metav1.UpdateOptions{})
 	return err == nil, err
 }

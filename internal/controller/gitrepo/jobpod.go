@@ -97,7 +97,7 @@ func (b *podBuilder) gitCredentials() error {
 func (b *podBuilder) sshCredentials(s *corev1.Secret) error {
 	b.clone = append(b.clone, "--ssh-private-key-file", jobGitSecret+"/"+corev1.SSHAuthPrivateKey)
 	shared := gitsource.Auth{SSHPrivateKey: s.Data[corev1.SSHAuthPrivateKey], KnownHosts: s.Data["known_hosts"]}
-	if err := b.h.KnownHosts.fill(&shared); err != nil {
+	if err := b.h.KnownHosts.fill(b.h.context(), &shared); err != nil {
 		return fmt.Errorf("known hosts: %w", err)
 	}
 	switch {

@@ -35,11 +35,11 @@ type KnownHosts struct {
 }
 
 // fill gives SSH credentials without known_hosts the shared ones.
-func (k *KnownHosts) fill(a *gitsource.Auth) error {
+func (k *KnownHosts) fill(ctx context.Context, a *gitsource.Auth) error {
 	if k == nil || len(a.SSHPrivateKey) == 0 || len(a.KnownHosts) > 0 {
 		return nil
 	}
-	data, err := k.get()
+	data, err := k.get(ctx)
 	if err != nil {
 		return err
 	}
@@ -47,13 +47,13 @@ func (k *KnownHosts) fill(a *gitsource.Auth) error {
 	return nil
 }
 
-func (k *KnownHosts) get() ([]byte, error) {
+func (k *KnownHosts) get(ctx context.Context) ([]byte, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.data != nil && time.Since(k.at) < knownHostsTTL {
 		return k.data, nil
 	}
-	cm, err := k.Kube.CoreV1().ConfigMaps(k.Namespace).Get(context.Background(), KnownHostsConfigMap, metav1.GetOptions{})
+	cm, err := k.Kube.CoreV1().ConfigMaps(k.Namespace).Get(ctx, KnownHostsConfigMap, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		k.data = charts.KnownHosts()

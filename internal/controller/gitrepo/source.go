@@ -38,7 +38,7 @@ func (h *handler) source(gr *fleet.GitRepo) (gitsource.Source, error) {
 	if err != nil {
 		return src, err
 	}
-	return src, h.KnownHosts.fill(&src.Auth)
+	return src, h.KnownHosts.fill(h.context(), &src.Auth)
 }
 
 // Source is the GitRepo's repository with its credentials (clientSecretName, read with

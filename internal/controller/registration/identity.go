@@ -104,10 +104,10 @@ func roleRef(kind, name string) rbacv1.RoleRef {
 // and bindings in the agent identity namespace by name, and its sets applied empty. Tokens of a
 // deleted ServiceAccount are refused at once, so the agent loses access immediately, before the
 // namespace (and whatever else is in it) is gone.
-func Revoke(a apply.Apply, kube kubernetes.Interface) func(*fleet.Cluster) error {
+func Revoke(ctx context.Context, a apply.Apply, kube kubernetes.Interface) func(*fleet.Cluster) error {
 	return func(c *fleet.Cluster) error {
 		sa := registration.AgentServiceAccount(target.ClusterNamespace(c))
-		err := deleteIdentityObjects(context.Background(), kube, []string{sa}, []string{sa}, []string{sa, exchangeBinding(sa)})
+		err := deleteIdentityObjects(ctx, kube, []string{sa}, []string{sa}, []string{sa, exchangeBinding(sa)})
 		if err != nil {
 			return fmt.Errorf("revoking the agent of cluster %s/%s: %w", c.Namespace, c.Name, err)
 		}
@@ -133,6 +133,7 @@ func exchangeBinding(sa string) string { return names.SafeConcatName(sa, "exchan
 // so as it starts: it keeps its Cluster and is not registered again. Once done, the Cluster is
 // annotated and left alone.
 type adopter struct {
+	ctx          context.Context
 	kube         kubernetes.Interface
 	apply        apply.Apply
 	roleBindings rbaccontrollers.RoleBindingCache
@@ -152,7 +153,7 @@ func (a *adopter) onChange(_ string, c *fleet.Cluster) (*fleet.Cluster, error) {
 		// (the local cluster, an import) that an earlier build registered. The admission policy
 		// lets its agent check in only once it is; its identity is applied again first (the
 		// namespace's shared status binding; the status Role it had of its own goes).
-		if err := identity(context.Background(), a.kube, a.apply, a.roleBindings, c); err != nil {
+		if err := identity(a.ctx, a.kube, a.apply, a.roleBindings, c); err != nil {
 			return c, err
 		}
 		return a.annotate(c, ns, "named the agent identity this manager gave the cluster")
@@ -166,12 +167,12 @@ func (a *adopter) onChange(_ string, c *fleet.Cluster) (*fleet.Cluster, error) {
 	if c.Status.Namespace != ns {
 		return c, nil // the cluster controller gives it its namespace first (a status change: here again)
 	}
-	if err := identity(context.Background(), a.kube, a.apply, a.roleBindings, c); err != nil {
+	if err := identity(a.ctx, a.kube, a.apply, a.roleBindings, c); err != nil {
 		return c, err
 	}
 	// The agent's own token Role, bound to every ServiceAccount of the cluster namespace.
 	sa := registration.AgentServiceAccount(ns)
-	err := ensureRoleBinding(context.Background(), a.kube, &rbacv1.RoleBinding{
+	err := ensureRoleBinding(a.ctx, a.kube, &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: exchangeBinding(sa), Namespace: registration.AgentIdentityNamespace,
 			Labels: map[string]string{fleet.ClusterLabel: c.Name, fleet.ClusterNamespaceLabel: c.Namespace}},
 		RoleRef:  roleRef("Role", sa),

@@ -98,7 +98,7 @@ func Register(ctx context.Context, d Deps) error {
 	if err := sharedRoles(ctx, d.Kube, d.Apply, d.RegistrationNamespace); err != nil {
 		return err
 	}
-	t := &tokens{kube: d.Kube, apply: d.Apply, config: d.Config, tokens: d.Tokens, regNS: d.RegistrationNamespace, now: time.Now}
+	t := &tokens{ctx: ctx, kube: d.Kube, apply: d.Apply, config: d.Config, tokens: d.Tokens, regNS: d.RegistrationNamespace, now: time.Now}
 	d.Tokens.OnChange(ctx, "clusterregistrationtoken", t.onChange)
 	fleetcontrollers.RegisterClusterRegistrationTokenStatusHandler(ctx, d.Tokens, "", "clusterregistrationtoken-issue", t.issue)
 	d.Clusters.Cache().AddIndexer(byClientID, func(c *fleet.Cluster) ([]string, error) {
@@ -113,11 +113,11 @@ func Register(ctx context.Context, d Deps) error {
 		}
 		return []string{clientIDKey(reg.Namespace, reg.Spec.ClientID)}, nil
 	})
-	r := &registrations{Deps: d}
+	r := &registrations{Deps: d, ctx: ctx}
 	d.ClusterRegistrations.OnChange(ctx, "clusterregistration-cleanup", r.onChange)
 	d.Clusters.OnChange(ctx, "clusterregistration-pickup", r.onCheckIn)
 	fleetcontrollers.RegisterClusterRegistrationStatusHandler(ctx, d.ClusterRegistrations, "", "clusterregistration", r.grantRegistration)
-	a := &adopter{kube: d.Kube, apply: d.Apply, roleBindings: d.RoleBindings, clusters: d.Clusters}
+	a := &adopter{ctx: ctx, kube: d.Kube, apply: d.Apply, roleBindings: d.RoleBindings, clusters: d.Clusters}
 	d.Clusters.OnChange(ctx, "cluster-identity", a.onChange)
 	return nil
 }
@@ -156,6 +156,7 @@ func sharedRoles(ctx context.Context, kube kubernetes.Interface, a apply.Apply, 
 
 type registrations struct {
 	Deps
+	ctx context.Context
 }
 
 func (r *registrations) log(reg *fleet.ClusterRegistration) *logrus.Entry {
@@ -303,7 +304,7 @@ func (r *registrations) allowed(c *fleet.Cluster) error {
 // credential grants the Cluster's agent its identity and applies the Secret its agent picks the
 // credential up from.
 func (r *registrations) credential(reg *fleet.ClusterRegistration, cluster *fleet.Cluster) error {
-	token, err := r.grant(context.Background(), cluster)
+	token, err := r.grant(r.ctx, cluster)
 	if err != nil {
 		return err
 	}

@@ -40,6 +40,7 @@ const minTokenLifetime = 10 * time.Minute
 const tokenSet = "fleet-registration-token"
 
 type tokens struct {
+	ctx    context.Context
 	kube   kubernetes.Interface
 	apply  apply.Apply
 	config *config.Store
@@ -101,7 +102,7 @@ func (t *tokens) issue(tok *fleet.ClusterRegistrationToken, status fleet.Cluster
 	}
 	if status.SecretName == tok.Name {
 		// Issued already: the values Secret holds a token valid until expiry.
-		if _, err := t.kube.CoreV1().Secrets(tok.Namespace).Get(context.Background(), tok.Name, metav1.GetOptions{}); err == nil {
+		if _, err := t.kube.CoreV1().Secrets(tok.Namespace).Get(t.ctx, tok.Name, metav1.GetOptions{}); err == nil {
 			return status, nil
 		}
 	}
@@ -132,7 +133,7 @@ func (t *tokens) write(tok *fleet.ClusterRegistrationToken, lifetime time.Durati
 		return fmt.Errorf("writing the import identity of %s/%s: %w", tok.Namespace, tok.Name, err)
 	}
 	secs := int64(lifetime / time.Second)
-	tr, err := t.kube.CoreV1().ServiceAccounts(tok.Namespace).CreateToken(context.Background(), sa, &authenticationv1.TokenRequest{
+	tr, err := t.kube.CoreV1().ServiceAccounts(tok.Namespace).CreateToken(t.ctx, sa, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &secs}}, metav1.CreateOptions{})
 	if err != nil {
 		return fmt.Errorf("issuing the import token of %s/%s: %w", tok.Namespace, tok.Name, err)
