@@ -89,3 +89,30 @@ func TestPlainClientReportsWhatTheAgentsReport(t *testing.T) {
 		t.Errorf("reported changed the BundleDeployment it was given: %+v", bd.Status)
 	}
 }
+
+// make bench runs the standard sizes (up to 5,000 clusters), make bench-10k the 10,000-cluster
+// experiments with the idle window; both write the results RESULTS.md cites.
+func TestPlanSizes(t *testing.T) {
+	sizes := func(size string) []int {
+		var out []int
+		for _, p := range plans(size) {
+			out = append(out, p.clusters)
+		}
+		return out
+	}
+	for size, want := range map[string][]int{"standard": {100, 1000, 5000}, "10k": {10000}, "full": {100, 1000, 5000, 10000},
+		"small": {100, 1000}} {
+		if got := sizes(size); !slices.Equal(got, want) {
+			t.Errorf("%s runs %v clusters, want %v", size, got, want)
+		}
+	}
+	if p := plans("10k")[0]; p.idle == 0 || !slices.Equal(p.creates, []int{5}) {
+		t.Errorf("10k: idle %s, creates %v: want the idle window and 5 x 10,000", p.idle, p.creates)
+	}
+	if p := plans("standard")[1]; !slices.Equal(p.creates, []int{5, 50}) || !p.badInput {
+		t.Errorf("standard at 1,000: creates %v, bad input %v: want 5 and 50 x 1,000 and the garbage agent", p.creates, p.badInput)
+	}
+	if resultsBase("standard") != "scale" || resultsBase("10k") != "scale" {
+		t.Error("the standard and 10k runs must write the results RESULTS.md cites (scale-<N>.json)")
+	}
+}
