@@ -125,37 +125,67 @@ func TestImagePullSecrets(t *testing.T) {
 	}
 }
 
-// migrations.gitrepoHelmURLRegexMigration runs `fleet migrate gitrepo-helm-url-regex` as a
-// post-upgrade hook Job, as the controller's ServiceAccount; off, there is none.
+// Fleet's migrations run as post-upgrade hook Jobs, as the controller's ServiceAccount:
+// migrations.gitrepoHelmURLRegexMigration runs `fleet migrate gitrepo-helm-url-regex`,
+// clusterRegistrationCleanup and gitrepoJobsCleanup `fleet cleanup`; off, a migration has none.
 func TestMigrationHook(t *testing.T) {
-	for _, on := range []bool{true, false} {
+	hooks := func(t *testing.T, values map[string]any) map[string]string {
+		t.Helper()
 		c, err := charts.Load(charts.Fleet)
 		if err != nil {
 			t.Fatal(err)
 		}
 		in := action.NewInstall(&action.Configuration{Capabilities: chartutil.DefaultCapabilities})
 		in.DryRun, in.ClientOnly, in.ReleaseName, in.Namespace = true, true, "fleet", "cattle-fleet-system"
-		rel, err := in.Run(c, map[string]any{"migrations": map[string]any{"gitrepoHelmURLRegexMigration": on}})
+		rel, err := in.Run(c, values)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var job string
+		out := map[string]string{}
 		for _, h := range rel.Hooks {
-			if h.Name == "fleet-migrate-gitrepo-helm-url-regex" {
-				job = h.Manifest
-			}
+			out[h.Name] = h.Manifest
 		}
-		if !on {
-			if job != "" {
-				t.Error("migration off, yet its Job")
-			}
+		return out
+	}
+	jobs := []struct {
+		key, name string
+		want      []string
+	}{
+		{"gitrepoHelmURLRegexMigration", "fleet-migrate-gitrepo-helm-url-regex",
+			[]string{"- migrate", "- gitrepo-helm-url-regex", "- --system-namespace=cattle-fleet-system"}},
+		{"clusterRegistrationCleanup", "fleet-cleanup-clusterregistrations", []string{"- cleanup", "- clusterregistration"}},
+		{"gitrepoJobsCleanup", "fleet-cleanup-gitrepo-jobs", []string{"- cleanup", "- gitjob"}},
+	}
+	// Fleet's defaults: every migration on.
+	on := hooks(t, nil)
+	for _, j := range jobs {
+		job := on[j.name]
+		if job == "" {
+			t.Errorf("%s on by default, yet no Job %s", j.key, j.name)
 			continue
 		}
-		for _, want := range []string{"helm.sh/hook: post-upgrade", "serviceAccountName: fleet-controller", "- migrate",
-			"- gitrepo-helm-url-regex", "- --system-namespace=cattle-fleet-system"} {
+		for _, want := range append(j.want, "helm.sh/hook: post-upgrade", "serviceAccountName: fleet-controller") {
 			if !strings.Contains(job, want) {
-				t.Errorf("hook Job lacks %q:\n%s", want, job)
+				t.Errorf("hook Job %s lacks %q:\n%s", j.name, want, job)
 			}
 		}
+		// Off: no Job, the others stay.
+		off := hooks(t, map[string]any{"migrations": map[string]any{j.key: false}})
+		if _, ok := off[j.name]; ok {
+			t.Errorf("%s off, yet its Job", j.key)
+		}
+		if len(off) != len(on)-1 {
+			t.Errorf("%s off: %d hooks, want %d", j.key, len(off), len(on)-1)
+		}
+	}
+	// resources.fleetCleanup is the cleanup Jobs' resources.
+	res := hooks(t, map[string]any{"resources": map[string]any{"fleetCleanup": map[string]any{"limits": map[string]any{"memory": "77Mi"}}}})
+	for _, name := range []string{"fleet-cleanup-clusterregistrations", "fleet-cleanup-gitrepo-jobs"} {
+		if !strings.Contains(res[name], "memory: 77Mi") {
+			t.Errorf("%s does not take resources.fleetCleanup:\n%s", name, res[name])
+		}
+	}
+	if strings.Contains(res["fleet-migrate-gitrepo-helm-url-regex"], "77Mi") {
+		t.Error("the helmRepoURLRegex migration took the cleanup Jobs' resources")
 	}
 }
