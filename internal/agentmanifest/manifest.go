@@ -48,6 +48,12 @@ type Settings struct {
 	Debug bool
 	// Config is the manager's configuration in force.
 	Config config.Config
+	// Proxy is the manager's proxy settings (config.ProxyEnv), which its agents get too; a
+	// Cluster's agentEnvVars win over them.
+	Proxy map[string]string
+	// ProxyCA is the proxy's CA (the fleet chart's proxyCACert), which its agents trust besides
+	// their image's CA bundle.
+	ProxyCA []byte
 }
 
 // Values are the fleet-agent chart values for cluster c under s (no token: a registered agent
@@ -92,8 +98,11 @@ func Objects(c *fleet.Cluster, s Settings, ns string) ([]runtime.Object, error) 
 	if err != nil {
 		return nil, err
 	}
-	Customize(d, c)
 	out := []runtime.Object{d}
+	if cm := withProxy(d, s, ns); cm != nil {
+		out = append(out, cm)
+	}
+	Customize(d, c)
 	if sc := c.Spec.AgentSchedulingCustomization; sc != nil {
 		if pc := sc.PriorityClass; pc != nil {
 			out = append(out, &schedulingv1.PriorityClass{TypeMeta: metav1.TypeMeta{APIVersion: "scheduling.k8s.io/v1", Kind: "PriorityClass"},
@@ -174,6 +183,41 @@ func disruptionBudget(s *fleet.PodDisruptionBudgetSpec, ns string, sel *metav1.L
 		p.Spec.MaxUnavailable = &v
 	}
 	return p
+}
+
+// ProxyCAConfigMap holds the proxy's CA in the agent's namespace, mounted at ProxyCADir.
+const (
+	ProxyCAConfigMap = "fleet-agent-proxy-ca"
+	ProxyCADir       = "/etc/fleet/proxy-ca"
+	proxyCAKey       = "proxy-ca.crt"
+)
+
+// withProxy gives the agent the manager's proxy settings and, when there is one, the proxy's CA:
+// the ConfigMap it returns, mounted into the agent and named by SSL_CERT_DIR.
+func withProxy(d *appsv1.Deployment, s Settings, ns string) *corev1.ConfigMap {
+	var env []corev1.EnvVar
+	for _, name := range config.ProxyEnvNames {
+		if v := s.Proxy[name]; v != "" {
+			env = append(env, corev1.EnvVar{Name: name, Value: v})
+		}
+	}
+	var cm *corev1.ConfigMap
+	spec := &d.Spec.Template.Spec
+	if len(s.ProxyCA) > 0 {
+		cm = &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: metav1.ObjectMeta{Name: ProxyCAConfigMap, Namespace: ns}, Data: map[string]string{proxyCAKey: string(s.ProxyCA)}}
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "proxy-ca", VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: ProxyCAConfigMap}}}})
+		env = append(env, corev1.EnvVar{Name: "SSL_CERT_DIR", Value: ProxyCADir})
+	}
+	for i := range spec.Containers {
+		ct := &spec.Containers[i]
+		ct.Env = mergeEnv(ct.Env, env)
+		if cm != nil {
+			ct.VolumeMounts = append(ct.VolumeMounts, corev1.VolumeMount{Name: "proxy-ca", MountPath: ProxyCADir, ReadOnly: true})
+		}
+	}
+	return cm
 }
 
 // Customize applies the Cluster's agent settings to the agent's Deployment d.

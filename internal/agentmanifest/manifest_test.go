@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -72,5 +73,61 @@ func TestHash(t *testing.T) {
 	a := Hash([]corev1.EnvVar{{Name: "A", Value: "1"}})
 	if a == "" || a != Hash([]corev1.EnvVar{{Name: "A", Value: "1"}}) || a == Hash([]corev1.EnvVar{{Name: "A", Value: "2"}}) {
 		t.Error("hash is not a stable function of the value")
+	}
+}
+
+// The agents the manager deploys get its proxy settings and trust its proxy's CA; a Cluster's
+// agentEnvVars win over the manager's settings.
+func TestObjectsCarryTheManagersProxy(t *testing.T) {
+	c := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "fleet-default"}, Spec: fleet.ClusterSpec{
+		AgentEnvVars: []corev1.EnvVar{{Name: "NO_PROXY", Value: "cluster.local"}}}}
+	s := Settings{Config: config.Config{APIServerURL: "https://manager"},
+		Proxy: map[string]string{"HTTPS_PROXY": "http://proxy:3128", "NO_PROXY": "10.0.0.0/8"}, ProxyCA: []byte("-----CA-----\n")}
+	objs, err := Objects(c, s, "agents")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dep *appsv1.Deployment
+	var cm *corev1.ConfigMap
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *appsv1.Deployment:
+			dep = o
+		case *corev1.ConfigMap:
+			cm = o
+		}
+	}
+	if dep == nil || cm == nil {
+		t.Fatalf("objects %v: want the Deployment and the proxy CA ConfigMap", objs)
+	}
+	if cm.Name != ProxyCAConfigMap || cm.Namespace != "agents" || cm.Data[proxyCAKey] != "-----CA-----\n" {
+		t.Errorf("ConfigMap %s/%s %v", cm.Namespace, cm.Name, cm.Data)
+	}
+	env := map[string]string{}
+	ct := dep.Spec.Template.Spec.Containers[0]
+	for _, e := range ct.Env {
+		env[e.Name] = e.Value
+	}
+	if env["HTTPS_PROXY"] != "http://proxy:3128" || env["NO_PROXY"] != "cluster.local" || env["SSL_CERT_DIR"] != ProxyCADir {
+		t.Errorf("env %v: want the manager's HTTPS_PROXY, the Cluster's NO_PROXY and SSL_CERT_DIR", env)
+	}
+	if _, ok := env["HTTP_PROXY"]; ok {
+		t.Error("HTTP_PROXY set though the manager has none")
+	}
+	if !slices.ContainsFunc(ct.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == "proxy-ca" && m.MountPath == ProxyCADir }) {
+		t.Errorf("mounts %v lack the proxy CA", ct.VolumeMounts)
+	}
+	// No proxy: nothing of it, and the chart's rendering is not changed for the next cluster.
+	plain, err := Objects(c, Settings{Config: s.Config}, "agents")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plain) != 1 {
+		t.Fatalf("%d objects without a proxy CA, want 1", len(plain))
+	}
+	for _, e := range plain[0].(*appsv1.Deployment).Spec.Template.Spec.Containers[0].Env {
+		if e.Name == "HTTPS_PROXY" || e.Name == "SSL_CERT_DIR" {
+			t.Errorf("without a proxy the agent has %s", e.Name)
+		}
 	}
 }

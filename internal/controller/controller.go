@@ -461,7 +461,7 @@ func startGitOps(ctx context.Context, cfg *rest.Config, scf lassocontroller.Shar
 		job := bf.Batch().V1().Job()
 		// A Job's ConfigMap is not cached (the ConfigMap cache holds the system namespace only): the
 		// set lists ConfigMaps from the apiserver, once per new commit.
-		jobs = &gitrepo.JobRunner{Jobs: job, Image: o.GitJobImage, NodeSelector: o.ShardNodeSelector, ProxyCA: gitrepo.ProxyCAFromEnv(),
+		jobs = &gitrepo.JobRunner{Jobs: job, Image: o.GitJobImage, NodeSelector: o.ShardNodeSelector, ProxyCA: config.ProxyCAFromEnv(),
 			Apply: children.WithCacheTypes(job).WithGVK(corev1.SchemeGroupVersion.WithKind("ConfigMap")).WithDynamicLookup()}
 	}
 	gitrepo.Register(ctx, gitrepo.Deps{Kube: kube, GitRepos: f.GitRepo(), Bundles: f.Bundle(), BundleDeployments: f.BundleDeployment(),

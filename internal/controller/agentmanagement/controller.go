@@ -248,7 +248,8 @@ func (h *handler) status(c *fleet.Cluster, s fleet.ClusterStatus) (fleet.Cluster
 // Settings reads the manager's side of the agents' configuration from the configuration in
 // force.
 func Settings(image string, debug bool, store *config.Store) func() agentmanifest.Settings {
+	proxy, ca := config.ProxyEnv(), config.ProxyCAFromEnv()
 	return func() agentmanifest.Settings {
-		return agentmanifest.Settings{Image: image, Debug: debug, Config: *store.Get()}
+		return agentmanifest.Settings{Image: image, Debug: debug, Config: *store.Get(), Proxy: proxy, ProxyCA: ca}
 	}
 }

@@ -240,7 +240,7 @@ func (h *handler) agentObjects(c *fleet.Cluster, values registration.Values) ([]
 		return nil, "", err
 	}
 	managed, err := agentmanifest.Objects(c, agentmanifest.Settings{Image: settings.Image, Debug: settings.Debug,
-		Config: withAPIServer(settings.Config, values.APIServerURL, values.APIServerCA)}, agentNS)
+		Config: withAPIServer(settings.Config, values.APIServerURL, values.APIServerCA), Proxy: settings.Proxy, ProxyCA: settings.ProxyCA}, agentNS)
 	if err != nil {
 		return nil, "", err
 	}

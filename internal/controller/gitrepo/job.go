@@ -4,8 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -61,23 +59,8 @@ type JobRunner struct {
 	// cloned on its nodes).
 	NodeSelector map[string]string
 	// ProxyCA (PEM) is trusted by the Jobs besides their image's CA bundle: the CAs the manager
-	// trusts the same way (the fleet chart's proxyCACert, ProxyCAFromEnv).
+	// trusts the same way (the fleet chart's proxyCACert, config.ProxyCAFromEnv).
 	ProxyCA []byte
-}
-
-// ProxyCAFromEnv reads the CAs of SSL_CERT_DIR, where the fleet chart puts proxyCACert for the
-// controller ("" when unset or empty).
-func ProxyCAFromEnv() []byte {
-	var out []byte
-	for _, dir := range filepath.SplitList(os.Getenv("SSL_CERT_DIR")) {
-		entries, _ := os.ReadDir(dir)
-		for _, e := range entries {
-			if data, err := os.ReadFile(filepath.Join(dir, e.Name())); err == nil && !e.IsDir() {
-				out = append(append(out, data...), '\n')
-			}
-		}
-	}
-	return out
 }
 
 // Limits of a GitRepo Job: the kubelet ends one running longer than jobDeadline (a stalled git

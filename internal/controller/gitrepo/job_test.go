@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/fleetgo/fleet/internal/config"
 	"github.com/fleetgo/fleet/internal/ocistorage"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
@@ -141,7 +142,7 @@ func TestJobPodProxy(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(os.Getenv("SSL_CERT_DIR"), "proxy-ca.crt"), []byte("PROXY-CA-PEM"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h.JobRunner.ProxyCA = ProxyCAFromEnv()
+	h.JobRunner.ProxyCA = config.ProxyCAFromEnv()
 	if p, err = h.jobPod(gr, "c1", cm); err != nil {
 		t.Fatal(err)
 	}

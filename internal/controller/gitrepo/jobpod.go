@@ -3,7 +3,6 @@ package gitrepo
 import (
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 
@@ -12,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/fleetgo/fleet/internal/bundlereader"
+	"github.com/fleetgo/fleet/internal/config"
 	"github.com/fleetgo/fleet/internal/gitsource"
 	"github.com/fleetgo/fleet/internal/ocistorage"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
@@ -174,8 +174,9 @@ func (b *podBuilder) ociStorage() error {
 // proxy hands the manager's proxy settings (the fleet chart's proxy and noProxy) and the proxy's
 // CA to both steps, as they reach in-process runs.
 func (b *podBuilder) proxy() {
-	for _, name := range []string{"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"} {
-		if v := os.Getenv(name); v != "" {
+	proxy := config.ProxyEnv()
+	for _, name := range config.ProxyEnvNames {
+		if v := proxy[name]; v != "" {
 			b.env = append(b.env, corev1.EnvVar{Name: name, Value: v})
 		}
 	}
