@@ -39,16 +39,17 @@ func TestFleet016ValuesFiles(t *testing.T) {
 	if !strings.Contains(objs["ConfigMap/fleet-proxy-ca"], "BEGIN CERTIFICATE") {
 		t.Error("proxyCACert: no ConfigMap fleet-proxy-ca")
 	}
-	trusted := false
+	trusted, handedOn := false, false
 	for _, e := range c.Env {
 		trusted = trusted || e.Name == "SSL_CERT_DIR" && e.Value == "/etc/fleet/proxy-ca"
+		handedOn = handedOn || e.Name == "FLEET_PROXY_CA_FILE" && e.Value == "/etc/fleet/proxy-ca/proxy-ca.crt"
 	}
 	mounted := false
 	for _, m := range c.VolumeMounts {
 		mounted = mounted || m.MountPath == "/etc/fleet/proxy-ca"
 	}
-	if !trusted || !mounted {
-		t.Errorf("proxyCACert: SSL_CERT_DIR %v, mounted %v", trusted, mounted)
+	if !trusted || !mounted || !handedOn {
+		t.Errorf("proxyCACert: SSL_CERT_DIR %v, mounted %v, FLEET_PROXY_CA_FILE %v", trusted, mounted, handedOn)
 	}
 
 	off, err := Render(charts.Fleet, "fleet", "cattle-fleet-system", map[string]any{"helmops": map[string]any{"enabled": false}})

@@ -2,7 +2,6 @@ package config
 
 import (
 	"os"
-	"path/filepath"
 )
 
 // ProxyEnvNames are the proxy settings the manager passes on, as the fleet chart's proxy and
@@ -20,17 +19,21 @@ func ProxyEnv() map[string]string {
 	return out
 }
 
-// ProxyCAFromEnv reads the CAs of SSL_CERT_DIR, where the fleet chart puts proxyCACert for the
-// controller ("" when unset or empty).
+// ProxyCAFileEnv names the file holding the proxy's CA: the fleet chart sets it to where it
+// mounts proxyCACert (and points SSL_CERT_DIR there too, for the controller's own connections).
+// Only this file is handed on: a SSL_CERT_DIR the image or the machine sets (the system's CA
+// directory) is not the proxy's CA.
+const ProxyCAFileEnv = "FLEET_PROXY_CA_FILE"
+
+// ProxyCAFromEnv reads the proxy's CA (nil when ProxyCAFileEnv is unset or names no file).
 func ProxyCAFromEnv() []byte {
-	var out []byte
-	for _, dir := range filepath.SplitList(os.Getenv("SSL_CERT_DIR")) {
-		entries, _ := os.ReadDir(dir)
-		for _, e := range entries {
-			if data, err := os.ReadFile(filepath.Join(dir, e.Name())); err == nil && !e.IsDir() {
-				out = append(append(out, data...), '\n')
-			}
-		}
+	name := os.Getenv(ProxyCAFileEnv)
+	if name == "" {
+		return nil
 	}
-	return out
+	data, err := os.ReadFile(name)
+	if err != nil || len(data) == 0 {
+		return nil
+	}
+	return data
 }

@@ -138,8 +138,8 @@ func TestJobPodProxy(t *testing.T) {
 
 	// The proxy's CA (the fleet chart's proxyCACert, which the controller trusts) goes with the
 	// run's ConfigMap and is trusted by both steps besides the image's bundle.
-	t.Setenv("SSL_CERT_DIR", t.TempDir())
-	if err := os.WriteFile(filepath.Join(os.Getenv("SSL_CERT_DIR"), "proxy-ca.crt"), []byte("PROXY-CA-PEM"), 0o600); err != nil {
+	t.Setenv(config.ProxyCAFileEnv, filepath.Join(t.TempDir(), "proxy-ca.crt"))
+	if err := os.WriteFile(os.Getenv(config.ProxyCAFileEnv), []byte("PROXY-CA-PEM"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	h.JobRunner.ProxyCA = config.ProxyCAFromEnv()
