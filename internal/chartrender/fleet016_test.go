@@ -6,6 +6,7 @@ import (
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/release"
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/yaml"
 
@@ -84,21 +85,28 @@ func TestFleet016ValuesFiles(t *testing.T) {
 	}
 }
 
+// dryRunFleet installs the fleet chart with values as `helm install --dry-run` does: the release
+// with its hooks and NOTES.
+func dryRunFleet(t *testing.T, values map[string]any) *release.Release {
+	t.Helper()
+	c, err := charts.Load(charts.Fleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := action.NewInstall(&action.Configuration{Capabilities: chartutil.DefaultCapabilities})
+	in.DryRun, in.ClientOnly, in.ReleaseName, in.Namespace = true, true, "fleet", "cattle-fleet-system"
+	rel, err := in.Run(c, values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rel
+}
+
 // The install NOTES name the values of Fleet's that were set and have no effect here.
 func TestFleetNotesNameUnappliedValues(t *testing.T) {
 	notes := func(values map[string]any) string {
 		t.Helper()
-		c, err := charts.Load(charts.Fleet)
-		if err != nil {
-			t.Fatal(err)
-		}
-		in := action.NewInstall(&action.Configuration{Capabilities: chartutil.DefaultCapabilities})
-		in.DryRun, in.ClientOnly, in.ReleaseName, in.Namespace = true, true, "fleet", "cattle-fleet-system"
-		rel, err := in.Run(c, values)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rel.Info.Notes
+		return dryRunFleet(t, values).Info.Notes
 	}
 	if n := notes(nil); strings.Contains(n, "no effect") {
 		t.Errorf("defaults name nothing:\n%s", n)

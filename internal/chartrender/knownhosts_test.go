@@ -9,8 +9,6 @@ import (
 	"testing"
 
 	"golang.org/x/crypto/ssh"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chartutil"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
@@ -131,18 +129,8 @@ func TestImagePullSecrets(t *testing.T) {
 func TestMigrationHook(t *testing.T) {
 	hooks := func(t *testing.T, values map[string]any) map[string]string {
 		t.Helper()
-		c, err := charts.Load(charts.Fleet)
-		if err != nil {
-			t.Fatal(err)
-		}
-		in := action.NewInstall(&action.Configuration{Capabilities: chartutil.DefaultCapabilities})
-		in.DryRun, in.ClientOnly, in.ReleaseName, in.Namespace = true, true, "fleet", "cattle-fleet-system"
-		rel, err := in.Run(c, values)
-		if err != nil {
-			t.Fatal(err)
-		}
 		out := map[string]string{}
-		for _, h := range rel.Hooks {
+		for _, h := range dryRunFleet(t, values).Hooks {
 			out[h.Name] = h.Manifest
 		}
 		return out
