@@ -291,3 +291,16 @@ func PartitionIndex(parts []fleet.Partition, ci ClusterInfo) (int, error) {
 	}
 	return -1, nil
 }
+
+// StageMatcher returns whether a rollout stage's selectors (clusterName, clusterSelector,
+// clusterGroup: all that are set) match a cluster, and false for selects when the stage sets
+// none of them.
+func StageMatcher(s *fleet.RolloutStage) (match func(ClusterInfo) bool, selects bool, err error) {
+	cr := criteria{clusterName: s.ClusterName, clusterSelector: s.ClusterSelector, clusterGroup: s.ClusterGroup}
+	c, err := cr.compile()
+	if err != nil {
+		return nil, false, err
+	}
+	selects = s.ClusterName != "" || s.ClusterSelector != nil || s.ClusterGroup != ""
+	return c.matches, selects, nil
+}

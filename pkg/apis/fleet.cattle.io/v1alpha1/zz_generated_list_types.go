@@ -235,6 +235,40 @@ func NewPolicy(namespace, name string, obj Policy) *Policy {
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
+// RolloutList is a list of Rollout resources
+type RolloutList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata"`
+
+	Items []Rollout `json:"items"`
+}
+
+func NewRollout(namespace, name string, obj Rollout) *Rollout {
+	obj.APIVersion, obj.Kind = SchemeGroupVersion.WithKind("Rollout").ToAPIVersionAndKind()
+	obj.Name = name
+	obj.Namespace = namespace
+	return &obj
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// RolloutPolicyList is a list of RolloutPolicy resources
+type RolloutPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata"`
+
+	Items []RolloutPolicy `json:"items"`
+}
+
+func NewRolloutPolicy(namespace, name string, obj RolloutPolicy) *RolloutPolicy {
+	obj.APIVersion, obj.Kind = SchemeGroupVersion.WithKind("RolloutPolicy").ToAPIVersionAndKind()
+	obj.Name = name
+	obj.Namespace = namespace
+	return &obj
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
 // ScheduleList is a list of Schedule resources
 type ScheduleList struct {
 	metav1.TypeMeta `json:",inline"`

@@ -29,6 +29,8 @@ var (
 	HelmOpResourceName                   = "helmops"
 	ImageScanResourceName                = "imagescans"
 	PolicyResourceName                   = "policies"
+	RolloutResourceName                  = "rollouts"
+	RolloutPolicyResourceName            = "rolloutpolicies"
 	ScheduleResourceName                 = "schedules"
 )
 
@@ -79,6 +81,10 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&ImageScanList{},
 		&Policy{},
 		&PolicyList{},
+		&Rollout{},
+		&RolloutList{},
+		&RolloutPolicy{},
+		&RolloutPolicyList{},
 		&Schedule{},
 		&ScheduleList{},
 	)

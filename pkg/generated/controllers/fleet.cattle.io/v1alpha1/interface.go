@@ -32,6 +32,8 @@ type Interface interface {
 	HelmOp() HelmOpController
 	ImageScan() ImageScanController
 	Policy() PolicyController
+	Rollout() RolloutController
+	RolloutPolicy() RolloutPolicyController
 	Schedule() ScheduleController
 }
 
@@ -95,6 +97,14 @@ func (v *version) ImageScan() ImageScanController {
 
 func (v *version) Policy() PolicyController {
 	return generic.NewController[*v1alpha1.Policy, *v1alpha1.PolicyList](schema.GroupVersionKind{Group: "fleet.cattle.io", Version: "v1alpha1", Kind: "Policy"}, "policies", true, v.controllerFactory)
+}
+
+func (v *version) Rollout() RolloutController {
+	return generic.NewController[*v1alpha1.Rollout, *v1alpha1.RolloutList](schema.GroupVersionKind{Group: "fleet.cattle.io", Version: "v1alpha1", Kind: "Rollout"}, "rollouts", true, v.controllerFactory)
+}
+
+func (v *version) RolloutPolicy() RolloutPolicyController {
+	return generic.NewController[*v1alpha1.RolloutPolicy, *v1alpha1.RolloutPolicyList](schema.GroupVersionKind{Group: "fleet.cattle.io", Version: "v1alpha1", Kind: "RolloutPolicy"}, "rolloutpolicies", true, v.controllerFactory)
 }
 
 func (v *version) Schedule() ScheduleController {

@@ -1,0 +1,26 @@
+package rollout
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+)
+
+// Revision names what a Bundle deploys: its content and every option that reaches a cluster.
+// A change of it starts a new rollout; a change of anything else (labels, the commit of an
+// unchanged folder, pausing) does not.
+func Revision(b *fleet.Bundle, contentName string) string {
+	data, _ := json.Marshal(struct {
+		Content    string                        `json:"c"`
+		ContentsID string                        `json:"i,omitempty"`
+		Options    fleet.BundleDeploymentOptions `json:"o"`
+		Targets    []fleet.BundleTarget          `json:"t,omitempty"`
+		Helm       *fleet.BundleHelmOptions      `json:"h,omitempty"`
+		DependsOn  []fleet.BundleRef             `json:"d,omitempty"`
+		Values     string                        `json:"v,omitempty"`
+	}{contentName, b.Spec.ContentsID, b.Spec.BundleDeploymentOptions, b.Spec.Targets, b.Spec.HelmOpOptions, b.Spec.DependsOn, b.Spec.ValuesHash})
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])[:12]
+}
