@@ -23,6 +23,7 @@ import (
 
 	"github.com/fleetgo/fleet/internal/agent/clusterstatus"
 	"github.com/fleetgo/fleet/internal/agent/deployer"
+	"github.com/fleetgo/fleet/internal/agent/gates"
 	"github.com/fleetgo/fleet/internal/agent/monitor"
 	"github.com/fleetgo/fleet/internal/agent/register"
 	"github.com/fleetgo/fleet/internal/helmdeployer"
@@ -208,7 +209,7 @@ func start(ctx context.Context, upstream, local *rest.Config, kube kubernetes.In
 		return err
 	}
 	deployer.Register(ctx, deployer.Deps{BundleDeployments: bds, Contents: f.Content(), Deployer: dep, Monitor: mon,
-		Namespace: o.ClusterNamespace, MonitorInterval: o.MonitorInterval, Changes: changes, Upstream: up})
+		Namespace: o.ClusterNamespace, MonitorInterval: o.MonitorInterval, Changes: changes, Upstream: up, Gates: gates.New(kube)})
 	if err := scf.Start(ctx, o.Workers); err != nil {
 		return err
 	}

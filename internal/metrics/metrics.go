@@ -79,6 +79,7 @@ func current() *Caches {
 func Register() {
 	registerOnce.Do(func() {
 		prometheus.MustRegister(gitOpsCollectors...)
+		prometheus.MustRegister(rolloutCollectors...)
 	})
 }
 
@@ -388,6 +389,7 @@ func Families() []string {
 	out = append(out, groups.names()...)
 	out = append(out, gitRepos.names()...)
 	out = append(out, gitOpsNames...)
+	out = append(out, rolloutNames...)
 	out = append(out, agentNames...)
 	return append(out, checkinAgeName)
 }

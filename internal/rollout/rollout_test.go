@@ -186,10 +186,10 @@ func TestRefusedPolicies(t *testing.T) {
 	cases := map[string]*fleet.RolloutPolicySpec{
 		"stages[1] (b) selects cluster a, which stages[0] (a) selects too": {Stages: []fleet.RolloutStage{
 			{Name: "a", ClusterName: "a"}, {Name: "b", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"name": "a"}}}}},
-		"stages[1].requireApproval": {Stages: []fleet.RolloutStage{{Name: "a", ClusterName: "a", Soak: zero}, {Name: "b", RequireApproval: true}}},
-		"stages: none selects any":  {Stages: []fleet.RolloutStage{{Name: "a", ClusterName: "nope"}}},
+		"stages[1].requireApproval":  {Stages: []fleet.RolloutStage{{Name: "a", ClusterName: "a", Soak: zero}, {Name: "b", RequireApproval: true}}},
+		"stages: none selects any":   {Stages: []fleet.RolloutStage{{Name: "a", ClusterName: "nope"}}},
 		"gates[0]: web: exactly one": {Stages: []fleet.RolloutStage{{Name: "a"}}, Gates: []fleet.HealthGate{{Name: "web"}}},
-		"prometheus.op":             {Stages: []fleet.RolloutStage{{Name: "a"}}, Gates: []fleet.HealthGate{{Name: "p", Prometheus: &fleet.PrometheusGate{URL: "http://p:9090", Query: "up", Op: "~", Threshold: "1"}}}},
+		"prometheus.op":              {Stages: []fleet.RolloutStage{{Name: "a"}}, Gates: []fleet.HealthGate{{Name: "p", Prometheus: &fleet.PrometheusGate{URL: "http://p:9090", Query: "up", Op: "~", Threshold: "1"}}}},
 	}
 	for want, p := range cases {
 		prev := deployed("r1", t0, true, corev1.ConditionTrue)

@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/fleetgo/fleet/internal/agent/gates"
 	"github.com/fleetgo/fleet/internal/agent/monitor"
 	"github.com/fleetgo/fleet/internal/helmdeployer"
 	"github.com/fleetgo/fleet/internal/logfields"
@@ -66,6 +67,8 @@ type Deps struct {
 	// Upstream reads, by name, the copies of downstreamResources the manager puts in the
 	// cluster namespace.
 	Upstream kubernetes.Interface
+	// Gates runs the health gates progressive rollouts ask for (nil: none are run).
+	Gates *gates.Checker
 }
 
 type handler struct {
@@ -81,12 +84,13 @@ type handler struct {
 	interval time.Duration
 	changes  *Changes
 	upstream kubernetes.Interface
+	gates    *gates.Checker
 }
 
 // Register starts deploying the namespace's BundleDeployments.
 func Register(ctx context.Context, d Deps) {
 	h := &handler{ctx: ctx, bds: d.BundleDeployments, contents: newContentCache(d.Contents),
-		deployer: d.Deployer, monitor: d.Monitor, ns: d.Namespace, interval: d.MonitorInterval, changes: d.Changes, upstream: d.Upstream}
+		deployer: d.Deployer, monitor: d.Monitor, ns: d.Namespace, interval: d.MonitorInterval, changes: d.Changes, upstream: d.Upstream, gates: d.Gates}
 	if h.changes == nil {
 		h.changes = NewChanges(d.BundleDeployments, d.Namespace)
 	}

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/fleetgo/fleet/internal/agent/gates"
 	"github.com/fleetgo/fleet/internal/bdstatus"
 	"github.com/fleetgo/fleet/internal/helmdeployer"
 	"github.com/fleetgo/fleet/internal/metrics"
@@ -64,6 +65,12 @@ func (h *handler) reconcile(bd *fleet.BundleDeployment, status fleet.BundleDeplo
 		h.check(bd, rel, &status, deployed != nil, now)
 	}
 	bdstatus.Report(bd, &status, now)
+	if deployed != nil {
+		gates.Clear(&status) // a new deployment is gated afresh
+	}
+	if every := h.gates.Evaluate(h.ctx, bd, &status, now); every > 0 && (requeue == 0 || every < requeue) {
+		requeue = every
+	}
 	h.mem.record(key, outcome{requeue: requeue, err: deployErr, replaces: bd.ResourceVersion})
 	return status, nil
 }
@@ -95,6 +102,7 @@ func (h *handler) cleanupDeleted(key string, bd *fleet.BundleDeployment) (*fleet
 	h.mem.forget(key)
 	name := key[strings.LastIndex(key, "/")+1:]
 	h.changes.forget(name)
+	h.gates.Forget(name)
 	metrics.ForgetBundleDeployment(name)
 	return bd, h.cleanup(name)
 }

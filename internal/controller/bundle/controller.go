@@ -76,6 +76,11 @@ type Deps struct {
 	Guard secretuse.Guard
 	// CheckinInterval is the agents' check-in interval, to tell offline clusters.
 	CheckinInterval func() time.Duration
+	// Rollouts and RolloutPolicies serve progressive rollouts (progressive.go); nil: none.
+	Rollouts        fleetcontrollers.RolloutController
+	RolloutPolicies fleetcontrollers.RolloutPolicyController
+	// HelmOps name the RolloutPolicy of their Bundles; nil: none.
+	HelmOps fleetcontrollers.HelmOpCache
 }
 
 type handler struct {
@@ -96,6 +101,10 @@ type handler struct {
 	guard        secretuse.Guard
 	checkin      func() time.Duration
 	now          func() time.Time
+	// rollouts, rolloutPolicies and helmops serve progressive rollouts (progressive.go).
+	rollouts        fleetcontrollers.RolloutController
+	rolloutPolicies fleetcontrollers.RolloutPolicyCache
+	helmops         fleetcontrollers.HelmOpCache
 	// mem is what the controller remembers between passes (memory.go).
 	mem *memory
 	// writeSlots holds one token per BundleDeployment write in flight.
@@ -114,15 +123,42 @@ func Register(ctx context.Context, d Deps) {
 		clusters: d.Clusters.Cache(), groups: d.ClusterGroups.Cache(), contents: d.Contents,
 		mappings: d.Mappings.Cache(), policies: d.Policies, restrict: d.Restrictions, secrets: d.Secrets, nsCache: d.Namespaces,
 		secretWriter: d.SecretWriter, gitrepos: d.GitRepos, guard: d.Guard, checkin: d.CheckinInterval, now: time.Now,
-		mem:        newMemory(),
+		mem:      newMemory(),
+		rollouts: d.Rollouts, helmops: d.HelmOps,
 		writeSlots: make(chan struct{}, maxWritesInFlight),
 		cpu:        make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1)),
+	}
+	if d.RolloutPolicies != nil {
+		h.rolloutPolicies = d.RolloutPolicies.Cache()
 	}
 	go h.mem.plans.expireEvery(ctx, h.now)
 	d.Bundles.OnChange(ctx, "bundle", h.OnChange)
 	fleetcontrollers.RegisterBundleStatusHandler(ctx, d.Bundles, "", "bundle-deploy", h.deploy)
 	h.watchDeployments(ctx, d)
 	h.watchTargeting(ctx, d)
+	h.watchRollouts(ctx, d)
+}
+
+// watchRollouts passes a Bundle when its Rollout changes (an approval, a pause, an abort, a
+// retry), and every Bundle of a namespace when one of its RolloutPolicies does.
+func (h *handler) watchRollouts(ctx context.Context, d Deps) {
+	if d.Rollouts == nil || d.RolloutPolicies == nil {
+		return
+	}
+	d.Rollouts.OnChange(ctx, "bundle-from-rollout", func(_ string, r *fleet.Rollout) (*fleet.Rollout, error) {
+		if r != nil {
+			d.Bundles.Enqueue(r.Namespace, r.Name)
+		}
+		return r, nil
+	})
+	d.RolloutPolicies.OnChange(ctx, "bundle-from-rolloutpolicy", func(key string, p *fleet.RolloutPolicy) (*fleet.RolloutPolicy, error) {
+		ns, _, _ := strings.Cut(key, "/")
+		bundles, _ := d.Bundles.Cache().List(ns, labels.Everything())
+		for _, b := range bundles {
+			d.Bundles.Enqueue(b.Namespace, b.Name)
+		}
+		return p, nil
+	})
 }
 
 // watchDeployments brings a Bundle's roll-up up to date when its deployments change.

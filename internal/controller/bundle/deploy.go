@@ -69,6 +69,11 @@ func (h *handler) deploy(b *fleet.Bundle, status fleet.BundleStatus) (fleet.Bund
 		h.bundles.EnqueueAfter(b.Namespace, b.Name, requeueNew)
 	}
 	status = h.rollup(b, status, result, r, nil)
+	if r.progressive != nil {
+		if err := h.record(b, r.progressive, &status); err != nil {
+			return status, err
+		}
+	}
 	status.OCIReference = ""
 	if oci != nil {
 		status.OCIReference = oci.Ref(b.Spec.ContentsID)

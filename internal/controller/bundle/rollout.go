@@ -39,6 +39,8 @@ type rollout struct {
 	maxUnavailablePartitions int
 	unavailablePartitions    int
 	partitions               []*partition
+	// progressive, when the Bundle names a RolloutPolicy, decides instead (progressive.go).
+	progressive *progressive
 }
 
 func scaled(v *intstr.IntOrString, total int, def intstr.IntOrString) int {

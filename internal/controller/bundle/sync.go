@@ -37,6 +37,9 @@ func (h *handler) sync(b *fleet.Bundle, plan []planned, contentName string, oci 
 	if err != nil {
 		return nil, nil, false, err
 	}
+	if r.progressive, err = h.progressiveOf(b, plan, byNamespace, contentName); err != nil {
+		return nil, nil, false, err
+	}
 	ps := &syncPass{h: h, b: b, content: contentName, rollout: r, maxNew: maxNewOf(b), out: make([]synced, len(plan))}
 	if oci != nil {
 		ps.ociAgent = oci.AgentData()
@@ -92,18 +95,20 @@ type syncPass struct {
 // writing, starts the write. It returns a rendering error: checked while planning, so only a
 // change between the two gets here.
 func (ps *syncPass) one(i int, p planned, cur *fleet.BundleDeployment, part *partition) error {
-	h, b := ps.h, ps.b
+	h, b, pg := ps.h, ps.b, ps.rollout.progressive
 	if cur == nil && ps.created >= ps.maxNew {
 		ps.requeue = true
 		return nil
 	}
-	if cur != nil && cur.Spec.DeploymentID == cur.Spec.StagedDeploymentID &&
+	// A rollout may promote, roll back or re-gate a deployment whose inputs did not change.
+	force := pg != nil && pg.mustWrite(i, cur)
+	if !force && cur != nil && cur.Spec.DeploymentID == cur.Spec.StagedDeploymentID &&
 		h.mem.renders.current(b, p.cluster.UID, ps.content, p.fingerprint, cur) {
 		// Written for these inputs, promoted and untouched since: nothing to do.
 		ps.out[i].bd = cur
 		return nil
 	}
-	if cur != nil && h.mem.renders.ahead(b, p.cluster.UID, ps.content, p.fingerprint, cur) {
+	if !force && cur != nil && h.mem.renders.ahead(b, p.cluster.UID, ps.content, p.fingerprint, cur) {
 		// Written for these inputs by an earlier pass; the cache shows it soon, and brings
 		// another pass. Writing from this older copy would fail on its resourceVersion.
 		ps.out[i].bd = cur
@@ -116,7 +121,12 @@ func (ps *syncPass) one(i int, p planned, cur *fleet.BundleDeployment, part *par
 	if cur == nil {
 		ps.created++
 	}
-	next := ps.rollout.apply(part, desired, cur)
+	var next *fleet.BundleDeployment
+	if pg != nil {
+		next = pg.apply(i, desired, cur)
+	} else {
+		next = ps.rollout.apply(part, desired, cur)
+	}
 	ps.g.Go(func() error {
 		h.writeSlots <- struct{}{}
 		defer func() { <-h.writeSlots }()
@@ -204,7 +214,7 @@ func (h *handler) write(cur, next *fleet.BundleDeployment) (*fleet.BundleDeploym
 	// Cached deployments hold their values compacted (controller.slimDeployment).
 	next.Spec.Options.CompactValues()
 	next.Spec.StagedOptions.CompactValues()
-	if equality.Semantic.DeepEqual(cur.Spec, next.Spec) && labelsContain(cur.Labels, next.Labels) {
+	if equality.Semantic.DeepEqual(cur.Spec, next.Spec) && labelsContain(cur.Labels, next.Labels) && ownedMatch(cur, next) {
 		return cur, nil
 	}
 	upd := cur.DeepCopy()
@@ -215,6 +225,7 @@ func (h *handler) write(cur, next *fleet.BundleDeployment) (*fleet.BundleDeploym
 	for k, v := range next.Labels {
 		upd.Labels[k] = v
 	}
+	syncOwned(upd, next)
 	bd, err := h.bds.Update(upd)
 	if apierrors.IsNotFound(err) {
 		// Deleted since it was seen: the next pass creates it.

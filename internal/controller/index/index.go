@@ -50,9 +50,14 @@ func Register(bds fleetcontrollers.BundleDeploymentController) {
 		return nil, nil
 	})
 	bds.Cache().AddIndexer(ByContent, func(bd *fleet.BundleDeployment) ([]string, error) {
+		var out []string
 		if c := bd.Labels[fleet.ContentNameLabel]; c != "" {
-			return []string{c}, nil
+			out = append(out, c)
 		}
-		return nil, nil
+		// A rollback may need the Content of what the cluster had before.
+		if c := bd.Labels[fleet.RolloutPreviousContentLabel]; c != "" && c != bd.Labels[fleet.ContentNameLabel] {
+			out = append(out, c)
+		}
+		return out, nil
 	})
 }

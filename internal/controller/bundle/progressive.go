@@ -1,0 +1,312 @@
+package bundle
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/fleetgo/fleet/internal/metrics"
+	progression "github.com/fleetgo/fleet/internal/rollout"
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+)
+
+// progressive is a pass's rollout by a RolloutPolicy: internal/rollout's decisions for the
+// plan's targets, applied as their BundleDeployments are written (promote, hold, roll back),
+// and the Rollout's new status.
+type progressive struct {
+	policy   string
+	revision string
+	result   progression.Result
+	// roll is the Rollout as cached (nil: none yet).
+	roll *fleet.Rollout
+	// gates is the policy's gates as JSON ("" when it has none).
+	gates string
+	// target maps a plan index to its index among the rollout's targets.
+	target map[int]int
+	now    time.Time
+}
+
+// policyName is the RolloutPolicy b rolls out by: its own annotation's, else its GitRepo's or
+// HelmOp's; "" for none (Fleet's rollout strategy applies).
+func (h *handler) policyName(b *fleet.Bundle) string {
+	if n := b.Annotations[fleet.RolloutPolicyAnnotation]; n != "" {
+		return n
+	}
+	if repo := b.Labels[fleet.RepoLabel]; repo != "" && h.gitrepos != nil {
+		if gr, err := h.gitrepos.Get(b.Namespace, repo); err == nil {
+			return gr.Annotations[fleet.RolloutPolicyAnnotation]
+		}
+	}
+	if op := b.Labels[fleet.HelmNameLabel]; op != "" && h.helmops != nil {
+		if o, err := h.helmops.Get(b.Namespace, op); err == nil {
+			return o.Annotations[fleet.RolloutPolicyAnnotation]
+		}
+	}
+	return ""
+}
+
+// progressiveOf decides the pass's rollout when b names a RolloutPolicy (nil when it names none).
+func (h *handler) progressiveOf(b *fleet.Bundle, plan []planned, existing map[string]*fleet.BundleDeployment, contentName string) (*progressive, error) {
+	name := h.policyName(b)
+	if name == "" || h.rollouts == nil {
+		return nil, nil
+	}
+	in := progression.Input{PolicyName: name, Revision: progression.Revision(b, contentName), Now: h.now()}
+	pol, err := h.rolloutPolicies.Get(b.Namespace, name)
+	switch {
+	case err == nil:
+		in.Policy = &pol.Spec
+	case !apierrors.IsNotFound(err):
+		return nil, err
+	}
+	pg := &progressive{policy: name, revision: in.Revision, target: map[int]int{}, now: in.Now}
+	if roll, err := h.rollouts.Cache().Get(b.Namespace, b.Name); err == nil {
+		pg.roll, in.Spec, in.Status = roll, roll.Spec, roll.Status
+	} else if !apierrors.IsNotFound(err) {
+		return nil, err
+	}
+	for i, p := range plan {
+		if p.namespace == "" {
+			continue
+		}
+		pg.target[i] = len(in.Targets)
+		in.Targets = append(in.Targets, p.info)
+		in.BDs = append(in.BDs, existing[p.namespace])
+	}
+	pg.result = progression.Evaluate(in)
+	if in.Policy != nil && len(in.Policy.Gates) > 0 {
+		data, err := json.Marshal(in.Policy.Gates)
+		if err != nil {
+			return nil, err
+		}
+		pg.gates = string(data)
+	}
+	return pg, nil
+}
+
+// decision is what the rollout decided for plan index i.
+func (pg *progressive) decision(i int) (progression.Decision, int) {
+	k, ok := pg.target[i]
+	if !ok {
+		return progression.Hold, -1
+	}
+	return pg.result.Decisions[k], k
+}
+
+// gatesFor is the gates annotation target k's deployment carries.
+func (pg *progressive) gatesFor(k int) string {
+	if k < 0 || !pg.result.Gated[k] {
+		return ""
+	}
+	return pg.gates
+}
+
+// mustWrite says a deployment needs writing though its inputs did not change: it is promoted to
+// the revision, rolled back, or its gates change.
+func (pg *progressive) mustWrite(i int, cur *fleet.BundleDeployment) bool {
+	d, k := pg.decision(i)
+	switch {
+	case cur == nil:
+		return true
+	case d == progression.RollBack:
+		return cur.Annotations[fleet.RolloutPreviousAnnotation] != ""
+	case d == progression.Promote && cur.Annotations[fleet.RolloutRevisionAnnotation] != pg.revision:
+		return true
+	}
+	return cur.Annotations[fleet.RolloutGatesAnnotation] != pg.gatesFor(k)
+}
+
+// apply returns the BundleDeployment to write for plan index i.
+func (pg *progressive) apply(i int, desired, cur *fleet.BundleDeployment) *fleet.BundleDeployment {
+	d, k := pg.decision(i)
+	var next *fleet.BundleDeployment
+	switch d {
+	case progression.Promote:
+		next = pg.promote(desired, cur)
+	case progression.RollBack:
+		next = rollBack(desired, cur)
+	}
+	if next == nil {
+		next = hold(desired, cur)
+	}
+	setOrDelete(next.Annotations, fleet.RolloutGatesAnnotation, pg.gatesFor(k))
+	return next
+}
+
+// promote gives the cluster the revision, remembering what it had when that had passed (or
+// came before any rollout): a cluster on a revision that did not pass keeps its older snapshot.
+func (pg *progressive) promote(desired, cur *fleet.BundleDeployment) *fleet.BundleDeployment {
+	next := desired.DeepCopy()
+	next.Annotations = rolloutAnnotations(cur)
+	if cur != nil {
+		if c := cur.Labels[fleet.RolloutPreviousContentLabel]; c != "" {
+			next.Labels[fleet.RolloutPreviousContentLabel] = c
+		}
+	}
+	if cur != nil && cur.Annotations[fleet.RolloutRevisionAnnotation] == pg.revision {
+		return next
+	}
+	next.Annotations[fleet.RolloutRevisionAnnotation] = pg.revision
+	next.Annotations[fleet.RolloutPromotedAnnotation] = pg.now.UTC().Format(time.RFC3339)
+	if cur == nil || cur.Spec.DeploymentID == "" {
+		return next
+	}
+	if rev := cur.Annotations[fleet.RolloutRevisionAnnotation]; rev == "" || rev == pg.result.Status.PassedRevision {
+		snap := fleet.RolloutSnapshot{Revision: rev, DeploymentID: cur.Spec.DeploymentID, Content: cur.Labels[fleet.ContentNameLabel],
+			Options: cur.Spec.Options, HelmChartOptions: cur.Spec.HelmChartOptions}
+		data, err := json.Marshal(snap)
+		if err == nil {
+			next.Annotations[fleet.RolloutPreviousAnnotation] = string(data)
+			setOrDelete(next.Labels, fleet.RolloutPreviousContentLabel, snap.Content)
+		}
+	}
+	return next
+}
+
+// rollBack writes back what the cluster had before the revision; nil when nothing is known.
+func rollBack(desired, cur *fleet.BundleDeployment) *fleet.BundleDeployment {
+	if cur == nil || cur.Annotations[fleet.RolloutPreviousAnnotation] == "" {
+		return nil
+	}
+	var snap fleet.RolloutSnapshot
+	if err := json.Unmarshal([]byte(cur.Annotations[fleet.RolloutPreviousAnnotation]), &snap); err != nil {
+		return nil
+	}
+	next := desired.DeepCopy()
+	next.Spec.Options, next.Spec.DeploymentID = snap.Options, snap.DeploymentID
+	next.Spec.CorrectDrift, next.Spec.HelmChartOptions = snap.Options.CorrectDrift, snap.HelmChartOptions
+	if snap.Content != "" {
+		next.Labels[fleet.ContentNameLabel] = snap.Content
+	}
+	next.Labels[fleet.RolloutPreviousContentLabel] = cur.Labels[fleet.RolloutPreviousContentLabel]
+	next.Annotations = rolloutAnnotations(cur)
+	delete(next.Annotations, fleet.RolloutPromotedAnnotation)
+	setOrDelete(next.Annotations, fleet.RolloutRevisionAnnotation, snap.Revision)
+	return next
+}
+
+// hold keeps what the cluster has, the new options staged (none yet for a new deployment).
+func hold(desired, cur *fleet.BundleDeployment) *fleet.BundleDeployment {
+	next := desired.DeepCopy()
+	next.Annotations = rolloutAnnotations(cur)
+	if cur == nil {
+		next.Spec.Options, next.Spec.DeploymentID = fleet.BundleDeploymentOptions{}, ""
+		return next
+	}
+	next.Spec.Options, next.Spec.DeploymentID = *cur.Spec.Options.DeepCopy(), cur.Spec.DeploymentID
+	next.Spec.CorrectDrift, next.Spec.HelmChartOptions = cur.Spec.CorrectDrift, cur.Spec.HelmChartOptions.DeepCopy()
+	next.Labels[fleet.ContentNameLabel] = cur.Labels[fleet.ContentNameLabel]
+	setOrDelete(next.Labels, fleet.RolloutPreviousContentLabel, cur.Labels[fleet.RolloutPreviousContentLabel])
+	return next
+}
+
+// rolloutAnnotations are cur's rollout annotations (a new map).
+func rolloutAnnotations(cur *fleet.BundleDeployment) map[string]string {
+	out := map[string]string{}
+	if cur == nil {
+		return out
+	}
+	for _, k := range ownedAnnotations {
+		if v, ok := cur.Annotations[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// ownedAnnotations are the BundleDeployment annotations progressive rollouts write; a write
+// makes them exactly what the pass wants (none for a Bundle without a policy).
+var ownedAnnotations = []string{fleet.RolloutGatesAnnotation, fleet.RolloutRevisionAnnotation,
+	fleet.RolloutPromotedAnnotation, fleet.RolloutPreviousAnnotation}
+
+func setOrDelete(m map[string]string, k, v string) {
+	if v == "" {
+		delete(m, k)
+		return
+	}
+	m[k] = v
+}
+
+// ownedMatch says cur's owned annotations and label are what next wants.
+func ownedMatch(cur, next *fleet.BundleDeployment) bool {
+	for _, k := range ownedAnnotations {
+		if cur.Annotations[k] != next.Annotations[k] {
+			return false
+		}
+	}
+	return cur.Labels[fleet.RolloutPreviousContentLabel] == next.Labels[fleet.RolloutPreviousContentLabel]
+}
+
+// syncOwned makes upd's owned annotations and label next's.
+func syncOwned(upd, next *fleet.BundleDeployment) {
+	if upd.Annotations == nil {
+		upd.Annotations = map[string]string{}
+	}
+	for _, k := range ownedAnnotations {
+		setOrDelete(upd.Annotations, k, next.Annotations[k])
+	}
+	setOrDelete(upd.Labels, fleet.RolloutPreviousContentLabel, next.Labels[fleet.RolloutPreviousContentLabel])
+}
+
+// record writes the Rollout (creating it, owned by the Bundle, on its first pass) when its
+// status changed, sets the Bundle's Rollout condition, and asks for the next pass the rollout
+// needs.
+func (h *handler) record(b *fleet.Bundle, pg *progressive, status *fleet.BundleStatus) error {
+	st := pg.result.Status
+	cond, reason := corev1.ConditionTrue, st.Phase
+	switch st.Phase {
+	case fleet.RolloutHalted, fleet.RolloutRolledBack, fleet.RolloutAborted, fleet.RolloutInvalid:
+		cond = corev1.ConditionFalse
+	}
+	fleet.SetCondition(&status.Conditions, fleet.ConditionRollout, cond, reason, st.Message, h.now())
+	if pg.result.Requeue > 0 {
+		h.bundles.EnqueueAfter(b.Namespace, b.Name, pg.result.Requeue)
+	}
+	if pg.result.Halted {
+		metrics.RolloutHalted(b.Namespace, b.Name)
+	}
+	if prev := pg.rolledBackBefore(); st.RolledBack > prev {
+		metrics.RolledBack(b.Namespace, b.Name, st.RolledBack-prev)
+	}
+	roll := pg.roll
+	if roll == nil {
+		created, err := h.rollouts.Create(&fleet.Rollout{ObjectMeta: metav1.ObjectMeta{Name: b.Name, Namespace: b.Namespace,
+			Labels:          rolloutLabels(b),
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(b, fleet.SchemeGroupVersion.WithKind("Bundle"))}}})
+		if err != nil {
+			return fmt.Errorf("creating rollout %s/%s: %w", b.Namespace, b.Name, err)
+		}
+		roll = created
+	} else if equality.Semantic.DeepEqual(roll.Status, st) {
+		return nil
+	}
+	roll = roll.DeepCopy()
+	roll.Status = st
+	if _, err := h.rollouts.UpdateStatus(roll); err != nil {
+		return fmt.Errorf("updating rollout %s/%s: %w", b.Namespace, b.Name, err)
+	}
+	return nil
+}
+
+// rolloutLabels name the Rollout's Bundle and where it came from, for `fleet rollout`.
+func rolloutLabels(b *fleet.Bundle) map[string]string {
+	out := map[string]string{fleet.BundleLabel: b.Name}
+	for _, k := range []string{fleet.RepoLabel, fleet.HelmNameLabel} {
+		if v := b.Labels[k]; v != "" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func (pg *progressive) rolledBackBefore() int {
+	if pg.roll == nil || pg.roll.Status.Revision != pg.result.Status.Revision {
+		return 0
+	}
+	return pg.roll.Status.RolledBack
+}
