@@ -1,0 +1,147 @@
+package controller_test
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+)
+
+// agentGates writes what an agent reports once it has deployed the current deploymentID and
+// checked the gate "web": ready, and the gate passed or failed.
+func agentGates(bd *fleet.BundleDeployment, pass bool) {
+	Eventually(func() error {
+		cur, err := api.BundleDeployment().Get(bd.Namespace, bd.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		cur.Status.AppliedDeploymentID = cur.Spec.DeploymentID
+		cur.Status.Ready, cur.Status.NonModified = true, true
+		fleet.SetCondition(&cur.Status.Conditions, fleet.ConditionDeployed, corev1.ConditionTrue, "", "", now)
+		fleet.SetCondition(&cur.Status.Conditions, fleet.ConditionReady, corev1.ConditionTrue, "", "", now)
+		gate, msg := corev1.ConditionTrue, "GET http://web/: status 200"
+		if !pass {
+			gate, msg = corev1.ConditionFalse, "GET http://web/: status 500"
+		}
+		fleet.SetCondition(&cur.Status.Conditions, fleet.GateCondition("web"), gate, "", msg, now)
+		_, err = api.BundleDeployment().UpdateStatus(cur)
+		return err
+	}).Should(Succeed())
+}
+
+// onValue lists the clusters whose deployment has the defaultNamespace value.
+func onValue(ns, value string) func() []string {
+	return func() []string {
+		var out []string
+		for c, bd := range deployments(ns, "app") {
+			if bd.Spec.Options.DefaultNamespace == value {
+				out = append(out, c)
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+}
+
+func rolloutOf(ns string) func() fleet.RolloutStatus {
+	return func() fleet.RolloutStatus {
+		r, err := api.Rollout().Get(ns, "app", metav1.GetOptions{})
+		if err != nil {
+			return fleet.RolloutStatus{}
+		}
+		return r.Status
+	}
+}
+
+var _ = Describe("a Bundle rolling out by a RolloutPolicy", func() {
+	It("goes stage by stage after each soak, waits for approval, and rolls a failing canary back", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		for _, n := range []string{"a", "b", "c"} {
+			newCluster(ns, n, map[string]string{"all": "yes"})
+		}
+		keepCheckingIn(ns, "a", "b", "c")
+		soak := &metav1.Duration{Duration: 2 * time.Second}
+		_, err := api.RolloutPolicy().Create(&fleet.RolloutPolicy{ObjectMeta: metav1.ObjectMeta{Name: "careful", Namespace: ns},
+			Spec: fleet.RolloutPolicySpec{
+				Stages: []fleet.RolloutStage{{Name: "canary", ClusterName: "a", Soak: soak},
+					{Name: "second", ClusterName: "b", Soak: soak}, {Name: "rest", RequireApproval: true}},
+				Gates: []fleet.HealthGate{{Name: "web", HTTPGet: &fleet.HTTPGate{URL: "http://web/"}}}}})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = api.Bundle().Create(&fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns,
+			Annotations: map[string]string{fleet.RolloutPolicyAnnotation: "careful"}},
+			Spec: fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "v1"},
+				Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: "kind: ConfigMap\nmetadata:\n  name: app\n"}},
+				Targets:   []fleet.BundleTarget{{ClusterSelector: sel("all", "yes")}}}})
+		Expect(err).NotTo(HaveOccurred())
+
+		By("the canary first; the gates go with it")
+		Eventually(onValue(ns, "v1")).Should(Equal([]string{"a"}))
+		Expect(deployments(ns, "app")["a"].Annotations[fleet.RolloutGatesAnnotation]).To(ContainSubstring(`"web"`))
+		Consistently(onValue(ns, "v1"), "1s").Should(Equal([]string{"a"}))
+		agentGates(deployments(ns, "app")["a"], true)
+		By("the second stage after the canary's soak, then the approval")
+		Eventually(onValue(ns, "v1"), "20s").Should(Equal([]string{"a", "b"}))
+		agentGates(deployments(ns, "app")["b"], true)
+		Eventually(func() string { return rolloutOf(ns)().Phase }, "20s").Should(Equal(fleet.RolloutWaitingForApproval))
+		Consistently(onValue(ns, "v1"), "1s").Should(Equal([]string{"a", "b"}))
+		approve(ns, rolloutOf(ns)().Revision+"/rest")
+		Eventually(onValue(ns, "v1"), "20s").Should(Equal([]string{"a", "b", "c"}))
+		agentGates(deployments(ns, "app")["c"], true)
+		Eventually(func() string { return rolloutOf(ns)().Phase }, "20s").Should(Equal(fleet.RolloutComplete))
+		v1ID := deployments(ns, "app")["a"].Spec.DeploymentID
+
+		By("a new revision whose canary fails its gate reaches no other cluster and is rolled back")
+		updateBundle(ns, "app", func(b *fleet.Bundle) { b.Spec.DefaultNamespace = "v2" })
+		Eventually(onValue(ns, "v2")).Should(Equal([]string{"a"}))
+		Expect(deployments(ns, "app")["a"].Annotations[fleet.RolloutPreviousAnnotation]).To(ContainSubstring(v1ID))
+		agentGates(deployments(ns, "app")["a"], false)
+		Eventually(func() string { return deployments(ns, "app")["a"].Spec.DeploymentID }, "20s").Should(Equal(v1ID))
+		Expect(onValue(ns, "v2")()).To(BeEmpty())
+		st := rolloutOf(ns)()
+		Expect(st.Phase).To(Equal(fleet.RolloutRolledBack))
+		Expect(st.Failures).To(ConsistOf(fleet.RolloutFailure{Cluster: "a", Stage: "canary", Gate: "web", Reason: "GET http://web/: status 500"}))
+		Eventually(func() string {
+			c := fleet.FindCondition(bundleStatus(ns, "app")().Conditions, fleet.ConditionRollout)
+			if c == nil {
+				return ""
+			}
+			return string(c.Status) + " " + c.Message
+		}).Should(ContainSubstring("False halted in stage canary: 1 of 1 clusters failed (budget 0); cluster a failed gate web: GET http://web/: status 500; updated clusters go back"))
+		Consistently(onValue(ns, "v2"), "2s").Should(BeEmpty())
+	})
+
+	It("refuses a policy whose stages overlap, naming them, and touches nothing deployed", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		newCluster(ns, "a", map[string]string{"all": "yes"})
+		_, err := api.RolloutPolicy().Create(&fleet.RolloutPolicy{ObjectMeta: metav1.ObjectMeta{Name: "overlap", Namespace: ns},
+			Spec: fleet.RolloutPolicySpec{Stages: []fleet.RolloutStage{{Name: "one", ClusterName: "a"}, {Name: "two", ClusterSelector: sel("all", "yes")}}}})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = api.Bundle().Create(&fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns,
+			Annotations: map[string]string{fleet.RolloutPolicyAnnotation: "overlap"}},
+			Spec: fleet.BundleSpec{Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: "kind: ConfigMap\nmetadata:\n  name: app\n"}},
+				Targets: []fleet.BundleTarget{{ClusterSelector: sel("all", "yes")}}}})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() string { return rolloutOf(ns)().Message }).Should(ContainSubstring("stages[1] (two) selects cluster a, which stages[0] (one) selects too"))
+		Expect(rolloutOf(ns)().Phase).To(Equal(fleet.RolloutInvalid))
+		Expect(deployments(ns, "app")["a"].Spec.DeploymentID).To(BeEmpty())
+	})
+})
+
+func approve(ns, entry string) {
+	Eventually(func() error {
+		r, err := api.Rollout().Get(ns, "app", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		r.Spec.Approved = append(r.Spec.Approved, entry)
+		_, err = api.Rollout().Update(r)
+		return err
+	}).Should(Succeed())
+}
