@@ -71,6 +71,9 @@ func Print(w io.Writer, r *Report, s Style) error {
 			if last {
 				indent = "   "
 			}
+			if ro := bu.Rollout; ro != nil {
+				fmt.Fprintf(&b, "%s%s\n", indent, s.rollout(ro))
+			}
 			width := 0
 			for _, c := range bu.Clusters {
 				width = max(width, len(c.Name))
@@ -82,6 +85,20 @@ func Print(w io.Writer, r *Report, s Style) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// rollout is a Bundle's progressive rollout on one line: phase, each stage's passing count and
+// state, and what it waits for or why it halted.
+func (s Style) rollout(ro *Rollout) string {
+	var stages []string
+	for _, st := range ro.Stages {
+		stages = append(stages, fmt.Sprintf("%s %d/%d %s", printable(st.Name), st.Passing, st.Clusters, printable(st.State)))
+	}
+	line := fmt.Sprintf("rollout (%s) %s: %s", printable(ro.Policy), s.state(printable(ro.Phase)), strings.Join(stages, ", "))
+	if ro.Message != "" {
+		line += s.paint(dim, " - "+oneLine(ro.Message))
+	}
+	return line
 }
 
 func (s Style) details(c Cluster) string {

@@ -57,6 +57,39 @@ type Bundle struct {
 	Desired  int       `json:"desired"`
 	Error    string    `json:"error,omitempty"`
 	Clusters []Cluster `json:"clusters"`
+	// Rollout is where the Bundle's progressive rollout stands, when it has one.
+	Rollout *Rollout `json:"rollout,omitempty"`
+}
+
+// Rollout is a Bundle's progressive rollout (a RolloutPolicy's stages).
+type Rollout struct {
+	Policy  string       `json:"policy"`
+	Phase   string       `json:"phase"`
+	Stage   string       `json:"stage,omitempty"`
+	Message string       `json:"message,omitempty"`
+	Stages  []StageCount `json:"stages"`
+}
+
+// StageCount is one stage of a rollout.
+type StageCount struct {
+	Name     string `json:"name"`
+	Clusters int    `json:"clusters"`
+	Passing  int    `json:"passing"`
+	Failed   int    `json:"failed"`
+	State    string `json:"state"`
+}
+
+// rolloutOf reads the Bundle's Rollout; nil without one (or without the right to read it).
+func rolloutOf(api fleetcontrollers.Interface, b *fleet.Bundle) *Rollout {
+	r, err := api.Rollout().Get(b.Namespace, b.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	out := &Rollout{Policy: r.Status.Policy, Phase: r.Status.Phase, Stage: r.Status.Stage, Message: r.Status.Message, Stages: []StageCount{}}
+	for _, s := range r.Status.Stages {
+		out.Stages = append(out.Stages, StageCount{Name: s.Name, Clusters: s.Clusters, Passing: s.Passing, Failed: s.Failed, State: s.State})
+	}
+	return out
 }
 
 // Cluster is a Bundle's deployment to one cluster.
@@ -175,7 +208,7 @@ func gather(api fleetcontrollers.Interface, gr *fleet.GitRepo, clusters map[stri
 	for i := range bundles.Items {
 		b := &bundles.Items[i]
 		out := Bundle{Name: b.Name, State: bundleState(b), Ready: b.Status.Summary.Ready, Desired: b.Status.Summary.DesiredReady,
-			Error: firstError(b.Status.Conditions, fleet.ConditionReady), Clusters: []Cluster{}}
+			Error: firstError(b.Status.Conditions, fleet.ConditionReady), Clusters: []Cluster{}, Rollout: rolloutOf(api, b)}
 		if g.Complete {
 			for j := range bds {
 				if bds[j].Labels[fleet.BundleLabel] == b.Name {
