@@ -193,6 +193,21 @@ var _ = Describe("a progressive rollout in three stages (canary, one, the rest)"
 		c := fleet.FindCondition(b.Status.Conditions, fleet.ConditionRollout)
 		Expect(c).NotTo(BeNil())
 		Expect(c.Message).To(ContainSubstring("cluster " + dev.name + " failed gate web: GET " + health + ": status 500"))
+		Eventually(func(g Gomega) {
+			gr, err := api.GitRepo().Get(fleet.DefaultNamespace, rolloutRepo, metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			c := fleet.FindCondition(gr.Status.Conditions, fleet.ConditionRollout)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Message).To(ContainSubstring("failed gate web"))
+			events, err := managerKube.CoreV1().Events(fleet.DefaultNamespace).List(ctx, metav1.ListOptions{FieldSelector: "reason=RolloutHalted"})
+			g.Expect(err).NotTo(HaveOccurred())
+			var msgs []string
+			for _, e := range events.Items {
+				msgs = append(msgs, e.InvolvedObject.Kind+": "+e.Message)
+			}
+			g.Expect(msgs).To(ContainElement(ContainSubstring("GitRepo: bundle " + rolloutRepo + "-app: halted in stage canary")))
+			g.Expect(msgs).To(ContainElement(MatchRegexp("Bundle: halted in stage canary.*failed gate web")))
+		}, time.Minute).Should(Succeed())
 	})
 
 	It("starts a new rollout with the next commit", func(ctx context.Context) {

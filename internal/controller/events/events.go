@@ -6,8 +6,8 @@
 //
 // Reasons are stable (scripts may select on them):
 //
-//	GitRepo           GotNewCommit, Applied, ApplyFailed, RestrictionRefused
-//	Bundle            TargetsChanged, RolloutPaused
+//	GitRepo           GotNewCommit, Applied, ApplyFailed, RestrictionRefused, RolloutHalted
+//	Bundle            TargetsChanged, RolloutPaused, RolloutHalted, RolloutComplete (progressive rollouts)
 //	Cluster           Registered (internal/controller/registration), Offline, BackOnline
 //	BundleDeployment  Deployed, DeployFailed, DriftDetected, DriftCorrected
 package events
@@ -40,6 +40,8 @@ const (
 	RestrictionRefused = "RestrictionRefused"
 	TargetsChanged     = "TargetsChanged"
 	RolloutPaused      = "RolloutPaused"
+	RolloutHalted      = "RolloutHalted"
+	RolloutComplete    = "RolloutComplete"
 	Registered         = "Registered"
 	Offline            = "Offline"
 	BackOnline         = "BackOnline"
@@ -128,6 +130,9 @@ func gitRepo(r record.EventRecorder, old, cur *fleet.GitRepo) {
 	if c := turned(old.Status.Conditions, cur.Status.Conditions, fleet.ConditionAccepted, corev1.ConditionFalse); c != nil {
 		r.Event(cur, corev1.EventTypeWarning, RestrictionRefused, c.Message)
 	}
+	if c := turned(old.Status.Conditions, cur.Status.Conditions, fleet.ConditionRollout, corev1.ConditionFalse); c != nil {
+		r.Event(cur, corev1.EventTypeWarning, RolloutHalted, c.Message)
+	}
 }
 
 func ref(gr *fleet.GitRepo) string {
@@ -146,6 +151,14 @@ func bundle(r record.EventRecorder, old, cur *fleet.Bundle) {
 	}
 	if p := pausedAt(cur); p != "" && pausedAt(old) == "" {
 		r.Eventf(cur, corev1.EventTypeWarning, RolloutPaused, "%s; %d deployments wait to be promoted", p, cur.Status.Summary.OutOfSync)
+	}
+	if c := turned(old.Status.Conditions, cur.Status.Conditions, fleet.ConditionRollout, corev1.ConditionFalse); c != nil {
+		r.Event(cur, corev1.EventTypeWarning, RolloutHalted, c.Message)
+	}
+	if c := fleet.FindCondition(cur.Status.Conditions, fleet.ConditionRollout); c != nil && c.Reason == fleet.RolloutComplete {
+		if o := fleet.FindCondition(old.Status.Conditions, fleet.ConditionRollout); o != nil && o.Reason != fleet.RolloutComplete {
+			r.Event(cur, corev1.EventTypeNormal, RolloutComplete, c.Message)
+		}
 	}
 }
 

@@ -49,6 +49,9 @@ func (h *handler) rollup(gr *fleet.GitRepo, status *fleet.GitRepoStatus, now tim
 		status.Display.Error, status.Display.Message = ready == corev1.ConditionFalse, msg
 	}
 	fleet.SetCondition(&status.Conditions, fleet.ConditionReady, ready, summary.ReadyReason(ready, status.Display.State), msg, now)
+	if st, reason, msg, ok := summary.Rollout(bundles); ok {
+		fleet.SetCondition(&status.Conditions, fleet.ConditionRollout, st, reason, msg, now)
+	}
 }
 
 // tally is what a GitRepo's Bundles and BundleDeployments add up to.

@@ -344,6 +344,11 @@ func (h *handler) rollup(op *fleet.HelmOp, status *fleet.HelmOpStatus, now time.
 		status.Display.Error, status.Display.Message = ready == corev1.ConditionFalse, msg
 	}
 	fleet.SetCondition(&status.Conditions, fleet.ConditionReady, ready, summary.ReadyReason(ready, status.Display.State), msg, now)
+	if b != nil {
+		if st, reason, msg, ok := summary.Rollout([]*fleet.Bundle{b}); ok {
+			fleet.SetCondition(&status.Conditions, fleet.ConditionRollout, st, reason, msg, now)
+		}
+	}
 }
 
 // readiness is the HelmOp's Ready condition: a chart source that cannot be polled, no version
