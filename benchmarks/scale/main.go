@@ -159,6 +159,7 @@ func main() {
 	flag.StringVar(&memLimit, "gomemlimit", "", "run the controller with this GOMEMLIMIT (for example 550MiB); none by default")
 	flag.BoolVar(&stormOnly, "storm-only", false, "run only the registration storm (and its plain-client run) at each size")
 	plotOnly := flag.Bool("plot-only", false, "run nothing: draw the growth plots from the results in -out")
+	rolloutN := flag.Int("rollout", 0, "run only the progressive rollout experiment, at this many clusters")
 	flag.Parse()
 	// The simulated agents log as the agent does; thousands of them would drown the figures.
 	logrus.SetLevel(logrus.WarnLevel)
@@ -173,6 +174,22 @@ func main() {
 	}()
 	if *plotOnly {
 		*only, *shards = -1, false
+	}
+	if *rolloutN > 0 {
+		r, err := runRollout(*fleetBin, *rolloutN, *checkin)
+		base := fmt.Sprintf("rollout-%d", *rolloutN)
+		if werr := write(*out, base, r); werr != nil && err == nil {
+			err = werr
+		}
+		if perr := plotProgress(*out, base, Run{Clusters: r.Clusters, Phases: r.Phases}); perr != nil && err == nil {
+			err = perr
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench rollout:", err)
+			stopAll()
+			os.Exit(1)
+		}
+		return
 	}
 	if err := run(*fleetBin, *out, *size, *only, *checkin, *shards); err != nil {
 		fmt.Fprintln(os.Stderr, "bench scale:", err)

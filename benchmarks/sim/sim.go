@@ -60,6 +60,9 @@ type Options struct {
 	// QPS and Burst of each agent's client on the manager (zero: the agent's 50 and 100).
 	QPS   float32
 	Burst int
+	// GateFailure, when set, says why the agent of clientID fails the rollout gates bd asks for
+	// ("" : they pass): chosen clusters fail a gate, for tests and benchmarks.
+	GateFailure func(clientID string, bd *fleet.BundleDeployment) string
 }
 
 // Agent is one simulated agent.
@@ -103,7 +106,7 @@ const DefaultResources = 3
 // Reported is the status a simulated agent with the default options writes for bd once release
 // revision rev of it is deployed: what a plain client writes to do the same writes as the agents.
 func Reported(bd *fleet.BundleDeployment, rev int, now time.Time) fleet.BundleDeploymentStatus {
-	return simulated(bd, bd.Status, rev, DefaultResources, now)
+	return simulated(bd, bd.Status, rev, DefaultResources, "", now)
 }
 
 // New returns a simulation of no agents yet; Start runs its status writers.
@@ -266,7 +269,8 @@ func needsStatus(bd *fleet.BundleDeployment) bool {
 	if bd.DeletionTimestamp != nil || bd.Spec.DeploymentID == "" {
 		return false
 	}
-	return bd.Status.AppliedDeploymentID != bd.Spec.DeploymentID || !bd.Status.Ready || bd.Status.Display.State != string(fleet.Ready)
+	return bd.Status.AppliedDeploymentID != bd.Spec.DeploymentID || !bd.Status.Ready || bd.Status.Display.State != string(fleet.Ready) ||
+		gatesPending(bd)
 }
 
 // work writes one BundleDeployment's status as the agent's pass would.
@@ -297,7 +301,11 @@ func (s *Sim) work(ctx context.Context) bool {
 		}
 	}
 	cur := bd.DeepCopy()
-	cur.Status = simulated(bd, bd.Status, rev, s.o.Resources, time.Now())
+	failure := ""
+	if s.o.GateFailure != nil {
+		failure = s.o.GateFailure(a.ClientID, bd)
+	}
+	cur.Status = simulated(bd, bd.Status, rev, s.o.Resources, failure, time.Now())
 	updated, err := a.bds.UpdateStatus(cur)
 	switch {
 	case err == nil:

@@ -209,7 +209,7 @@ func start(ctx context.Context, upstream, local *rest.Config, kube kubernetes.In
 		return err
 	}
 	deployer.Register(ctx, deployer.Deps{BundleDeployments: bds, Contents: f.Content(), Deployer: dep, Monitor: mon,
-		Namespace: o.ClusterNamespace, MonitorInterval: o.MonitorInterval, Changes: changes, Upstream: up, Gates: gates.New(kube)})
+		Namespace: o.ClusterNamespace, MonitorInterval: o.MonitorInterval, Changes: changes, Upstream: up, Gates: gates.New(dep.BundleClient)})
 	if err := scf.Start(ctx, o.Workers); err != nil {
 		return err
 	}

@@ -50,3 +50,11 @@ func (d *Deployer) bundleClient(ctx context.Context, serviceAccount string) (kub
 	c, err := d.clientAs(sa)
 	return c, sa, err
 }
+
+// BundleClient is the clientset the agent acts as, downstream, for a bundle naming
+// serviceAccount (see bundleClient): a rollout gate's Job is made with it, so a bundle's gates
+// may do no more than its deployment.
+func (d *Deployer) BundleClient(ctx context.Context, serviceAccount string) (kubernetes.Interface, error) {
+	c, _, err := d.bundleClient(ctx, serviceAccount)
+	return c, err
+}

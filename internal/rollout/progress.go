@@ -54,6 +54,9 @@ func (p *pass) runStage(s *stage, ss *fleet.RolloutStageStatus) bool {
 		p.st.Message = fmt.Sprintf("stage %s waits for approval (fleet rollout approve)", s.spec.Name)
 		return false
 	}
+	if len(s.members) == 0 {
+		return true // nothing to soak
+	}
 	if !p.promote(s) {
 		ss.SoakStartedAt, ss.State = nil, StageProgressing
 		return false

@@ -104,9 +104,13 @@ func (c *Checker) job(ctx context.Context, bd *fleet.BundleDeployment, g fleet.H
 		ns = "default"
 	}
 	name := JobName(bd.Name, g.Name, bd.Spec.DeploymentID)
-	j, err := c.kube.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+	kube, err := c.clientFor(ctx, bd.Spec.Options.ServiceAccount)
+	if err != nil {
+		return failed, fmt.Sprintf("job %s/%s: %v", ns, name, err)
+	}
+	j, err := kube.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		if _, err := c.kube.BatchV1().Jobs(ns).Create(ctx, gateJob(ns, name, g), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if _, err := kube.BatchV1().Jobs(ns).Create(ctx, gateJob(ns, name, g), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return failed, fmt.Sprintf("creating job %s/%s: %v", ns, name, err)
 		}
 		return pending, fmt.Sprintf("job %s/%s started", ns, name)

@@ -34,18 +34,22 @@ const (
 	broken
 )
 
+// ClientFor is the clientset to act as downstream for a bundle naming serviceAccount.
+type ClientFor func(ctx context.Context, serviceAccount string) (kubernetes.Interface, error)
+
 // Checker runs the gates of a cluster's BundleDeployments.
 type Checker struct {
-	kube kubernetes.Interface
-	http *http.Client
+	clientFor ClientFor
+	http      *http.Client
 	mu   sync.Mutex
 	// fails counts failed checks in a row, by "bundledeployment/deploymentID/gate".
 	fails map[string]int
 }
 
-// New returns a Checker whose Jobs run through kube (the agent's own cluster).
-func New(kube kubernetes.Interface) *Checker {
-	return &Checker{kube: kube, http: &http.Client{Transport: http.DefaultTransport}, fails: map[string]int{}}
+// New returns a Checker whose Jobs are made in the agent's cluster as the bundle deploys: as its
+// serviceAccount when it names one (clientFor), so a gate may do no more than the bundle.
+func New(clientFor ClientFor) *Checker {
+	return &Checker{clientFor: clientFor, http: &http.Client{Transport: http.DefaultTransport}, fails: map[string]int{}}
 }
 
 // Clear drops every gate result from a status: a new deployment is gated afresh.

@@ -14,6 +14,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
@@ -48,7 +49,7 @@ func TestHTTPGateFailsAfterTheThreshold(t *testing.T) {
 	code.Store(200)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(int(code.Load())) }))
 	defer srv.Close()
-	c := New(fake.NewClientset())
+	c := New(func(context.Context, string) (kubernetes.Interface, error) { return fake.NewClientset(), nil })
 	bd, st := gated(t, fleet.HealthGate{Name: "web", HTTPGet: &fleet.HTTPGate{URL: srv.URL + "/healthz"}, FailureThreshold: 2})
 	if every := c.Evaluate(context.Background(), bd, st, now); every != 10*time.Second || !strings.HasPrefix(gate(st, "web"), "True ") {
 		t.Fatalf("%s, every %s", gate(st, "web"), every)
@@ -82,7 +83,7 @@ func TestPrometheusGate(t *testing.T) {
 		fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1700000000,"%s"]}]}}`, value)
 	}))
 	defer srv.Close()
-	c := New(fake.NewClientset())
+	c := New(func(context.Context, string) (kubernetes.Interface, error) { return fake.NewClientset(), nil })
 	g := fleet.HealthGate{Name: "errors", FailureThreshold: 1, Prometheus: &fleet.PrometheusGate{URL: srv.URL, Query: "rate(errors[1m])", Op: "<", Threshold: "0.05"}}
 	bd, st := gated(t, g)
 	c.Evaluate(context.Background(), bd, st, now)
@@ -105,9 +106,14 @@ func TestPrometheusGate(t *testing.T) {
 
 func TestJobGate(t *testing.T) {
 	kube := fake.NewClientset()
-	c := New(kube)
+	var as []string
+	c := New(func(_ context.Context, sa string) (kubernetes.Interface, error) { as = append(as, sa); return kube, nil })
 	bd, st := gated(t, fleet.HealthGate{Name: "smoke", Job: &fleet.JobGate{Image: "busybox", Command: []string{"true"}}})
+	bd.Spec.Options.ServiceAccount = "tenant"
 	c.Evaluate(context.Background(), bd, st, now)
+	if len(as) != 1 || as[0] != "tenant" {
+		t.Fatalf("the Job is made as the bundle's ServiceAccount: %v", as)
+	}
 	name := JobName("web", "smoke", "c:1")
 	j, err := kube.BatchV1().Jobs("demo").Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil || j.Spec.Template.Spec.Containers[0].Image != "busybox" {
