@@ -62,11 +62,11 @@ type RolloutPhase struct {
 
 // rolloutExperiment holds what the phases share.
 type rolloutExperiment struct {
-	e       *env
-	n       int
-	canary  string // the canary's cluster namespace
+	e           *env
+	n           int
+	canary      string // the canary's cluster namespace
 	gateFailure atomic.Pointer[func(bd *fleet.BundleDeployment) string]
-	bds     *watcher[*fleet.BundleDeployment]
+	bds         *watcher[*fleet.BundleDeployment]
 }
 
 func runRollout(fleetBin string, n int, checkin time.Duration) (r RolloutRun, err error) {

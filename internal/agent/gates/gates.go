@@ -41,7 +41,7 @@ type ClientFor func(ctx context.Context, serviceAccount string) (kubernetes.Inte
 type Checker struct {
 	clientFor ClientFor
 	http      *http.Client
-	mu   sync.Mutex
+	mu        sync.Mutex
 	// fails counts failed checks in a row, by "bundledeployment/deploymentID/gate".
 	fails map[string]int
 }

@@ -107,7 +107,10 @@ func TestPrometheusGate(t *testing.T) {
 func TestJobGate(t *testing.T) {
 	kube := fake.NewClientset()
 	var as []string
-	c := New(func(_ context.Context, sa string) (kubernetes.Interface, error) { as = append(as, sa); return kube, nil })
+	c := New(func(_ context.Context, sa string) (kubernetes.Interface, error) {
+		as = append(as, sa)
+		return kube, nil
+	})
 	bd, st := gated(t, fleet.HealthGate{Name: "smoke", Job: &fleet.JobGate{Image: "busybox", Command: []string{"true"}}})
 	bd.Spec.Options.ServiceAccount = "tenant"
 	c.Evaluate(context.Background(), bd, st, now)
