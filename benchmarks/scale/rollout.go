@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fleetgo/fleet/benchmarks/proc"
@@ -54,8 +55,9 @@ type RolloutPhase struct {
 	// the stages that were let in (0 is the goal).
 	Updated int `json:"updated,omitempty"`
 	Further int `json:"further"`
-	// HaltSeconds is from the update to the Rollout's halt; RolledBackSeconds from the halt until
-	// every updated cluster reported the previous revision applied again (goal: 120).
+	// HaltSeconds is from the update until the Rollout shows the halt; RolledBackSeconds from
+	// the first failure an agent reported until every updated cluster reported the previous
+	// revision applied again (goal: 120).
 	HaltSeconds       float64 `json:"haltSeconds,omitempty"`
 	RolledBackSeconds float64 `json:"rolledBackSeconds,omitempty"`
 }
@@ -160,12 +162,12 @@ func (x *rolloutExperiment) phases(r *RolloutRun) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("[rollout %d] canary: %d further clusters, rolled back %.1f s after the halt; a revision whose second stage fails\n",
+	fmt.Printf("[rollout %d] canary: %d further clusters, all back %.1f s after the first failure; a revision whose second stage fails\n",
 		x.n, r.CanaryFailure.Further, r.CanaryFailure.RolledBackSeconds)
 	r.StageFailure, ph, err = x.failing("v4", "v2", 1+r.Stages[1], func(bd *fleet.BundleDeployment) bool { return bd.Namespace != x.canary })
 	r.Phases = append(r.Phases, ph)
 	if err == nil {
-		fmt.Printf("[rollout %d] second stage: %d updated, %d further, rolled back %.1f s after the halt\n",
+		fmt.Printf("[rollout %d] second stage: %d updated, %d further, all back %.1f s after the first failure\n",
 			x.n, r.StageFailure.Updated, r.StageFailure.Further, r.StageFailure.RolledBackSeconds)
 	}
 	return err
@@ -198,12 +200,12 @@ func (x *rolloutExperiment) update(v string) error {
 	})
 }
 
-func (x *rolloutExperiment) phase() string {
+func (x *rolloutExperiment) rollout() fleet.RolloutStatus {
 	r, err := x.e.api.Rollout().Get(fleet.DefaultNamespace, rolloutBundle, metav1.GetOptions{})
 	if err != nil {
-		return ""
+		return fleet.RolloutStatus{}
 	}
-	return r.Status.Phase
+	return r.Status
 }
 
 // revision rolls v out and waits until every cluster runs it and the rollout is complete.
@@ -214,7 +216,7 @@ func (x *rolloutExperiment) revision(v, prev string, timeout time.Duration) (Pha
 	if err := x.update(v); err != nil {
 		return Phase{}, err
 	}
-	_, err := until(c, timeout, func(counts []int) bool { return counts[1] == x.n && x.phase() == fleet.RolloutComplete })
+	_, err := until(c, timeout, func(counts []int) bool { return counts[1] == x.n && x.rollout().Phase == fleet.RolloutComplete })
 	ph := Phase{Name: "rollout of " + v, Seconds: time.Since(start).Seconds(), Objects: x.n, Series: smp.stop()}
 	if err != nil {
 		return ph, fmt.Errorf("revision %s: %w", v, err)
@@ -223,7 +225,8 @@ func (x *rolloutExperiment) revision(v, prev string, timeout time.Duration) (Pha
 }
 
 // failing rolls out v, whose gate fails on the clusters fail selects, and measures the halt and
-// the rollback to prev. allowed is how many clusters the stages up to the failing one hold.
+// the rollback to prev: from the first failure an agent reported until every cluster runs prev
+// again. allowed is how many clusters the stages up to the failing one hold.
 func (x *rolloutExperiment) failing(v, prev string, allowed int, fail func(*fleet.BundleDeployment) bool) (RolloutPhase, Phase, error) {
 	f := func(bd *fleet.BundleDeployment) string {
 		if bd.Spec.Options.DefaultNamespace == v && fail(bd) {
@@ -234,19 +237,33 @@ func (x *rolloutExperiment) failing(v, prev string, allowed int, fail func(*flee
 	x.gateFailure.Store(&f)
 	defer x.gateFailure.Store(nil)
 	outsideCanary := func(bd *fleet.BundleDeployment) bool { return given(v)(bd) && bd.Namespace != x.canary }
-	c := x.bds.counter(context.Background(), []func(*fleet.BundleDeployment) bool{given(v), outsideCanary, applied(prev)})
+	gateFailed := func(bd *fleet.BundleDeployment) bool {
+		c := fleet.FindCondition(bd.Status.Conditions, fleet.GateCondition("smoke"))
+		return given(v)(bd) && c != nil && c.Status == corev1.ConditionFalse
+	}
+	c := x.bds.counter(context.Background(), []func(*fleet.BundleDeployment) bool{given(v), outsideCanary, applied(prev), gateFailed})
+	before := x.rollout().Revision
 	start := time.Now()
-	smp := sample(c, start, []string{"clusters given " + v, "of them not the canary", "clusters running " + prev})
+	smp := sample(c, start, []string{"clusters given " + v, "of them not the canary", "clusters running " + prev, "clusters failing the gate"})
 	var out RolloutPhase
 	if err := x.update(v); err != nil {
 		return out, Phase{}, err
 	}
-	err := waitFor(5*time.Minute, func() (bool, error) { return x.phase() == fleet.RolloutRolledBack, nil })
-	halted := time.Now()
-	out.HaltSeconds = halted.Sub(start).Seconds()
+	var firstFailure time.Time
+	err := waitFor(5*time.Minute, func() (bool, error) {
+		if firstFailure.IsZero() && c.counts()[3] > 0 {
+			firstFailure = time.Now()
+		}
+		st := x.rollout()
+		return st.Revision != before && st.Phase == fleet.RolloutRolledBack, nil
+	})
+	out.HaltSeconds = time.Since(start).Seconds()
 	if err == nil {
 		_, err = until(c, 5*time.Minute, func(counts []int) bool { return counts[0] == 0 && counts[2] == x.n })
-		out.RolledBackSeconds = time.Since(halted).Seconds()
+		if firstFailure.IsZero() {
+			firstFailure = start
+		}
+		out.RolledBackSeconds = time.Since(firstFailure).Seconds()
 	}
 	if err == nil {
 		time.Sleep(rolloutWatch) // anything let in late would show now

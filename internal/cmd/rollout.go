@@ -6,6 +6,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fleetgo/fleet/internal/cli/rollout"
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 )
 
 type rolloutFlags struct {
@@ -48,11 +50,7 @@ func (f *rolloutFlags) statusCmd() *cobra.Command {
 			if output != "" && output != "json" {
 				return fmt.Errorf("--output %q: only json is supported", output)
 			}
-			api, _, err := f.kube.clients()
-			if err != nil {
-				return err
-			}
-			rs, err := rollout.Find(api.Rollout(), f.namespace, args[0])
+			_, rs, err := f.find(args[0])
 			if err != nil {
 				return err
 			}
@@ -73,15 +71,21 @@ func (f *rolloutFlags) actionCmd(use, short string, act func() rollout.Action) *
 		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			api, _, err := f.kube.clients()
+			c, rs, err := f.find(args[0])
 			if err != nil {
 				return err
 			}
-			rs, err := rollout.Find(api.Rollout(), f.namespace, args[0])
-			if err != nil {
-				return err
-			}
-			return rollout.Apply(cmd.OutOrStdout(), api.Rollout(), rs, act())
+			return rollout.Apply(cmd.OutOrStdout(), c, rs, act())
 		},
 	}
+}
+
+// find connects to the manager and finds the Rollouts NAME stands for.
+func (f *rolloutFlags) find(name string) (fleetcontrollers.RolloutClient, []fleet.Rollout, error) {
+	api, _, err := f.kube.clients()
+	if err != nil {
+		return nil, nil, err
+	}
+	rs, err := rollout.Find(api.Rollout(), f.namespace, name)
+	return api.Rollout(), rs, err
 }
