@@ -207,3 +207,13 @@ func ptrIntStr(n int) *intstr.IntOrString {
 	v := intstr.FromInt(n)
 	return &v
 }
+
+func TestAHeldClusterDoesNotFail(t *testing.T) {
+	bd := deployed("r2", t0, false, "")
+	bd.Spec.Paused = true
+	r := Evaluate(Input{PolicyName: "p", Policy: threeStages(), Revision: "r2", Targets: clusters("a", "b"), Now: t0.Add(time.Hour),
+		BDs: []*fleet.BundleDeployment{bd, nil}})
+	if r.Halted || decisions(r) != "PH" || r.Status.Phase != fleet.RolloutProgressing {
+		t.Fatalf("%v %s %s", r.Halted, decisions(r), r.Status.Phase)
+	}
+}

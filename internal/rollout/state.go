@@ -35,6 +35,12 @@ func standingOf(bd *fleet.BundleDeployment, revision string, gates []fleet.Healt
 	if at, err := time.Parse(time.RFC3339, bd.Annotations[fleet.RolloutPromotedAnnotation]); err == nil {
 		s.deadline = at.Add(deadline)
 	}
+	if bd.Spec.Paused || bd.Spec.OffSchedule {
+		// Held on purpose (the cluster is paused or outside its schedule): the stage waits, the
+		// deadline does not run out.
+		s.deadline = time.Time{}
+		return s.pending(now, GateReady, "held: the cluster is paused or outside its schedule")
+	}
 	st := &bd.Status
 	applied := bd.Spec.DeploymentID != "" && st.AppliedDeploymentID == bd.Spec.DeploymentID
 	if c := fleet.FindCondition(st.Conditions, fleet.ConditionInstalled); c != nil && c.Status == corev1.ConditionFalse && !applied {

@@ -70,6 +70,8 @@ func (h *handler) progressiveOf(b *fleet.Bundle, plan []planned, existing map[st
 	} else if !apierrors.IsNotFound(err) {
 		return nil, err
 	}
+	// A paused Bundle (Fleet's spec.paused) promotes nothing, as without a policy.
+	in.Spec.Paused = in.Spec.Paused || b.Spec.Paused
 	for i, p := range plan {
 		if p.namespace == "" {
 			continue
