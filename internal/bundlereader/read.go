@@ -65,6 +65,9 @@ type Options struct {
 	// Log, when set, gets a line for each folder of manifests without fleet.yaml whose files
 	// went into another folder's bundle.
 	Log io.Writer
+	// KeepGoing reads every folder it can: one that fails is listed in Result.Failed instead of
+	// failing the whole read (fleet plan reports each bundle's error and plans the others).
+	KeepGoing bool
 }
 
 // DefaultMaxConcurrency is how many bundles are read at once unless Options say otherwise.
@@ -88,6 +91,14 @@ func ReadContext(ctx context.Context, root string, paths []string, o Options) ([
 type Result struct {
 	Bundles    []*fleet.Bundle
 	ImageScans []*fleet.ImageScan
+	// Failed are the folders that could not be read, with KeepGoing.
+	Failed []FolderError
+}
+
+// FolderError is a bundle folder that could not be read.
+type FolderError struct {
+	Folder string
+	Err    error
 }
 
 // ReadAll is ReadContext with the ImageScans the folders declare.
@@ -127,6 +138,10 @@ func ReadAll(ctx context.Context, root string, paths []string, o Options) (Resul
 	seen := map[string]string{}
 	for i, d := range dirs {
 		b, err := results[i].b, results[i].err
+		if err != nil && o.KeepGoing {
+			res.Failed = append(res.Failed, FolderError{Folder: displayPath(d), Err: err})
+			continue
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -95,47 +95,15 @@ func (h *handler) startRun(key string, gr *fleet.GitRepo, src gitsource.Source, 
 
 // targetsOf are the GitRepo's targets; a GitRepo that names none targets the ClusterGroup
 // "default" of its namespace (fleet-local has one holding every cluster there).
-func targetsOf(gr *fleet.GitRepo) []fleet.GitTarget {
-	if len(gr.Spec.Targets) == 0 {
-		return []fleet.GitTarget{{Name: "default", ClusterGroup: fleet.DefaultClusterGroup}}
-	}
-	return gr.Spec.Targets
-}
+func targetsOf(gr *fleet.GitRepo) []fleet.GitTarget { return bundlebuild.GitRepoTargets(gr) }
 
+// applyOptions are how a run reads the GitRepo's checkout (bundlebuild.FromGitRepo), limited by
+// the namespace's GitRepoRestrictions.
 func (h *handler) applyOptions(gr *fleet.GitRepo, commit string) bundlebuild.Options {
-	o := bundlebuild.Options{Paths: gr.Spec.Paths}
-	o.Name, o.Namespace, o.Commit = gr.Name, gr.Namespace, commit
-	o.Targets, o.TargetRestrictions = bundlereader.FromGitTargets(targetsOf(gr))
-	o.ServiceAccount, o.TargetNamespace = gr.Spec.ServiceAccount, gr.Spec.TargetNamespace
-	o.Paused, o.KeepResources, o.DeleteNamespace = gr.Spec.Paused, gr.Spec.KeepResources, gr.Spec.DeleteNamespace
-	o.CorrectDrift = gr.Spec.CorrectDrift
-	o.HelmRepoURLRegex = gr.Spec.HelmRepoURLRegex
-	o.SyncGeneration = gr.Spec.ForceSyncGeneration
-	if i := gr.Spec.ImageScanInterval; i != nil {
-		o.ImageScanInterval = i.Duration
-	}
+	o := bundlebuild.FromGitRepo(gr, commit)
 	if h.Restrictions != nil {
 		if rs, err := h.Restrictions.Cache().List(gr.Namespace, labels.Everything()); err == nil {
 			o.AllowedTargetNamespaceSelector = restriction.Combine(rs).Selector
-		}
-	}
-	o.Labels = map[string]string{}
-	for k, v := range gr.Labels {
-		o.Labels[k] = v
-	}
-	if len(o.Paths) == 0 {
-		o.Paths = []string{"/"}
-	}
-	// spec.bundles names each bundle folder (and its options file): those, and nothing found by
-	// scanning, are the GitRepo's Bundles.
-	if len(gr.Spec.Bundles) > 0 {
-		o.Scan.Driven, o.Paths = true, nil
-		for _, b := range gr.Spec.Bundles {
-			p := b.Base
-			if b.Options != "" {
-				p += ":" + b.Options
-			}
-			o.Paths = append(o.Paths, p)
 		}
 	}
 	return o

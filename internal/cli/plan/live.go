@@ -1,0 +1,86 @@
+package plan
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/fleetgo/fleet/internal/bundlereader"
+	"github.com/fleetgo/fleet/internal/render"
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+)
+
+// Live reads what the clusters hold now for the namespace's bundles of those names: each
+// BundleDeployment's options and the Content its deployment ID names, rendered as its agent
+// renders them. Reading needs get and list of BundleDeployments and get of Contents.
+func Live(api fleetcontrollers.Interface, namespace string, bundles []string) (map[string]map[string]string, error) {
+	out := map[string]map[string]string{}
+	contents := map[string][]fleet.BundleResource{}
+	for _, name := range bundles {
+		sel := labels.SelectorFromSet(labels.Set{fleet.BundleLabel: name, fleet.BundleNamespaceLabel: namespace}).String()
+		list, err := api.BundleDeployment().List("", metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			return nil, fmt.Errorf("bundledeployments of bundle %s: %w", name, err)
+		}
+		byCluster := map[string]string{}
+		for i := range list.Items {
+			bd := &list.Items[i]
+			if bd.Spec.DeploymentID == "" {
+				continue // nothing promoted there yet
+			}
+			id, _, _ := strings.Cut(bd.Spec.DeploymentID, ":")
+			res, ok := contents[id]
+			if !ok {
+				if res, err = contentResources(api, id); err != nil {
+					return nil, fmt.Errorf("bundle %s, cluster %s: %w", name, bd.Labels[fleet.ClusterLabel], err)
+				}
+				contents[id] = res
+			}
+			manifest, err := render.Manifests(res, &bd.Spec.Options, name)
+			if err != nil {
+				manifest = fmt.Sprintf("# rendering what runs failed: %v\n", err)
+			}
+			byCluster[bd.Labels[fleet.ClusterNamespaceLabel]+"/"+bd.Labels[fleet.ClusterLabel]] = manifest
+		}
+		out[name] = byCluster
+	}
+	return out, nil
+}
+
+func contentResources(api fleetcontrollers.Interface, name string) ([]fleet.BundleResource, error) {
+	c, err := api.Content().Get(name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("content %s: %w", name, err)
+	}
+	raw, err := bundlereader.Gunzip(c.Content, "content "+name)
+	if err != nil {
+		return nil, err
+	}
+	var manifest struct {
+		Resources []fleet.BundleResource `json:"resources"`
+	}
+	if err := json.Unmarshal(raw, &manifest); err != nil {
+		return nil, fmt.Errorf("content %s: %w", name, err)
+	}
+	return manifest.Resources, nil
+}
+
+// Read reads a checkout's bundle folders as ro says (a GitRepo's options), each on its own: a
+// folder that fails is reported, the others still plan.
+func Read(co *Checkout, paths []string, ro bundlereader.Options) (Side, error) {
+	ro.KeepGoing, ro.Commit = true, co.Commit
+	res, err := bundlereader.ReadAll(context.Background(), co.Dir, paths, ro)
+	if err != nil {
+		return Side{}, err
+	}
+	s := Side{Commit: co.Commit, Bundles: res.Bundles, Failed: map[string]string{}}
+	for _, f := range res.Failed {
+		s.Failed[f.Folder] = f.Err.Error()
+	}
+	return s, nil
+}

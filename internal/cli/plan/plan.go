@@ -1,0 +1,291 @@
+// Package plan is `fleet plan`: what a change of a repository would do to each cluster. It
+// reads two revisions as a GitRepo reads them (internal/bundlereader), targets both at the
+// clusters (internal/target, as the manager does), renders every cluster's manifests as its
+// agent would (internal/render), and reports per bundle the clusters that change, are added or
+// removed, with the unified diff of their manifests; clusters whose diff is the same make one
+// group. Rendering is shared by the clusters that get identical inputs, so 10,000 clusters cost
+// about as many renders as they have distinct option sets. Secrets' values never appear: each is
+// replaced by a marker that changes when the value does.
+package plan
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/pmezard/go-difflib/difflib"
+
+	clitarget "github.com/fleetgo/fleet/internal/cli/target"
+	"github.com/fleetgo/fleet/internal/render"
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+)
+
+// Change kinds.
+const (
+	Changed = "changed"
+	Added   = "added"
+	Removed = "removed"
+	// Drifted: with --live, the cluster runs something other than the base revision renders.
+	Drifted = "drifted"
+)
+
+// Side is one revision read: its Bundles and the folders that failed.
+type Side struct {
+	Commit  string
+	Bundles []*fleet.Bundle
+	// Failed maps a folder to why it could not be read.
+	Failed map[string]string
+}
+
+// Input is what a plan compares.
+type Input struct {
+	Base, Head Side
+	Clusters   []*fleet.Cluster
+	Groups     []*fleet.ClusterGroup
+	// Live, when set, is what each cluster runs now, by bundle name and cluster key
+	// ("namespace/name"): the manifests its BundleDeployment renders to (Rendered). Head is
+	// compared with it, and clusters where it differs from the base revision are flagged as
+	// drifted.
+	Live map[string]map[string]string
+	// Redact marks Secrets' values (NewRedactor); nil leaves them (tests only).
+	Redact *Redactor
+}
+
+// Report is a plan's outcome.
+type Report struct {
+	Base     string         `json:"base,omitempty"`
+	Head     string         `json:"head,omitempty"`
+	Clusters int            `json:"clusters"`
+	Bundles  []BundleReport `json:"bundles"`
+}
+
+// BundleReport is one bundle's changes.
+type BundleReport struct {
+	Name string `json:"name"`
+	// Error is why head's folder could not be read or rendered (the other bundles still plan).
+	Error  string  `json:"error,omitempty"`
+	Groups []Group `json:"groups,omitempty"`
+	// Unchanged counts the clusters whose manifests stay the same.
+	Unchanged int `json:"unchanged"`
+}
+
+// Group is clusters with the same change.
+type Group struct {
+	Change   string   `json:"change"`
+	Clusters []string `json:"clusters"`
+	Diff     string   `json:"diff"`
+}
+
+// Changes counts the clusters of a report that change.
+func (r *Report) Changes() int {
+	n := 0
+	for _, b := range r.Bundles {
+		for _, g := range b.Groups {
+			n += len(g.Clusters)
+		}
+	}
+	return n
+}
+
+// Run plans head against base (or against what runs, with Live).
+func Run(in Input) (*Report, error) {
+	r := &Report{Base: in.Base.Commit, Head: in.Head.Commit, Clusters: len(in.Clusters)}
+	rd := &renderer{memo: map[[32]byte]rendered{}}
+	base, err := rd.side(in, in.Base)
+	if err != nil {
+		return nil, err
+	}
+	head, err := rd.side(in, in.Head)
+	if err != nil {
+		return nil, err
+	}
+	names := map[string]bool{}
+	for n := range base {
+		names[n] = true
+	}
+	for n := range head {
+		names[n] = true
+	}
+	for f, msg := range in.Head.Failed {
+		r.Bundles = append(r.Bundles, BundleReport{Name: f, Error: msg})
+	}
+	live := map[string]map[string]rendered{}
+	for b, byCluster := range in.Live {
+		names[b] = true
+		live[b] = map[string]rendered{}
+		for c, out := range byCluster {
+			live[b][c] = rendered{key: sha256.Sum256([]byte("live\x00" + out)), out: out}
+		}
+	}
+	d := &differ{red: in.Redact, memo: map[[64]byte]string{}}
+	for _, name := range slices.Sorted(mapsKeys(names)) {
+		br := d.compare(name, base[name], head[name], live[name], in.Live != nil)
+		if br.Error != "" || len(br.Groups) > 0 || br.Unchanged > 0 {
+			r.Bundles = append(r.Bundles, br)
+		}
+	}
+	slices.SortStableFunc(r.Bundles, func(a, b BundleReport) int { return strings.Compare(a.Name, b.Name) })
+	return r, nil
+}
+
+func mapsKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// rendered is one cluster's manifests of a bundle, or why they could not be rendered.
+type rendered struct {
+	key [32]byte
+	out string
+	err string
+}
+
+// renderer renders bundles for clusters, once per distinct input.
+type renderer struct {
+	mu   sync.Mutex
+	memo map[[32]byte]rendered
+}
+
+// side renders every bundle of a revision for every cluster it targets: bundle name -> cluster
+// key -> manifests.
+func (rd *renderer) side(in Input, s Side) (map[string]map[string]rendered, error) {
+	results, err := clitarget.Plan(clitarget.Input{Bundles: s.Bundles, Clusters: in.Clusters, Groups: in.Groups})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[string]rendered{}
+	for i, res := range results {
+		b := s.Bundles[i]
+		byCluster := map[string]rendered{}
+		for _, bd := range res.Deployments {
+			key := bd.Labels[fleet.ClusterNamespaceLabel] + "/" + bd.Labels[fleet.ClusterLabel]
+			byCluster[key] = rd.render(b, res.Content, &bd.Spec.Options)
+		}
+		out[b.Name] = byCluster
+	}
+	return out, nil
+}
+
+// render renders b with opts, or returns the render of an identical input.
+func (rd *renderer) render(b *fleet.Bundle, content string, opts *fleet.BundleDeploymentOptions) rendered {
+	data, _ := json.Marshal(opts)
+	key := sha256.Sum256(append([]byte(content+"\x00"+b.Name+"\x00"), data...))
+	rd.mu.Lock()
+	r, ok := rd.memo[key]
+	rd.mu.Unlock()
+	if ok {
+		return r
+	}
+	out, err := render.Manifests(b.Spec.Resources, opts, b.Name)
+	r = rendered{key: key, out: out}
+	if err != nil {
+		r = rendered{key: key, err: fmt.Sprintf("rendering for the cluster: %v", err)}
+	}
+	rd.mu.Lock()
+	rd.memo[key] = r
+	rd.mu.Unlock()
+	return r
+}
+
+// differ diffs manifests, once per distinct pair: at 10,000 clusters most share both sides.
+type differ struct {
+	red  *Redactor
+	memo map[[64]byte]string
+}
+
+func (d *differ) diff(a, b rendered, from, to string) string {
+	var k [64]byte
+	copy(k[:32], a.key[:])
+	copy(k[32:], b.key[:])
+	if s, ok := d.memo[k]; ok {
+		return s
+	}
+	s := ""
+	if d.red.apply(a.out) != d.red.apply(b.out) {
+		s = unified(d.red.apply(a.out), d.red.apply(b.out), from, to)
+	}
+	d.memo[k] = s
+	return s
+}
+
+// compare groups the clusters of one bundle by their change.
+func (d *differ) compare(name string, base, head map[string]rendered, live map[string]rendered, withLive bool) BundleReport {
+	br := BundleReport{Name: name}
+	groups := map[string]*Group{}
+	add := func(change, cluster, diff string) {
+		k := change + "\x00" + diff
+		g := groups[k]
+		if g == nil {
+			g = &Group{Change: change, Diff: diff}
+			groups[k] = g
+		}
+		g.Clusters = append(g.Clusters, cluster)
+	}
+	clusters := map[string]bool{}
+	for c := range base {
+		clusters[c] = true
+	}
+	for c := range head {
+		clusters[c] = true
+	}
+	for c := range live {
+		clusters[c] = true
+	}
+	none := rendered{}
+	for _, c := range slices.Sorted(mapsKeys(clusters)) {
+		h, inHead := head[c]
+		if h.err != "" {
+			add("error", c, h.err)
+			continue
+		}
+		from, had := base[c]
+		if withLive {
+			l, running := live[c]
+			if had && running {
+				if drift := d.diff(from, l, "base", "running"); drift != "" {
+					add(Drifted, c, drift)
+				}
+			}
+			from, had = l, running
+		}
+		switch {
+		case !inHead && had:
+			add(Removed, c, d.diff(from, none, "before", "after"))
+		case !inHead:
+		case !had:
+			add(Added, c, d.diff(none, h, "before", "after"))
+		default:
+			if diff := d.diff(from, h, "before", "after"); diff != "" {
+				add(Changed, c, diff)
+			} else {
+				br.Unchanged++
+			}
+		}
+	}
+	for _, g := range groups {
+		br.Groups = append(br.Groups, *g)
+	}
+	slices.SortFunc(br.Groups, func(a, b Group) int {
+		return cmp.Or(cmp.Compare(len(b.Clusters), len(a.Clusters)), strings.Compare(a.Change, b.Change), strings.Compare(a.Clusters[0], b.Clusters[0]))
+	})
+	return br
+}
+
+// unified is the unified diff of two manifests.
+func unified(a, b, from, to string) string {
+	d, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{A: difflib.SplitLines(a), B: difflib.SplitLines(b),
+		FromFile: from, ToFile: to, Context: 3})
+	if err != nil {
+		return fmt.Sprintf("(no diff: %v)", err)
+	}
+	return d
+}

@@ -1,0 +1,95 @@
+package plan
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"sync"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Redactor replaces the values of Secrets in manifests by markers: the same value gives the same
+// marker within one plan, another value another, so a diff shows that a value changed and never
+// what it is. The markers come from a key made for the plan alone (HMAC-SHA256), so they tell
+// nothing across plans and cannot be looked up.
+type Redactor struct {
+	key  []byte
+	mu   sync.Mutex
+	memo map[string]string
+}
+
+// NewRedactor returns a Redactor with a fresh key.
+func NewRedactor() *Redactor {
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	return &Redactor{key: key, memo: map[string]string{}}
+}
+
+// NewRedactorWithKey is a Redactor whose markers are fixed by key (for tests).
+func NewRedactorWithKey(key string) *Redactor {
+	return &Redactor{key: []byte(key), memo: map[string]string{}}
+}
+
+// apply redacts every Secret of a multi-document manifest (nil: returns it as it is).
+func (r *Redactor) apply(manifest string) string {
+	if r == nil || !strings.Contains(manifest, "Secret") {
+		return manifest
+	}
+	r.mu.Lock()
+	out, ok := r.memo[manifest]
+	r.mu.Unlock()
+	if ok {
+		return out
+	}
+	docs := strings.Split(manifest, "\n---")
+	for i, doc := range docs {
+		docs[i] = r.doc(doc)
+	}
+	out = strings.Join(docs, "\n---")
+	r.mu.Lock()
+	r.memo[manifest] = out
+	r.mu.Unlock()
+	return out
+}
+
+// doc redacts one document when it is a Secret; a document that does not parse is dropped
+// whole when it mentions a Secret, as it could hold one's data.
+func (r *Redactor) doc(doc string) string {
+	var obj map[string]any
+	if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+		if strings.Contains(doc, "Secret") {
+			return "\n# (a document that does not parse, left out: it may hold a Secret)\n"
+		}
+		return doc
+	}
+	if obj["kind"] != "Secret" {
+		return doc
+	}
+	for _, field := range []string{"data", "stringData"} {
+		if m, ok := obj[field].(map[string]any); ok {
+			for k, v := range m {
+				m[k] = r.marker(fmt.Sprint(v))
+			}
+		}
+	}
+	data, err := yaml.Marshal(obj)
+	if err != nil {
+		return "\n# (a Secret, left out)\n"
+	}
+	lead := ""
+	if strings.HasPrefix(doc, "\n") {
+		lead = "\n"
+	}
+	return lead + string(bytes.TrimRight(data, "\n")) + "\n"
+}
+
+func (r *Redactor) marker(value string) string {
+	m := hmac.New(sha256.New, r.key)
+	m.Write([]byte(value))
+	return "(redacted " + hex.EncodeToString(m.Sum(nil))[:8] + ")"
+}

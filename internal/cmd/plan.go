@@ -1,0 +1,239 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/fleetgo/fleet/internal/bundlebuild"
+	"github.com/fleetgo/fleet/internal/bundlereader"
+	"github.com/fleetgo/fleet/internal/cli/plan"
+	clitarget "github.com/fleetgo/fleet/internal/cli/target"
+	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+)
+
+// githubCommentLimit keeps a Markdown plan under GitHub's 65,536-character comment limit.
+const githubCommentLimit = 60000
+
+type planFlags struct {
+	kube                        kubeFlags
+	repo, base, head            string
+	name, namespace, gitRepo    string
+	targetsFile, clustersFile   string
+	output, artifact            string
+	live, exportClusters, color bool
+	maxLength                   int
+}
+
+func newPlan() *cobra.Command {
+	f := &planFlags{}
+	c := &cobra.Command{
+		Use:   "plan [flags] [PATH...]",
+		Short: "Show what a change would do to each cluster: per bundle, the clusters that change and the diff of their manifests",
+		Long: "Reads the repository at --base and at --head (default: the working tree) as a GitRepo reads it,\n" +
+			"targets both at the clusters (the manager's, read-only, or --clusters-file from\n" +
+			"`fleet plan --export-clusters`), renders each cluster's manifests as its agent would, and\n" +
+			"prints per bundle the clusters whose manifests change, are added or removed, with the unified\n" +
+			"diff; clusters with the same diff are one group. --live compares head with what the clusters\n" +
+			"hold now and flags those that differ from base. Secrets' values never appear.",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return f.run(cmd.OutOrStdout(), args)
+		},
+	}
+	f.kube.bind(c)
+	fl := c.Flags()
+	fl.StringVar(&f.repo, "repo", ".", "the git checkout")
+	fl.StringVar(&f.base, "base", "", "the revision the change starts from (branch, tag, commit); required unless --live")
+	fl.StringVar(&f.head, "head", "", "the revision of the change (default: the working tree as it is)")
+	fl.StringVar(&f.name, "name", "", "the GitRepo's name, which prefixes bundle names (default: the checkout folder's name)")
+	fl.StringVarP(&f.namespace, "namespace", "n", "fleet-default", "namespace of the GitRepo and its clusters")
+	fl.StringVar(&f.gitRepo, "gitrepo", "", "take name, paths, targets and options from this GitRepo on the manager")
+	fl.StringVar(&f.targetsFile, "targets-file", "", "YAML file of targets (a GitRepo's, as fleet apply takes them)")
+	fl.StringVar(&f.clustersFile, "clusters-file", "", "plan against the Clusters and ClusterGroups of this file, not the manager's")
+	fl.BoolVar(&f.exportClusters, "export-clusters", false, "write the namespace's Clusters and ClusterGroups for --clusters-file, and stop")
+	fl.BoolVar(&f.live, "live", false, "compare head with what the clusters hold now (flags drift from base when --base is set)")
+	fl.StringVarP(&f.output, "output", "o", "text", "text, markdown (a pull-request comment) or json")
+	fl.IntVar(&f.maxLength, "max-length", githubCommentLimit, "markdown: cap the comment at this many bytes (0: no cap)")
+	fl.StringVar(&f.artifact, "artifact", "", "also write the whole report, uncapped, to this file (in the -o format)")
+	fl.BoolVar(&f.color, "color", false, "colour the text output even when not a terminal")
+	return c
+}
+
+func (f *planFlags) run(out io.Writer, paths []string) error {
+	switch f.output {
+	case "text", "markdown", "json":
+	default:
+		return fmt.Errorf("--output %q: text, markdown or json", f.output)
+	}
+	var api fleetcontrollers.Interface
+	if f.exportClusters || f.clustersFile == "" || f.live || f.gitRepo != "" {
+		var err error
+		if api, _, err = f.kube.clients(); err != nil {
+			return err
+		}
+	}
+	if f.exportClusters {
+		return plan.ExportClusters(out, api, f.namespace)
+	}
+	if f.base == "" && !f.live {
+		return fmt.Errorf("--base is required (or --live, to compare with what the clusters hold)")
+	}
+	in, err := f.input(api, paths)
+	if err != nil {
+		return err
+	}
+	report, err := plan.Run(in)
+	if err != nil {
+		return err
+	}
+	return f.print(out, report)
+}
+
+// input reads both revisions and the clusters.
+func (f *planFlags) input(api fleetcontrollers.Interface, paths []string) (plan.Input, error) {
+	o, paths, err := f.readOptions(api, paths)
+	if err != nil {
+		return plan.Input{}, err
+	}
+	in := plan.Input{Redact: plan.NewRedactor()}
+	head, err := plan.Open(f.repo, f.head)
+	if err != nil {
+		return in, err
+	}
+	defer head.Close()
+	if in.Head, err = plan.Read(head, paths, o); err != nil {
+		return in, fmt.Errorf("head: %w", err)
+	}
+	if f.base != "" {
+		base, err := plan.Open(f.repo, f.base)
+		if err != nil {
+			return in, err
+		}
+		defer base.Close()
+		if in.Base, err = plan.Read(base, paths, o); err != nil {
+			return in, fmt.Errorf("base: %w", err)
+		}
+	}
+	if err := f.clusters(api, &in); err != nil {
+		return in, err
+	}
+	if f.live {
+		var names []string
+		for _, s := range []plan.Side{in.Base, in.Head} {
+			for _, b := range s.Bundles {
+				names = append(names, b.Name)
+			}
+		}
+		if in.Live, err = plan.Live(api, f.namespace, names); err != nil {
+			return in, err
+		}
+	}
+	return in, nil
+}
+
+// readOptions are how the checkout is read: a GitRepo's options, or the flags'.
+func (f *planFlags) readOptions(api fleetcontrollers.Interface, paths []string) (bundlereader.Options, []string, error) {
+	if f.gitRepo != "" {
+		gr, err := api.GitRepo().Get(f.namespace, f.gitRepo, metav1.GetOptions{})
+		if err != nil {
+			return bundlereader.Options{}, nil, err
+		}
+		o := bundlebuild.FromGitRepo(gr, "")
+		if len(paths) > 0 {
+			o.Paths = paths
+		}
+		return o.Options, o.Paths, nil
+	}
+	name := f.name
+	if name == "" {
+		abs, err := filepath.Abs(f.repo)
+		if err != nil {
+			return bundlereader.Options{}, nil, err
+		}
+		name = filepath.Base(abs)
+	}
+	o := bundlereader.Options{Name: name, Namespace: f.namespace}
+	if f.targetsFile != "" {
+		data, err := os.ReadFile(f.targetsFile)
+		if err != nil {
+			return o, nil, err
+		}
+		var tf bundlebuild.TargetsFile
+		if err := yaml.UnmarshalStrict(data, &tf); err != nil {
+			return o, nil, fmt.Errorf("targets file %s: %w", f.targetsFile, err)
+		}
+		o.Targets, o.TargetRestrictions = tf.Targets, tf.TargetRestrictions
+	}
+	if len(paths) == 0 {
+		paths = []string{"."}
+	}
+	return o, paths, nil
+}
+
+// clusters reads the clusters to plan against: the file's, or the manager's (read-only).
+func (f *planFlags) clusters(api fleetcontrollers.Interface, in *plan.Input) error {
+	var ti clitarget.Input
+	if f.clustersFile != "" {
+		if err := clitarget.ReadObjects(f.clustersFile, &ti); err != nil {
+			return err
+		}
+	} else {
+		clusters, err := api.Cluster().List(f.namespace, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		groups, err := api.ClusterGroup().List(f.namespace, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for i := range clusters.Items {
+			ti.Clusters = append(ti.Clusters, &clusters.Items[i])
+		}
+		for i := range groups.Items {
+			ti.Groups = append(ti.Groups, &groups.Items[i])
+		}
+	}
+	in.Clusters, in.Groups = ti.Clusters, ti.Groups
+	return nil
+}
+
+func (f *planFlags) print(out io.Writer, r *plan.Report) error {
+	write := func(w io.Writer, capped bool) error {
+		switch f.output {
+		case "json":
+			return plan.JSON(w, r)
+		case "markdown":
+			max := 0
+			if capped {
+				max = f.maxLength
+			}
+			_, err := plan.Markdown(w, r, max, f.artifact)
+			return err
+		}
+		color := f.color
+		if file, ok := w.(*os.File); ok && !color {
+			color = term.IsTerminal(int(file.Fd()))
+		}
+		return plan.Text(w, r, color)
+	}
+	if f.artifact != "" {
+		a, err := os.Create(f.artifact)
+		if err != nil {
+			return err
+		}
+		err = write(a, false)
+		if cerr := a.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return write(out, true)
+}
