@@ -107,13 +107,7 @@ func ReadAll(ctx context.Context, root string, paths []string, o Options) (Resul
 	if err != nil {
 		return Result{}, err
 	}
-	type result struct {
-		b     *fleet.Bundle
-		scans []*fleet.ImageScan
-		loose []string
-		err   error
-	}
-	results := make([]result, len(dirs))
+	results := make([]readResult, len(dirs))
 	limit := o.MaxConcurrency
 	if limit <= 0 {
 		limit = DefaultMaxConcurrency
@@ -133,6 +127,20 @@ func ReadAll(ctx context.Context, root string, paths []string, o Options) (Resul
 		}()
 	}
 	wg.Wait()
+	return collect(dirs, results, o)
+}
+
+// readResult is one folder's read.
+type readResult struct {
+	b     *fleet.Bundle
+	scans []*fleet.ImageScan
+	loose []string
+	err   error
+}
+
+// collect joins the folders' reads into the Result, in folder order: a bundle name made twice,
+// or (without KeepGoing) any folder that failed, fails the whole read.
+func collect(dirs []BundleDir, results []readResult, o Options) (Result, error) {
 	var res Result
 	var errs []error
 	seen := map[string]string{}

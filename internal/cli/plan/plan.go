@@ -220,16 +220,8 @@ func (d *differ) diff(a, b rendered, from, to string) string {
 // compare groups the clusters of one bundle by their change.
 func (d *differ) compare(name string, base, head map[string]rendered, live map[string]rendered, withLive bool) BundleReport {
 	br := BundleReport{Name: name}
-	groups := map[string]*Group{}
-	add := func(change, cluster, diff string) {
-		k := change + "\x00" + diff
-		g := groups[k]
-		if g == nil {
-			g = &Group{Change: change, Diff: diff}
-			groups[k] = g
-		}
-		g.Clusters = append(g.Clusters, cluster)
-	}
+	gs := grouping{}
+	add := gs.add
 	clusters := map[string]bool{}
 	for c := range base {
 		clusters[c] = true
@@ -271,13 +263,33 @@ func (d *differ) compare(name string, base, head map[string]rendered, live map[s
 			}
 		}
 	}
-	for _, g := range groups {
-		br.Groups = append(br.Groups, *g)
+	br.Groups = gs.sorted()
+	return br
+}
+
+// grouping gathers clusters by their change and diff.
+type grouping map[string]*Group
+
+func (gs grouping) add(change, cluster, diff string) {
+	k := change + "\x00" + diff
+	g := gs[k]
+	if g == nil {
+		g = &Group{Change: change, Diff: diff}
+		gs[k] = g
 	}
-	slices.SortFunc(br.Groups, func(a, b Group) int {
+	g.Clusters = append(g.Clusters, cluster)
+}
+
+// sorted are the groups, the largest first.
+func (gs grouping) sorted() []Group {
+	var out []Group
+	for _, g := range gs {
+		out = append(out, *g)
+	}
+	slices.SortFunc(out, func(a, b Group) int {
 		return cmp.Or(cmp.Compare(len(b.Clusters), len(a.Clusters)), strings.Compare(a.Change, b.Change), strings.Compare(a.Clusters[0], b.Clusters[0]))
 	})
-	return br
+	return out
 }
 
 // unified is the unified diff of two manifests.
