@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetgo/fleet/internal/bundlebuild"
@@ -26,7 +28,7 @@ type planFlags struct {
 	repo, base, head            string
 	name, namespace, gitRepo    string
 	targetsFile, clustersFile   string
-	output, artifact            string
+	output, artifact, manifests string
 	live, exportClusters, color bool
 	maxLength                   int
 }
@@ -43,7 +45,7 @@ func newPlan() *cobra.Command {
 			"diff; clusters with the same diff are one group. --live compares head with what the clusters\n" +
 			"hold now and flags those that differ from base. Secrets' values never appear.",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return f.run(cmd.OutOrStdout(), args)
+			return f.run(cmd.Context(), cmd.OutOrStdout(), args)
 		},
 	}
 	f.kube.bind(c)
@@ -62,29 +64,31 @@ func newPlan() *cobra.Command {
 	fl.IntVar(&f.maxLength, "max-length", githubCommentLimit, "markdown: cap the comment at this many bytes (0: no cap)")
 	fl.StringVar(&f.artifact, "artifact", "", "also write the whole report, uncapped, to this file (in the -o format)")
 	fl.BoolVar(&f.color, "color", false, "colour the text output even when not a terminal")
+	fl.StringVar(&f.manifests, "manifests", "", "also write head's manifests per bundle and cluster into this folder (<bundle>/<namespace>_<cluster>.yaml)")
 	return c
 }
 
-func (f *planFlags) run(out io.Writer, paths []string) error {
+func (f *planFlags) run(ctx context.Context, out io.Writer, paths []string) error {
 	switch f.output {
 	case "text", "markdown", "json":
 	default:
 		return fmt.Errorf("--output %q: text, markdown or json", f.output)
 	}
 	var api fleetcontrollers.Interface
+	var kube kubernetes.Interface
 	if f.exportClusters || f.clustersFile == "" || f.live || f.gitRepo != "" {
 		var err error
-		if api, _, err = f.kube.clients(); err != nil {
+		if api, kube, err = f.kube.clients(); err != nil {
 			return err
 		}
 	}
 	if f.exportClusters {
-		return plan.ExportClusters(out, api, f.namespace)
+		return plan.ExportClusters(ctx, out, api, kube, f.namespace)
 	}
 	if f.base == "" && !f.live {
 		return fmt.Errorf("--base is required (or --live, to compare with what the clusters hold)")
 	}
-	in, err := f.input(api, paths)
+	in, err := f.input(ctx, api, kube, paths)
 	if err != nil {
 		return err
 	}
@@ -92,11 +96,16 @@ func (f *planFlags) run(out io.Writer, paths []string) error {
 	if err != nil {
 		return err
 	}
+	if f.manifests != "" {
+		if err := report.WriteManifests(f.manifests); err != nil {
+			return err
+		}
+	}
 	return f.print(out, report)
 }
 
 // input reads both revisions and the clusters.
-func (f *planFlags) input(api fleetcontrollers.Interface, paths []string) (plan.Input, error) {
+func (f *planFlags) input(ctx context.Context, api fleetcontrollers.Interface, kube kubernetes.Interface, paths []string) (plan.Input, error) {
 	o, paths, err := f.readOptions(api, paths)
 	if err != nil {
 		return plan.Input{}, err
@@ -120,9 +129,11 @@ func (f *planFlags) input(api fleetcontrollers.Interface, paths []string) (plan.
 			return in, fmt.Errorf("base: %w", err)
 		}
 	}
-	if err := f.clusters(api, &in); err != nil {
+	ti, err := f.clusters(ctx, api, kube)
+	if err != nil {
 		return in, err
 	}
+	in.Targeting = ti
 	if f.live {
 		var names []string
 		for _, s := range []plan.Side{in.Base, in.Head} {
@@ -177,30 +188,13 @@ func (f *planFlags) readOptions(api fleetcontrollers.Interface, paths []string) 
 }
 
 // clusters reads the clusters to plan against: the file's, or the manager's (read-only).
-func (f *planFlags) clusters(api fleetcontrollers.Interface, in *plan.Input) error {
-	var ti clitarget.Input
-	if f.clustersFile != "" {
-		if err := clitarget.ReadObjects(f.clustersFile, &ti); err != nil {
-			return err
-		}
-	} else {
-		clusters, err := api.Cluster().List(f.namespace, metav1.ListOptions{})
-		if err != nil {
-			return err
-		}
-		groups, err := api.ClusterGroup().List(f.namespace, metav1.ListOptions{})
-		if err != nil {
-			return err
-		}
-		for i := range clusters.Items {
-			ti.Clusters = append(ti.Clusters, &clusters.Items[i])
-		}
-		for i := range groups.Items {
-			ti.Groups = append(ti.Groups, &groups.Items[i])
-		}
+func (f *planFlags) clusters(ctx context.Context, api fleetcontrollers.Interface, kube kubernetes.Interface) (clitarget.Input, error) {
+	if f.clustersFile == "" {
+		return plan.Clusters(ctx, api, kube, f.namespace)
 	}
-	in.Clusters, in.Groups = ti.Clusters, ti.Groups
-	return nil
+	var ti clitarget.Input
+	err := clitarget.ReadObjects(f.clustersFile, &ti)
+	return ti, err
 }
 
 func (f *planFlags) print(out io.Writer, r *plan.Report) error {

@@ -18,6 +18,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	kubefake "helm.sh/helm/v3/pkg/kube/fake"
+	"helm.sh/helm/v3/pkg/postrender"
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
 
@@ -88,6 +89,14 @@ func Chart(files Files, opts *fleet.BundleDeploymentOptions, name string) (*char
 
 // Template renders the chart as `helm template` would, for release name in namespace.
 func Template(c *chart.Chart, values map[string]any, release, namespace string, post *Kustomizer) (string, error) {
+	if post == nil {
+		return TemplateWith(c, values, release, namespace, nil)
+	}
+	return TemplateWith(c, values, release, namespace, post)
+}
+
+// TemplateWith is Template with any post-renderer (nil: none), such as the agent's own.
+func TemplateWith(c *chart.Chart, values map[string]any, release, namespace string, post postrender.PostRenderer) (string, error) {
 	cfg := &action.Configuration{
 		Releases:     storage.Init(driver.NewMemory()),
 		KubeClient:   &kubefake.PrintingKubeClient{Out: io.Discard},
@@ -102,9 +111,7 @@ func Template(c *chart.Chart, values map[string]any, release, namespace string, 
 	install.ReleaseName = release
 	install.Namespace = namespace
 	install.DisableHooks = true
-	if post != nil {
-		install.PostRenderer = post
-	}
+	install.PostRenderer = post
 	rel, err := install.Run(c, values)
 	if err != nil {
 		return "", fmt.Errorf("rendering chart %s: %w", c.Name(), err)

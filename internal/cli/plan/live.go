@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/fleetgo/fleet/internal/bundlereader"
-	"github.com/fleetgo/fleet/internal/render"
+	"github.com/fleetgo/fleet/internal/helmdeployer"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 )
@@ -41,7 +41,7 @@ func Live(api fleetcontrollers.Interface, namespace string, bundles []string) (m
 				}
 				contents[id] = res
 			}
-			manifest, err := render.Manifests(res, &bd.Spec.Options, name)
+			manifest, err := helmdeployer.Predict(res, &bd.Spec.Options, bd.Name)
 			if err != nil {
 				manifest = fmt.Sprintf("# rendering what runs failed: %v\n", err)
 			}

@@ -13,6 +13,8 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -20,7 +22,7 @@ import (
 	"github.com/pmezard/go-difflib/difflib"
 
 	clitarget "github.com/fleetgo/fleet/internal/cli/target"
-	"github.com/fleetgo/fleet/internal/render"
+	"github.com/fleetgo/fleet/internal/helmdeployer"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
@@ -44,8 +46,9 @@ type Side struct {
 // Input is what a plan compares.
 type Input struct {
 	Base, Head Side
-	Clusters   []*fleet.Cluster
-	Groups     []*fleet.ClusterGroup
+	// Targeting holds the Clusters, ClusterGroups, BundleNamespaceMappings and namespaces the
+	// Bundles are targeted at (its Bundles are ignored).
+	Targeting clitarget.Input
 	// Live, when set, is what each cluster runs now, by bundle name and cluster key
 	// ("namespace/name"): the manifests its BundleDeployment renders to (Rendered). Head is
 	// compared with it, and clusters where it differs from the base revision are flagged as
@@ -61,6 +64,9 @@ type Report struct {
 	Head     string         `json:"head,omitempty"`
 	Clusters int            `json:"clusters"`
 	Bundles  []BundleReport `json:"bundles"`
+	// heads are head's manifests by bundle and cluster (WriteManifests).
+	heads map[string]map[string]rendered
+	red   *Redactor
 }
 
 // BundleReport is one bundle's changes.
@@ -93,7 +99,7 @@ func (r *Report) Changes() int {
 
 // Run plans head against base (or against what runs, with Live).
 func Run(in Input) (*Report, error) {
-	r := &Report{Base: in.Base.Commit, Head: in.Head.Commit, Clusters: len(in.Clusters)}
+	r := &Report{Base: in.Base.Commit, Head: in.Head.Commit, Clusters: len(in.Targeting.Clusters)}
 	rd := &renderer{memo: map[[32]byte]rendered{}}
 	base, err := rd.side(in, in.Base)
 	if err != nil {
@@ -103,6 +109,7 @@ func Run(in Input) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.heads, r.red = head, in.Redact
 	names := map[string]bool{}
 	for n := range base {
 		names[n] = true
@@ -158,7 +165,9 @@ type renderer struct {
 // side renders every bundle of a revision for every cluster it targets: bundle name -> cluster
 // key -> manifests.
 func (rd *renderer) side(in Input, s Side) (map[string]map[string]rendered, error) {
-	results, err := clitarget.Plan(clitarget.Input{Bundles: s.Bundles, Clusters: in.Clusters, Groups: in.Groups})
+	ti := in.Targeting
+	ti.Bundles = s.Bundles
+	results, err := clitarget.Plan(ti)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +194,7 @@ func (rd *renderer) render(b *fleet.Bundle, content string, opts *fleet.BundleDe
 	if ok {
 		return r
 	}
-	out, err := render.Manifests(b.Spec.Resources, opts, b.Name)
+	out, err := helmdeployer.Predict(b.Spec.Resources, opts, b.Name)
 	r = rendered{key: key, out: out}
 	if err != nil {
 		r = rendered{key: key, err: fmt.Sprintf("rendering for the cluster: %v", err)}
@@ -300,4 +309,24 @@ func unified(a, b, from, to string) string {
 		return fmt.Sprintf("(no diff: %v)", err)
 	}
 	return d
+}
+
+// WriteManifests writes head's manifests, as each cluster's agent would deploy them (Secrets'
+// values redacted), to dir/<bundle>/<cluster namespace>_<cluster>.yaml.
+func (r *Report) WriteManifests(dir string) error {
+	for b, byCluster := range r.heads {
+		if err := os.MkdirAll(filepath.Join(dir, b), 0o755); err != nil {
+			return err
+		}
+		for c, m := range byCluster {
+			out := r.red.apply(m.out)
+			if m.err != "" {
+				out = "# " + m.err + "\n"
+			}
+			if err := os.WriteFile(filepath.Join(dir, b, strings.ReplaceAll(c, "/", "_")+".yaml"), []byte(out), 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -35,7 +35,7 @@ func fixture(t *testing.T) *Report {
 	if err := clitarget.ReadObjects("testdata/clusters.yaml", &ti); err != nil {
 		t.Fatal(err)
 	}
-	in := Input{Clusters: ti.Clusters, Groups: ti.Groups, Redact: NewRedactorWithKey("golden")}
+	in := Input{Targeting: ti, Redact: NewRedactorWithKey("golden")}
 	for side, s := range map[string]*Side{"base": &in.Base, "head": &in.Head} {
 		abs, _ := filepath.Abs(filepath.Join("testdata", side))
 		if *s, err = Read(&Checkout{Dir: abs, Commit: side + "0000000"}, []string{"."}, o); err != nil {

@@ -10,6 +10,9 @@ import (
 	"os"
 	"sort"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	sigsyaml "sigs.k8s.io/yaml"
 
@@ -23,6 +26,30 @@ type Input struct {
 	Bundles  []*fleet.Bundle
 	Clusters []*fleet.Cluster
 	Groups   []*fleet.ClusterGroup
+	// Mappings open other namespaces' Clusters to Bundles, as on the manager; Namespaces are
+	// those namespaces' labels, by name.
+	Mappings   []*fleet.BundleNamespaceMapping
+	Namespaces map[string]map[string]string
+}
+
+// reaches says whether Bundle b may target Clusters of namespace ns: its own, or one a
+// BundleNamespaceMapping of its namespace opens to it.
+func (in Input) reaches(b *fleet.Bundle, ns string) bool {
+	if ns == b.Namespace {
+		return true
+	}
+	for _, m := range in.Mappings {
+		if m.Namespace != b.Namespace || m.BundleSelector == nil || m.NamespaceSelector == nil {
+			continue
+		}
+		bsel, err1 := metav1.LabelSelectorAsSelector(m.BundleSelector)
+		nsel, err2 := metav1.LabelSelectorAsSelector(m.NamespaceSelector)
+		nsLabels, known := in.Namespaces[ns]
+		if err1 == nil && err2 == nil && known && bsel.Matches(labels.Set(b.Labels)) && nsel.Matches(labels.Set(nsLabels)) {
+			return true
+		}
+	}
+	return false
 }
 
 // ReadObjects reads a multi-document YAML file of Bundles, Clusters and ClusterGroups (other
@@ -77,6 +104,17 @@ func addObject(raw map[string]any, in *Input) error {
 		g := &fleet.ClusterGroup{}
 		err = sigsyaml.UnmarshalStrict(data, g)
 		in.Groups = append(in.Groups, g)
+	case "BundleNamespaceMapping":
+		m := &fleet.BundleNamespaceMapping{}
+		err = sigsyaml.UnmarshalStrict(data, m)
+		in.Mappings = append(in.Mappings, m)
+	case "Namespace":
+		ns := &corev1.Namespace{}
+		err = sigsyaml.Unmarshal(data, ns)
+		if in.Namespaces == nil {
+			in.Namespaces = map[string]map[string]string{}
+		}
+		in.Namespaces[ns.Name] = ns.Labels
 	}
 	return err
 }
@@ -89,7 +127,7 @@ type Result struct {
 }
 
 // Plan computes, for every Bundle, the BundleDeployments targeting would produce. Clusters are
-// those of the Bundle's namespace.
+// those of the Bundle's namespace and of those its namespace's BundleNamespaceMappings open.
 func Plan(in Input) ([]Result, error) {
 	var out []Result
 	for _, b := range in.Bundles {
@@ -100,7 +138,7 @@ func Plan(in Input) ([]Result, error) {
 		content := target.ContentName(manifest)
 		r := Result{Bundle: b.Namespace + "/" + b.Name, Content: content}
 		for _, c := range in.Clusters {
-			if c.Namespace != b.Namespace {
+			if !in.reaches(b, c.Namespace) {
 				continue
 			}
 			groups, err := target.Groups(c, in.Groups)
