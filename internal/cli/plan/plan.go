@@ -163,21 +163,23 @@ type renderer struct {
 }
 
 // side renders every bundle of a revision for every cluster it targets: bundle name -> cluster
-// key -> manifests.
+// key -> manifests. Bundles are targeted one at a time, so only one bundle's BundleDeployments
+// are held at once (at 10,000 clusters and 50 bundles, all of them would take gigabytes).
 func (rd *renderer) side(in Input, s Side) (map[string]map[string]rendered, error) {
-	ti := in.Targeting
-	ti.Bundles = s.Bundles
-	results, err := clitarget.Plan(ti)
-	if err != nil {
-		return nil, err
-	}
 	out := map[string]map[string]rendered{}
-	for i, res := range results {
-		b := s.Bundles[i]
+	ti := in.Targeting
+	for _, b := range s.Bundles {
+		ti.Bundles = []*fleet.Bundle{b}
+		results, err := clitarget.Plan(ti)
+		if err != nil {
+			return nil, err
+		}
 		byCluster := map[string]rendered{}
-		for _, bd := range res.Deployments {
-			key := bd.Labels[fleet.ClusterNamespaceLabel] + "/" + bd.Labels[fleet.ClusterLabel]
-			byCluster[key] = rd.render(b, res.Content, &bd.Spec.Options)
+		for _, res := range results {
+			for _, bd := range res.Deployments {
+				key := bd.Labels[fleet.ClusterNamespaceLabel] + "/" + bd.Labels[fleet.ClusterLabel]
+				byCluster[key] = rd.render(b, res.Content, &bd.Spec.Options)
+			}
 		}
 		out[b.Name] = byCluster
 	}
