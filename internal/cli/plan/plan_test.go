@@ -128,3 +128,50 @@ func TestMarkdownIsCapped(t *testing.T) {
 		t.Fatalf("cut %v, %d bytes:\n%s", cut, md.Len(), md.String())
 	}
 }
+
+// With --live head is compared with what runs, and a cluster running something other than base
+// renders is flagged as drifted.
+func TestLive(t *testing.T) {
+	r := fixture(t)
+	baseRender := map[string]string{}
+	for c, m := range r.heads["shop-api"] {
+		baseRender[c] = m.out // head's render, as if head were deployed already
+	}
+	data, err := os.ReadFile("testdata/targets.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tf bundlebuild.TargetsFile
+	_ = yaml.UnmarshalStrict(data, &tf)
+	var ti clitarget.Input
+	_ = clitarget.ReadObjects("testdata/clusters.yaml", &ti)
+	o := bundlereader.Options{Name: "shop", Namespace: "fleet-default", Targets: tf.Targets, TargetRestrictions: tf.TargetRestrictions}
+	in := Input{Targeting: ti, Redact: NewRedactorWithKey("golden")}
+	for side, s := range map[string]*Side{"base": &in.Base, "head": &in.Head} {
+		abs, _ := filepath.Abs(filepath.Join("testdata", side))
+		*s, _ = Read(&Checkout{Dir: abs, Commit: side}, []string{"."}, o)
+	}
+	// prod-1 runs head already; prod-2 runs something else; dev-1 runs nothing yet.
+	in.Live = map[string]map[string]string{"shop-api": {
+		"fleet-default/prod-1": baseRender["fleet-default/prod-1"],
+		"fleet-default/prod-2": strings.Replace(baseRender["fleet-default/prod-2"], "logLevel: error", "logLevel: hotfix", 1),
+	}}
+	live, err := Run(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var api BundleReport
+	for _, b := range live.Bundles {
+		if b.Name == "shop-api" {
+			api = b
+		}
+	}
+	got := map[string][]string{}
+	for _, g := range api.Groups {
+		got[g.Change] = append(got[g.Change], g.Clusters...)
+	}
+	if strings.Join(got[Drifted], ",") != "fleet-default/prod-1,fleet-default/prod-2" || strings.Join(got[Added], ",") != "fleet-default/dev-1" ||
+		strings.Join(got[Changed], ",") != "fleet-default/prod-2" || api.Unchanged != 1 {
+		t.Fatalf("%+v (unchanged %d)", got, api.Unchanged)
+	}
+}
