@@ -58,8 +58,8 @@ targetCustomizations:
   kustomize:
     dir: overlays/dev
 `,
-		"ops/base/kustomization.yaml": "resources:\n- settings.yaml\n",
-		"ops/base/settings.yaml":      "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ops-settings\ndata:\n  level: info\n  version: " + version + "\n",
+		"ops/base/kustomization.yaml":             "resources:\n- settings.yaml\n",
+		"ops/base/settings.yaml":                  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ops-settings\ndata:\n  level: info\n  version: " + version + "\n",
 		"ops/overlays/default/kustomization.yaml": "resources:\n- ../../base\n",
 		"ops/overlays/dev/kustomization.yaml": "resources:\n- ../../base\npatches:\n- patch: |-\n    apiVersion: v1\n    kind: ConfigMap\n" +
 			"    metadata:\n      name: ops-settings\n    data:\n      level: debug-" + version + "\n",

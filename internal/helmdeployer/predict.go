@@ -42,4 +42,6 @@ var clusterScoped = map[string]bool{
 	"CertificateSigningRequest": true, "FlowSchema": true, "PriorityLevelConfiguration": true,
 }
 
-func builtinNamespaced(gvk schema.GroupVersionKind) (bool, error) { return !clusterScoped[gvk.Kind], nil }
+func builtinNamespaced(gvk schema.GroupVersionKind) (bool, error) {
+	return !clusterScoped[gvk.Kind], nil
+}
