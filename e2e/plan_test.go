@@ -110,6 +110,10 @@ var _ = Describe("fleet plan", Ordered, func() {
 			BundleSelector:    &metav1.LabelSelector{MatchLabels: map[string]string{fleet.RepoLabel: "plan-demo"}},
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": fleet.LocalNamespace}}})
 		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() {
+			removeGitRepo(fleet.DefaultNamespace, "plan-demo")
+			_ = api.BundleNamespaceMapping().Delete(fleet.DefaultNamespace, "plan-demo-local", &metav1.DeleteOptions{})
+		})
 		_, err = api.GitRepo().Create(&fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "plan-demo", Namespace: fleet.DefaultNamespace},
 			Spec: fleet.GitRepoSpec{Repo: git.RepoURL("plan-demo"), Branch: "main", ClientSecretName: "git-auth", Paths: []string{"app", "ops"},
 				PollingInterval: &metav1.Duration{Duration: 2 * time.Second},

@@ -138,6 +138,11 @@ var _ = Describe("a progressive rollout in three stages (canary, one, the rest)"
 			BundleSelector:    &metav1.LabelSelector{MatchLabels: map[string]string{fleet.RepoLabel: rolloutRepo}},
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": fleet.LocalNamespace}}})
 		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() {
+			removeGitRepo(fleet.DefaultNamespace, rolloutRepo)
+			_ = api.BundleNamespaceMapping().Delete(fleet.DefaultNamespace, "rollout-demo-local", &metav1.DeleteOptions{})
+			_ = api.RolloutPolicy().Delete(fleet.DefaultNamespace, "three-stages", &metav1.DeleteOptions{})
+		})
 	})
 
 	It("passes a good commit through every stage after its soak, holding the second stage until `fleet rollout approve`", func(ctx context.Context) {

@@ -301,3 +301,19 @@ func configMapData(kube kubernetes.Interface, ns, name string) func() (map[strin
 func notFound(get func() error) func() bool {
 	return func() bool { return apierrors.IsNotFound(get()) }
 }
+
+// removeGitRepo deletes a GitRepo and waits until its BundleDeployments are gone from every
+// cluster, so that specs which count a cluster's bundles do not see it, in whatever order the
+// containers run.
+func removeGitRepo(ns, name string) {
+	GinkgoHelper()
+	err := api.GitRepo().Delete(ns, name, &metav1.DeleteOptions{})
+	if !apierrors.IsNotFound(err) {
+		Expect(err).NotTo(HaveOccurred())
+	}
+	Eventually(func() int {
+		list, err := api.BundleDeployment().List("", metav1.ListOptions{LabelSelector: fleet.RepoLabel + "=" + name})
+		Expect(err).NotTo(HaveOccurred())
+		return len(list.Items)
+	}, 2*time.Minute).Should(BeZero(), "the BundleDeployments of GitRepo %s/%s", ns, name)
+}
