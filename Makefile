@@ -41,7 +41,7 @@ export FLEET_CONTROLPLANE_BIN := $(CURDIR)/dev/bin
 # Integration and e2e suites start real clusters: one suite at a time keeps two cores responsive.
 TEST_TIMEOUT ?= 45m
 
-.PHONY: image image-push dist helm charts charts-push node help build controlplane test test-unit test-integration e2e generate verify verify-fast bench bench-10k bench-rollout quickstart quickstart-check up down clean
+.PHONY: image image-push dist helm charts charts-push node help build controlplane test test-unit test-integration e2e generate verify verify-fast bench bench-10k bench-rollout bench-plan quickstart quickstart-check up down clean
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -141,7 +141,11 @@ ifeq ($(BENCH_SIZE),standard)
 	$(GO) run ./benchmarks/controller -fleet bin/fleet -out benchmarks/results -bundles $(BENCH_BUNDLES) -clusters $(BENCH_CLUSTERS)
 	$(GO) run ./benchmarks/agent -fleet bin/fleet -out benchmarks/results
 	$(GO) run ./benchmarks/scale -fleet bin/fleet -out benchmarks/results -rollout 1000
+	$(GO) run ./benchmarks/plan -fleet bin/fleet -out benchmarks/results
 endif
+
+bench-plan: build ## fleet plan offline, 50 bundles against 1,000 to 10,000 clusters (under a minute)
+	$(GO) run ./benchmarks/plan -fleet bin/fleet -out benchmarks/results
 
 bench-rollout: build controlplane ## progressive rollouts at 1,000 simulated clusters in three stages (about 7 minutes)
 	$(GO) run ./benchmarks/scale -fleet bin/fleet -out benchmarks/results -rollout 1000
