@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/util/retry"
 
+	progression "github.com/fleetgo/fleet/internal/rollout"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 )
@@ -94,64 +95,16 @@ func PrintJSON(out io.Writer, rollouts []fleet.Rollout) error {
 	return enc.Encode(map[string]any{"rollouts": rollouts})
 }
 
-// Action is a decision about a rollout; it changes the spec and says what it did, or fails.
-type Action func(r *fleet.Rollout) (string, error)
+// Action is a decision about a rollout (package internal/rollout has them all).
+type Action = progression.Action
 
-// Approve approves stage (default: the stage waiting for approval) of the revision rolling out.
-func Approve(stage string) Action {
-	return func(r *fleet.Rollout) (string, error) {
-		s := stage
-		if s == "" {
-			if r.Status.Phase != fleet.RolloutWaitingForApproval {
-				return "", fmt.Errorf("rollout %s waits for no approval (%s); name a stage with --stage to approve it ahead", r.Name, r.Status.Phase)
-			}
-			s = r.Status.Stage
-		}
-		if !slices.ContainsFunc(r.Status.Stages, func(st fleet.RolloutStageStatus) bool { return st.Name == s }) {
-			return "", fmt.Errorf("rollout %s has no stage %q", r.Name, s)
-		}
-		entry := r.Status.Revision + "/" + s
-		if !slices.Contains(r.Spec.Approved, entry) {
-			r.Spec.Approved = append(r.Spec.Approved, entry)
-		}
-		return fmt.Sprintf("approved stage %s of revision %s", s, r.Status.Revision), nil
-	}
-}
-
-// Pause stops promotions; Resume lets them go on.
-func Pause(paused bool) Action {
-	return func(r *fleet.Rollout) (string, error) {
-		r.Spec.Paused = paused
-		if paused {
-			return "paused", nil
-		}
-		return "resumed", nil
-	}
-}
-
-// Abort stops the revision's rollout and rolls its updated clusters back.
-func Abort(r *fleet.Rollout) (string, error) {
-	switch r.Status.Phase {
-	case fleet.RolloutComplete, fleet.RolloutRolledBack, fleet.RolloutAborted:
-		return "", fmt.Errorf("rollout %s of revision %s is %s already", r.Name, r.Status.Revision, r.Status.Phase)
-	}
-	r.Spec.Abort = r.Status.Revision
-	return fmt.Sprintf("aborting revision %s: updated clusters go back", r.Status.Revision), nil
-}
-
-// Retry starts a halted or aborted rollout again from its first stage.
-func Retry(r *fleet.Rollout) (string, error) {
-	switch r.Status.Phase {
-	case fleet.RolloutHalted, fleet.RolloutRolledBack, fleet.RolloutAborted:
-	default:
-		return "", fmt.Errorf("rollout %s is %s: only a halted, rolled back or aborted rollout is retried", r.Name, r.Status.Phase)
-	}
-	r.Spec.Retry = max(r.Spec.Retry, r.Status.Retried) + 1
-	if r.Spec.Abort == r.Status.Revision {
-		r.Spec.Abort = ""
-	}
-	return fmt.Sprintf("retrying revision %s from its first stage", r.Status.Revision), nil
-}
+// The decisions `fleet rollout` takes.
+var (
+	Approve = progression.Approve
+	Pause   = progression.Pause
+	Abort   = progression.Abort
+	Retry   = progression.Retry
+)
 
 // Apply runs act on each rollout, writing the spec (again on a conflict), and reports each.
 func Apply(out io.Writer, c fleetcontrollers.RolloutClient, rollouts []fleet.Rollout, act Action) error {

@@ -1,0 +1,266 @@
+// Package ui_test drives `fleet ui` in headless Chromium (Debian's, through chromedp) against a
+// real apiserver with the real manager controllers, while the test plays the agents: every page
+// loads, states change on the page without a reload, actions act as the viewer, and a read-only
+// viewer sees the apiserver's refusal and a banner for what it may not list. Screenshots of each
+// page go to $FLEET_UI_SCREENSHOTS (docs/ui holds the README's).
+package ui_test
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/fleetgo/fleet/integrationtests/testenv"
+	"github.com/fleetgo/fleet/internal/config"
+	"github.com/fleetgo/fleet/internal/controller"
+	"github.com/fleetgo/fleet/internal/harness/localcluster"
+	"github.com/fleetgo/fleet/internal/ui"
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+)
+
+func TestUI(t *testing.T) {
+	testenv.RunSuite(t, "fleet ui", 30*time.Second, 200*time.Millisecond)
+}
+
+var (
+	cluster *localcluster.Cluster
+	api     fleetcontrollers.Interface
+	kube    kubernetes.Interface
+	browser context.Context
+)
+
+// chromium is Debian's headless Chromium (.ci/run installs it).
+func chromium() string {
+	for _, p := range []string{"/usr/bin/chromium", "/usr/bin/chromium-browser"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	p, _ := exec.LookPath("chromium")
+	return p
+}
+
+var _ = BeforeSuite(func(ctx context.Context) {
+	var err error
+	cluster, api, err = testenv.StartWithCRDs(ctx, "ui")
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(cluster.Stop)
+	kube, err = cluster.Clientset()
+	Expect(err).NotTo(HaveOccurred())
+	inForce := config.NewStore(config.Config{AgentCheckinInterval: metav1.Duration{Duration: time.Hour}}.WithDefaults())
+	stop := testenv.RunController(cluster.RESTConfig(), config.Config{}, controller.Options{Config: inForce, HealthAddr: "", MetricsAddr: ""})
+	DeferCleanup(func() { Expect(stop()).To(Succeed()) })
+
+	bin := chromium()
+	Expect(bin).NotTo(BeEmpty(), "headless Chromium (Debian's chromium package)")
+	alloc, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1280, 900))...)
+	DeferCleanup(cancel)
+	var cancelBrowser context.CancelFunc
+	browser, cancelBrowser = chromedp.NewContext(alloc)
+	DeferCleanup(cancelBrowser)
+	Expect(chromedp.Do(browser, chromedp.Navigate("about:blank"))).To(Succeed())
+}, NodeTimeout(5*time.Minute))
+
+// serve runs the UI with cfg's credential and returns its URL.
+func serve(cfg *rest.Config) string {
+	ctx, cancel := context.WithCancel(context.Background())
+	DeferCleanup(cancel)
+	addr := make(chan net.Addr, 1)
+	go func() {
+		defer GinkgoRecover()
+		Expect(ui.Run(ctx, "127.0.0.1:0", cfg, func(a net.Addr) { addr <- a })).To(Succeed())
+	}()
+	return "http://" + (<-addr).String()
+}
+
+// screenshot saves the page to $FLEET_UI_SCREENSHOTS/name.png when that is set.
+func screenshot(tab context.Context, name string) {
+	dir := os.Getenv("FLEET_UI_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	png, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(os.MkdirAll(dir, 0o755)).To(Succeed())
+	Expect(os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644)).To(Succeed())
+}
+
+// text is the live part's text.
+func text(tab context.Context) string {
+	s, err := chromedp.Run(tab, chromedp.Text(chromedp.CSS("#live")))
+	Expect(err).NotTo(HaveOccurred())
+	return s
+}
+
+// newCluster creates a Cluster that has checked in and waits for its namespace.
+func newCluster(name string, labels map[string]string) string {
+	c, err := api.Cluster().Create(&fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fleet.DefaultNamespace, Labels: labels}})
+	Expect(err).NotTo(HaveOccurred())
+	Eventually(func() string {
+		c, err = api.Cluster().Get(fleet.DefaultNamespace, name, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		return c.Status.Namespace
+	}).ShouldNot(BeEmpty())
+	Eventually(func() error {
+		c, err := api.Cluster().Get(fleet.DefaultNamespace, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		c.Status.Agent.LastSeen = metav1.Now()
+		_, err = api.Cluster().UpdateStatus(c)
+		return err
+	}).Should(Succeed())
+	return c.Status.Namespace
+}
+
+// agentReports writes what an agent reports for the deployment: applied, ready or not.
+func agentReports(ns, name string, ready bool) {
+	Eventually(func() error {
+		bd, err := api.BundleDeployment().Get(ns, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if bd.Spec.DeploymentID == "" {
+			return errNotPromoted
+		}
+		now := time.Now()
+		bd.Status.AppliedDeploymentID = bd.Spec.DeploymentID
+		bd.Status.Ready, bd.Status.NonModified = ready, true
+		bd.Status.NonReadyStatus = nil
+		fleet.SetCondition(&bd.Status.Conditions, fleet.ConditionDeployed, corev1.ConditionTrue, "", "", now)
+		if !ready {
+			bd.Status.NonReadyStatus = []fleet.NonReadyStatus{{Kind: "Deployment", Namespace: "web", Name: "web",
+				Summary: fleet.Summary{State: "in-progress", Message: []string{"0 of 1 replicas available"}}}}
+		}
+		_, err = api.BundleDeployment().UpdateStatus(bd)
+		return err
+	}).Should(Succeed())
+}
+
+type notPromoted struct{}
+
+func (notPromoted) Error() string { return "not promoted yet" }
+
+var errNotPromoted = notPromoted{}
+
+var _ = Describe("fleet ui", Ordered, func() {
+	var admin, viewer string
+	var nsA, nsB string
+
+	BeforeAll(func() {
+		nsA = newCluster("edge-a", map[string]string{"env": "dev"})
+		nsB = newCluster("edge-b", map[string]string{"env": "prod"})
+		_, err := api.ClusterGroup().Create(&fleet.ClusterGroup{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: fleet.DefaultNamespace},
+			Spec: fleet.ClusterGroupSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}}})
+		Expect(err).NotTo(HaveOccurred())
+		// A GitRepo whose repository cannot be reached (its first problem), and its Bundle as
+		// an earlier run applied it.
+		_, err = api.GitRepo().Create(&fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: fleet.DefaultNamespace},
+			Spec: fleet.GitRepoSpec{Repo: "http://127.0.0.1:1/shop.git", Branch: "main"}})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = api.Bundle().Create(&fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "shop-web", Namespace: fleet.DefaultNamespace,
+			Labels: map[string]string{fleet.RepoLabel: "shop"}},
+			Spec: fleet.BundleSpec{Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: "kind: ConfigMap\nmetadata:\n  name: web\n"}},
+				Targets: []fleet.BundleTarget{{ClusterSelector: &metav1.LabelSelector{}}}}})
+		Expect(err).NotTo(HaveOccurred())
+		agentReports(nsA, "shop-web", true)
+		agentReports(nsB, "shop-web", false)
+
+		// The viewer may read Fleet's kinds but Rollouts, and write nothing.
+		_, err = kube.RbacV1().ClusterRoles().Create(context.Background(), &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "fleet-viewer"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"fleet.cattle.io"}, Verbs: []string{"get", "list", "watch"},
+				Resources: []string{"gitrepos", "helmops", "bundles", "bundledeployments", "clusters", "clustergroups"}}}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = kube.RbacV1().ClusterRoleBindings().Create(context.Background(), &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "fleet-viewer"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "fleet-viewer"},
+			Subjects: []rbacv1.Subject{{Kind: "User", Name: "viewer"}}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		ro := rest.CopyConfig(cluster.RESTConfig())
+		ro.Impersonate = rest.ImpersonationConfig{UserName: "viewer"}
+		admin, viewer = serve(cluster.RESTConfig()), serve(ro)
+	})
+
+	It("shows the overview, with the GitRepo's first problem", func() {
+		tab, cancel := chromedp.NewContext(browser)
+		DeferCleanup(cancel)
+		Expect(chromedp.Do(tab, chromedp.Navigate(admin+"/"), chromedp.WaitVisible(chromedp.CSS("#repos")))).To(Succeed())
+		Eventually(func() string { return text(tab) }).Should(And(ContainSubstring("shop"), ContainSubstring("127.0.0.1:1")))
+		screenshot(tab, "overview")
+	})
+
+	It("shows a GitRepo's bundles and clusters, and a cluster turning Ready without a reload", func() {
+		tab, cancel := chromedp.NewContext(browser)
+		DeferCleanup(cancel)
+		Expect(chromedp.Do(tab, chromedp.Navigate(admin+"/gitrepos/fleet-default/shop"), chromedp.WaitVisible(chromedp.CSS(".bundle")))).To(Succeed())
+		_, err := chromedp.Run(tab, chromedp.Evaluate[bool](`window.notReloaded = true`))
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() string { return text(tab) }).Should(And(ContainSubstring("Bundle shop-web"), ContainSubstring("0 of 1 replicas available")))
+		screenshot(tab, "gitrepo")
+		agentReports(nsB, "shop-web", true)
+		Eventually(func() string { return text(tab) }, 30*time.Second).Should(ContainSubstring("2/2 ready"))
+		same, err := chromedp.Run(tab, chromedp.Evaluate[bool](`window.notReloaded === true`))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(same).To(BeTrue(), "the page changed without a reload")
+	})
+
+	It("lists clusters with their groups and cluster groups", func() {
+		tab, cancel := chromedp.NewContext(browser)
+		DeferCleanup(cancel)
+		Expect(chromedp.Do(tab, chromedp.Navigate(admin+"/clusters"), chromedp.WaitVisible(chromedp.CSS("#clusters")))).To(Succeed())
+		Eventually(func() string { return text(tab) }).Should(And(ContainSubstring("edge-a"), ContainSubstring("env=prod")))
+		Expect(text(tab)).To(MatchRegexp(`edge-b\s+env=prod\s+prod`))
+		screenshot(tab, "clusters")
+		Expect(chromedp.Do(tab, chromedp.Navigate(admin+"/clustergroups"), chromedp.WaitVisible(chromedp.CSS("#groups")))).To(Succeed())
+		Eventually(func() string { return text(tab) }).Should(ContainSubstring("env=prod"))
+		screenshot(tab, "clustergroups")
+	})
+
+	It("pauses a GitRepo as the viewer; a read-only viewer sees the apiserver's refusal and a banner", func() {
+		tab, cancel := chromedp.NewContext(browser)
+		DeferCleanup(cancel)
+		Expect(chromedp.Do(tab, chromedp.Navigate(admin+"/gitrepos/fleet-default/shop"), chromedp.WaitVisible(chromedp.CSS(`button[value="pause"]`)),
+			chromedp.Click(chromedp.CSS(`button[value="pause"]`)))).To(Succeed())
+		Eventually(func() bool {
+			gr, err := api.GitRepo().Get(fleet.DefaultNamespace, "shop", metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			return gr.Spec.Paused
+		}).Should(BeTrue())
+		flashOf := func(tab context.Context) func() string {
+			return func() string {
+				f, err := chromedp.Run(tab, chromedp.Text(chromedp.CSS("#flash")))
+				Expect(err).NotTo(HaveOccurred())
+				return f
+			}
+		}
+		Eventually(flashOf(tab)).Should(Equal("GitRepo fleet-default/shop: paused"))
+
+		ro, cancelRO := chromedp.NewContext(browser)
+		DeferCleanup(cancelRO)
+		Expect(chromedp.Do(ro, chromedp.Navigate(viewer+"/gitrepos/fleet-default/shop"), chromedp.WaitVisible(chromedp.CSS(`button[value="redeploy"]`)),
+			chromedp.Click(chromedp.CSS(`button[value="redeploy"]`)))).To(Succeed())
+		Eventually(flashOf(ro)).Should(And(ContainSubstring("redeploy refused"), ContainSubstring(`User "viewer" cannot update resource "gitrepos"`)))
+		Eventually(func() string { return text(ro) }, 30*time.Second).Should(ContainSubstring("Rollouts: "))
+		Expect(text(ro)).To(ContainSubstring("forbidden"))
+		screenshot(ro, "read-only")
+		gr, err := api.GitRepo().Get(fleet.DefaultNamespace, "shop", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(gr.Spec.ForceSyncGeneration).To(BeZero(), "nothing pretends to work")
+		Expect(strings.Contains(flashOf(ro)(), "paused")).To(BeFalse())
+	})
+})

@@ -1,0 +1,39 @@
+package cmd
+
+import (
+	"fmt"
+	"net"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fleetgo/fleet/internal/ui"
+)
+
+// newUI is `fleet ui`: the web UI, served locally with the user's own credential.
+func newUI() *cobra.Command {
+	var (
+		kube kubeFlags
+		addr string
+	)
+	c := &cobra.Command{
+		Use:   "ui",
+		Short: "Serve a web UI of GitRepos, HelmOps, Bundles, clusters and rollouts, acting with your kubeconfig's credential",
+		Long: "Serves the UI on --addr (127.0.0.1 by default: only this machine reaches it). Every page is read, and\n" +
+			"every action taken, with the kubeconfig's credential: the UI sees and does exactly what you may.\n" +
+			"Pages update live; actions (pause, resume, force redeploy, approve or abort a rollout) are one API\n" +
+			"write each, and a refusal shows the apiserver's message.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := kube.restConfig()
+			if err != nil {
+				return err
+			}
+			return ui.Run(cmd.Context(), addr, cfg, func(a net.Addr) {
+				fmt.Fprintf(cmd.OutOrStdout(), "fleet ui on http://%s/\n", a)
+			})
+		},
+	}
+	kube.bind(c)
+	c.Flags().StringVar(&addr, "addr", "127.0.0.1:8088", "address to listen on")
+	return c
+}

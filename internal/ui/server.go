@@ -1,0 +1,210 @@
+// Package ui is `fleet ui`: a web UI for Fleet without Rancher, served from the one binary. It
+// watches GitRepos, HelmOps, Bundles, BundleDeployments, Clusters, ClusterGroups and Rollouts
+// with the viewer's own credential, aggregates pages server-side from those caches (no page
+// ships more than maxRows clusters per bundle), pushes each open page again over server-sent
+// events when something it shows changes, and acts (pause, resume, redeploy, approve, abort) as
+// the viewer, showing the apiserver's refusal when the viewer may not. Pages are html/template;
+// the one script and stylesheet are embedded.
+package ui
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
+	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+)
+
+//go:embed templates/*.html static/*
+var assets embed.FS
+
+// debounce gathers a burst of changes into one push per page.
+const debounce = 300 * time.Millisecond
+
+// Server serves the UI for one viewer (the credential of cfg).
+type Server struct {
+	api  fleetcontrollers.Interface
+	k    *kinds
+	tmpl *template.Template
+	mu   sync.Mutex
+	subs map[chan struct{}]struct{}
+}
+
+// New watches the Fleet kinds with cfg's credential until ctx ends.
+func New(ctx context.Context, cfg *rest.Config) (*Server, error) {
+	ff, err := fleetfactory.NewFactoryFromConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	tmpl, err := template.New("ui").Funcs(template.FuncMap{"lower": strings.ToLower}).ParseFS(assets, "templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{api: ff.Fleet().V1alpha1(), tmpl: tmpl, subs: map[chan struct{}]struct{}{}}
+	s.k = watchAll(ctx, s.api, s.changed)
+	return s, nil
+}
+
+// changed tells every open page that something changed.
+func (s *Server) changed() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ch := range s.subs {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Handler serves the pages, the live updates, the actions and the assets.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	static, _ := fs.Sub(assets, "static")
+	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	mux.HandleFunc("GET /events", s.events)
+	mux.HandleFunc("POST /actions", s.action)
+	mux.HandleFunc("GET /", s.page)
+	return mux
+}
+
+// page is a whole page: the layout around the part the live updates replace.
+func (s *Server) page(w http.ResponseWriter, r *http.Request) {
+	title, body, ok := s.render(r.URL.Path)
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'")
+	_ = s.tmpl.ExecuteTemplate(w, "layout.html", map[string]any{"Title": title, "Body": template.HTML(body), "Path": r.URL.Path})
+}
+
+// render is the live part of the page at path, and its title.
+func (s *Server) render(path string) (string, string, bool) {
+	var name, title string
+	var data any
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	switch {
+	case path == "/":
+		name, title, data = "overview.html", "Overview", s.overview()
+	case path == "/clusters":
+		name, title, data = "clusters.html", "Clusters", s.clusters()
+	case path == "/clustergroups":
+		name, title, data = "groups.html", "Cluster groups", s.groups()
+	case len(parts) == 3 && (parts[0] == "gitrepos" || parts[0] == "helmops"):
+		kind := map[string]string{"gitrepos": "GitRepo", "helmops": "HelmOp"}[parts[0]]
+		name, title, data = "repo.html", kind+" "+parts[1]+"/"+parts[2], s.repo(kind, parts[1], parts[2])
+	default:
+		return "", "", false
+	}
+	var buf bytes.Buffer
+	if err := s.tmpl.ExecuteTemplate(&buf, name, map[string]any{"V": data, "Problems": s.k.problems()}); err != nil {
+		return title, template.HTMLEscapeString(err.Error()), true
+	}
+	return title, buf.String(), true
+}
+
+// events pushes the live part of the page at ?path= again whenever something changed (at most
+// once per debounce), as server-sent events.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	path := r.URL.Query().Get("path")
+	if _, _, ok := s.render(path); !ok {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	ch := make(chan struct{}, 1)
+	s.mu.Lock()
+	s.subs[ch] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.subs, ch)
+		s.mu.Unlock()
+	}()
+	fmt.Fprint(w, ": live\n\n")
+	flusher.Flush()
+	last := ""
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-ch:
+		}
+		time.Sleep(debounce)
+		_, body, _ := s.render(path)
+		if body == last {
+			continue
+		}
+		last = body
+		fmt.Fprint(w, "event: page\n")
+		for _, l := range strings.Split(body, "\n") {
+			fmt.Fprintf(w, "data: %s\n", l)
+		}
+		fmt.Fprint(w, "\n")
+		flusher.Flush()
+	}
+}
+
+// Run serves the UI on addr until ctx ends.
+func Run(ctx context.Context, addr string, cfg *rest.Config, ready func(net.Addr)) error {
+	s, err := New(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: localOnly(l.Addr().String(), s.Handler()), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shut)
+	}()
+	if ready != nil {
+		ready(l.Addr())
+	}
+	if err := srv.Serve(l); err != nil && err != http.ErrServerClosed {
+		return err
+	}
+	return nil
+}
+
+// localOnly refuses requests for another host than the one served (a page elsewhere pointing a
+// name of its own at 127.0.0.1 must not act with the viewer's credential) and, for actions, any
+// not sent by the UI's own script (another site's form cannot set its header).
+func localOnly(addr string, next http.Handler) http.Handler {
+	_, port, _ := net.SplitHostPort(addr)
+	allowed := map[string]bool{addr: true, "localhost:" + port: true, "127.0.0.1:" + port: true, "[::1]:" + port: true}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !allowed[r.Host] {
+			http.Error(w, "fleet ui answers only for "+addr, http.StatusForbidden)
+			return
+		}
+		if r.Method == http.MethodPost && (r.Header.Get("X-Fleet-UI") != "1" || r.Header.Get("Sec-Fetch-Site") == "cross-site") {
+			http.Error(w, "actions are taken from the UI's own pages only", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,260 @@
+package ui
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rancher/wrangler/v3/pkg/genericcondition"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/fleetgo/fleet/internal/summary"
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+)
+
+// maxRows bounds the clusters a bundle lists (non-ready ones first): no page ships 50,000 rows.
+const maxRows = 50
+
+// repoRow is a GitRepo or HelmOp on the overview.
+type repoRow struct {
+	Kind, Namespace, Name, Commit, Ready, State, Problem, Changed string
+	Paused                                                        bool
+}
+
+func (r repoRow) Path() string {
+	return "/" + strings.ToLower(r.Kind) + "s/" + r.Namespace + "/" + r.Name
+}
+
+type overviewView struct {
+	Rows                              []repoRow
+	Repos, Failing, Clusters, Offline int
+}
+
+// readiness is an object's Ready condition: its message when not True ("" when ready), and
+// when it last changed.
+func readiness(conds []genericcondition.GenericCondition) (string, string) {
+	c := fleet.FindCondition(conds, fleet.ConditionReady)
+	if c == nil {
+		return "", ""
+	}
+	if c.Status == corev1.ConditionTrue {
+		return "", c.LastUpdateTime
+	}
+	msg := c.Message
+	if msg == "" {
+		msg = c.Reason
+	}
+	if msg == "" {
+		msg = "not ready"
+	}
+	return msg, c.LastUpdateTime
+}
+
+func (s *Server) overview() overviewView {
+	var v overviewView
+	for _, gr := range list[*fleet.GitRepo](s.k.gitRepos) {
+		row := repoRow{Kind: "GitRepo", Namespace: gr.Namespace, Name: gr.Name, Commit: short(gr.Status.Commit), Paused: gr.Spec.Paused,
+			Ready: fmt.Sprintf("%d/%d", gr.Status.ReadyClusters, gr.Status.DesiredReadyClusters), State: stateOr(gr.Status.Display.State, "Active")}
+		row.Problem, row.Changed = readiness(gr.Status.Conditions)
+		v.Rows = append(v.Rows, row)
+	}
+	for _, op := range list[*fleet.HelmOp](s.k.helmOps) {
+		row := repoRow{Kind: "HelmOp", Namespace: op.Namespace, Name: op.Name, Commit: op.Status.Version, Paused: op.Spec.Paused,
+			Ready: fmt.Sprintf("%d/%d", op.Status.ReadyClusters, op.Status.DesiredReadyClusters), State: stateOr(op.Status.Display.State, "Active")}
+		row.Problem, row.Changed = readiness(op.Status.Conditions)
+		v.Rows = append(v.Rows, row)
+	}
+	slices.SortFunc(v.Rows, func(a, b repoRow) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Kind, b.Kind), strings.Compare(a.Name, b.Name))
+	})
+	v.Repos = len(v.Rows)
+	for _, r := range v.Rows {
+		if r.Problem != "" {
+			v.Failing++
+		}
+	}
+	for _, c := range list[*fleet.Cluster](s.k.clusters) {
+		v.Clusters++
+		if c.Status.Display.State == "Offline" {
+			v.Offline++
+		}
+	}
+	return v
+}
+
+func stateOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func short(commit string) string {
+	if len(commit) > 7 {
+		return commit[:7]
+	}
+	return commit
+}
+
+// bundleView is one bundle of a GitRepo or HelmOp page.
+type bundleView struct {
+	Namespace, Name, Ready, State, Message string
+	Paused                                 bool
+	Rollout                                *fleet.Rollout
+	Clusters                               []clusterRow
+	More                                   int
+}
+
+// clusterRow is a bundle's deployment to one cluster.
+type clusterRow struct {
+	Cluster, State, Message string
+	NonReady                []string
+	Modified                []fleet.ModifiedStatus
+}
+
+type repoView struct {
+	Kind, Namespace, Name, Commit, State, Problem string
+	Paused, Found                                 bool
+	Bundles                                       []bundleView
+}
+
+// repo is a GitRepo's (or HelmOp's) page: commit -> bundles -> clusters.
+func (s *Server) repo(kind, ns, name string) repoView {
+	v := repoView{Kind: kind, Namespace: ns, Name: name}
+	label := fleet.RepoLabel
+	switch kind {
+	case "GitRepo":
+		for _, gr := range list[*fleet.GitRepo](s.k.gitRepos) {
+			if gr.Namespace == ns && gr.Name == name {
+				v.Found, v.Commit, v.Paused, v.State = true, gr.Status.Commit, gr.Spec.Paused, stateOr(gr.Status.Display.State, "Active")
+				v.Problem, _ = readiness(gr.Status.Conditions)
+			}
+		}
+	default:
+		label = fleet.HelmNameLabel
+		for _, op := range list[*fleet.HelmOp](s.k.helmOps) {
+			if op.Namespace == ns && op.Name == name {
+				v.Found, v.Commit, v.Paused, v.State = true, op.Status.Version, op.Spec.Paused, stateOr(op.Status.Display.State, "Active")
+				v.Problem, _ = readiness(op.Status.Conditions)
+			}
+		}
+	}
+	byBundle := map[string][]*fleet.BundleDeployment{}
+	for _, bd := range list[*fleet.BundleDeployment](s.k.deployments) {
+		if bd.Labels[fleet.BundleNamespaceLabel] == ns && bd.Labels[label] == name {
+			byBundle[bd.Labels[fleet.BundleLabel]] = append(byBundle[bd.Labels[fleet.BundleLabel]], bd)
+		}
+	}
+	rollouts := map[string]*fleet.Rollout{}
+	for _, r := range list[*fleet.Rollout](s.k.rollouts) {
+		if r.Namespace == ns {
+			rollouts[r.Name] = r
+		}
+	}
+	for _, b := range list[*fleet.Bundle](s.k.bundles) {
+		if b.Namespace != ns || b.Labels[label] != name {
+			continue
+		}
+		bv := bundleView{Namespace: b.Namespace, Name: b.Name, Paused: b.Spec.Paused, Rollout: rollouts[b.Name],
+			Ready: fmt.Sprintf("%d/%d", b.Status.Summary.Ready, b.Status.Summary.DesiredReady), State: stateOr(b.Status.Display.State, "Ready")}
+		bv.Message, _ = readiness(b.Status.Conditions)
+		bv.Clusters, bv.More = clusterRows(byBundle[b.Name])
+		v.Bundles = append(v.Bundles, bv)
+	}
+	slices.SortFunc(v.Bundles, func(a, b bundleView) int { return strings.Compare(a.Name, b.Name) })
+	return v
+}
+
+// clusterRows are a bundle's deployments, those not ready first, at most maxRows.
+func clusterRows(bds []*fleet.BundleDeployment) ([]clusterRow, int) {
+	var rows []clusterRow
+	for _, bd := range bds {
+		st := summary.State(bd)
+		row := clusterRow{Cluster: bd.Labels[fleet.ClusterNamespaceLabel] + "/" + bd.Labels[fleet.ClusterLabel], State: stateOr(string(st), "Ready"),
+			Modified: bd.Status.ModifiedStatus}
+		if st != fleet.Ready {
+			row.Message = summary.Message(bd, st)
+		}
+		for _, nr := range bd.Status.NonReadyStatus {
+			row.NonReady = append(row.NonReady, fmt.Sprintf("%s %s/%s: %s", nr.Kind, nr.Namespace, nr.Name, nr.Summary.State))
+		}
+		rows = append(rows, row)
+	}
+	slices.SortFunc(rows, func(a, b clusterRow) int {
+		return cmp.Or(cmp.Compare(b.ready(), a.ready())*-1, strings.Compare(a.Cluster, b.Cluster))
+	})
+	if len(rows) > maxRows {
+		return rows[:maxRows], len(rows) - maxRows
+	}
+	return rows, 0
+}
+
+func (r clusterRow) ready() int {
+	if r.State == "Ready" {
+		return 1
+	}
+	return 0
+}
+
+// clusterView is a row of the clusters page.
+type clusterView struct {
+	Namespace, Name, Labels, Groups, LastSeen, Bundles, State string
+	Offline                                                   bool
+}
+
+func (s *Server) clusters() []clusterView {
+	groups := list[*fleet.ClusterGroup](s.k.groups)
+	var out []clusterView
+	for _, c := range list[*fleet.Cluster](s.k.clusters) {
+		var ls, gs []string
+		for k, val := range c.Labels {
+			if !strings.HasPrefix(k, "fleet.cattle.io/") && !strings.HasPrefix(k, "management.cattle.io/") {
+				ls = append(ls, k+"="+val)
+			}
+		}
+		slices.Sort(ls)
+		for _, g := range groups {
+			if g.Namespace != c.Namespace || g.Spec.Selector == nil {
+				continue
+			}
+			if sel, err := metav1.LabelSelectorAsSelector(g.Spec.Selector); err == nil && sel.Matches(labels.Set(c.Labels)) {
+				gs = append(gs, g.Name)
+			}
+		}
+		slices.Sort(gs)
+		seen := "never"
+		if !c.Status.Agent.LastSeen.IsZero() {
+			seen = c.Status.Agent.LastSeen.UTC().Format(time.RFC3339)
+		}
+		out = append(out, clusterView{Namespace: c.Namespace, Name: c.Name, Labels: strings.Join(ls, ", "), Groups: strings.Join(gs, ", "),
+			LastSeen: seen, Bundles: c.Status.Display.ReadyBundles, State: stateOr(c.Status.Display.State, "Active"),
+			Offline: c.Status.Display.State == "Offline"})
+	}
+	slices.SortFunc(out, func(a, b clusterView) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+// groupView is a row of the cluster groups page.
+type groupView struct{ Namespace, Name, Selector, Clusters, Bundles string }
+
+func (s *Server) groups() []groupView {
+	var out []groupView
+	for _, g := range list[*fleet.ClusterGroup](s.k.groups) {
+		sel := "(none)"
+		if g.Spec.Selector != nil {
+			sel = metav1.FormatLabelSelector(g.Spec.Selector)
+		}
+		out = append(out, groupView{Namespace: g.Namespace, Name: g.Name, Selector: sel, Clusters: g.Status.Display.ReadyClusters,
+			Bundles: g.Status.Display.ReadyBundles})
+	}
+	slices.SortFunc(out, func(a, b groupView) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+	return out
+}
