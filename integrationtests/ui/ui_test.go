@@ -8,6 +8,7 @@ package ui_test
 import (
 	"context"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -262,5 +264,56 @@ var _ = Describe("fleet ui", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(gr.Spec.ForceSyncGeneration).To(BeZero(), "nothing pretends to work")
 		Expect(strings.Contains(flashOf(ro)(), "paused")).To(BeFalse())
+	})
+})
+
+var _ = Describe("fleet ui --in-cluster", Ordered, func() {
+	It("signs a viewer in with a token and acts only with it: reads what it may, is refused what it may not", func(ctx context.Context) {
+		_, err := kube.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "ui-viewer"}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "fleet-ui-reader"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"fleet.cattle.io"}, Verbs: []string{"get", "list", "watch"},
+				Resources: []string{"gitrepos", "helmops", "bundles", "bundledeployments", "clusters", "clustergroups", "rollouts"}}}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = api.GitRepo().Create(&fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "catalog", Namespace: fleet.DefaultNamespace},
+			Spec: fleet.GitRepoSpec{Repo: "http://127.0.0.1:1/catalog.git", Branch: "main"}})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "ui-viewer"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "fleet-ui-reader"},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "ui-viewer", Namespace: "default"}}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		tr, err := kube.CoreV1().ServiceAccounts("default").CreateToken(ctx, "ui-viewer", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+
+		addr, err := testenv.FreeAddr()
+		Expect(err).NotTo(HaveOccurred())
+		runCtx, cancel := context.WithCancel(context.Background())
+		DeferCleanup(cancel)
+		// The pod's own credential is the admin's here: the UI must not use it.
+		go func() {
+			defer GinkgoRecover()
+			Expect(ui.RunViewers(runCtx, addr, cluster.RESTConfig(), ui.AuthToken)).To(Succeed())
+		}()
+		url := "http://" + addr
+		Eventually(func() error { _, err := http.Get(url + "/login"); return err }).Should(Succeed())
+		resp, err := http.Get(url + "/")
+		Expect(err).NotTo(HaveOccurred())
+		resp.Body.Close()
+		Expect(resp.StatusCode).To(Equal(http.StatusUnauthorized), "nothing is shown before signing in")
+
+		tab, cancelTab := chromedp.NewContext(browser)
+		DeferCleanup(cancelTab)
+		Expect(chromedp.Do(tab, chromedp.Navigate(url+"/login"), chromedp.WaitVisible(chromedp.CSS("textarea")),
+			chromedp.SendKeys(chromedp.CSS("textarea"), tr.Status.Token), chromedp.Submit(chromedp.CSS("form")),
+			chromedp.WaitVisible(chromedp.CSS("#repos")))).To(Succeed())
+		Eventually(func() string { return text(tab) }).Should(ContainSubstring("catalog"))
+		Expect(text(tab)).NotTo(ContainSubstring("cannot be shown"))
+		Expect(chromedp.Do(tab, chromedp.Navigate(url+"/gitrepos/fleet-default/catalog"), chromedp.WaitVisible(chromedp.CSS(`button[value="redeploy"]`)),
+			chromedp.Click(chromedp.CSS(`button[value="redeploy"]`)))).To(Succeed())
+		Eventually(func() string {
+			f, err := chromedp.Run(tab, chromedp.Text(chromedp.CSS("#flash")))
+			Expect(err).NotTo(HaveOccurred())
+			return f
+		}).Should(ContainSubstring(`User "system:serviceaccount:default:ui-viewer" cannot update resource "gitrepos"`))
 	})
 })

@@ -5,6 +5,7 @@ import (
 	"net"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
 
 	"github.com/fleetgo/fleet/internal/ui"
 )
@@ -12,8 +13,9 @@ import (
 // newUI is `fleet ui`: the web UI, served locally with the user's own credential.
 func newUI() *cobra.Command {
 	var (
-		kube kubeFlags
-		addr string
+		kube       kubeFlags
+		addr, auth string
+		inCluster  bool
 	)
 	c := &cobra.Command{
 		Use:   "ui",
@@ -24,6 +26,15 @@ func newUI() *cobra.Command {
 			"write each, and a refusal shows the apiserver's message.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if inCluster {
+				// Many viewers, each acting with their own token; the pod's own credential is
+				// dropped (ui.NewViewers), so the UI can do nothing by itself.
+				cfg, err := rest.InClusterConfig()
+				if err != nil {
+					return err
+				}
+				return ui.RunViewers(cmd.Context(), addr, cfg, auth)
+			}
 			cfg, err := kube.restConfig()
 			if err != nil {
 				return err
@@ -35,5 +46,7 @@ func newUI() *cobra.Command {
 	}
 	kube.bind(c)
 	c.Flags().StringVar(&addr, "addr", "127.0.0.1:8088", "address to listen on")
+	c.Flags().BoolVar(&inCluster, "in-cluster", false, "serve many viewers in the cluster, each with their own credential (see --auth)")
+	c.Flags().StringVar(&auth, "auth", ui.AuthToken, "with --in-cluster: token (viewers sign in with a bearer token) or header (an authenticating proxy passes it as Authorization: Bearer)")
 	return c
 }

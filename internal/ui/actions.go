@@ -29,6 +29,9 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) act(kind, ns, name, op string) (string, error) {
+	if s.api == nil {
+		return "", fmt.Errorf("this UI shows fixed objects: nothing can be changed")
+	}
 	var msg string
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var err error

@@ -143,20 +143,19 @@ func (s *Server) repo(kind, ns, name string) repoView {
 			}
 		}
 	}
+	key := kind + "/" + ns + "/" + name
 	byBundle := map[string][]*fleet.BundleDeployment{}
-	for _, bd := range list[*fleet.BundleDeployment](s.k.deployments) {
-		if bd.Labels[fleet.BundleNamespaceLabel] == ns && bd.Labels[label] == name {
-			byBundle[bd.Labels[fleet.BundleLabel]] = append(byBundle[bd.Labels[fleet.BundleLabel]], bd)
-		}
+	for _, bd := range owned[*fleet.BundleDeployment](s.k.deployments, key) {
+		byBundle[bd.Labels[fleet.BundleLabel]] = append(byBundle[bd.Labels[fleet.BundleLabel]], bd)
 	}
 	rollouts := map[string]*fleet.Rollout{}
 	for _, r := range list[*fleet.Rollout](s.k.rollouts) {
-		if r.Namespace == ns {
+		if r.Namespace == ns && r.Labels[label] == name {
 			rollouts[r.Name] = r
 		}
 	}
-	for _, b := range list[*fleet.Bundle](s.k.bundles) {
-		if b.Namespace != ns || b.Labels[label] != name {
+	for _, b := range owned[*fleet.Bundle](s.k.bundles, key) {
+		if b.Labels[label] != name {
 			continue
 		}
 		bv := bundleView{Namespace: b.Namespace, Name: b.Name, Paused: b.Spec.Paused, Rollout: rollouts[b.Name],

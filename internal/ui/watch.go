@@ -45,6 +45,43 @@ func (w *watched) problem() string {
 	return w.err
 }
 
+// byOwner indexes Bundles and BundleDeployments by the GitRepo or HelmOp they come from
+// ("GitRepo/namespace/name", "HelmOp/namespace/name"), so a page reads its own and not all.
+const byOwner = "owner"
+
+func ownerIndex(obj any) ([]string, error) {
+	var ns string
+	var l map[string]string
+	switch o := obj.(type) {
+	case *fleet.Bundle:
+		ns, l = o.Namespace, o.Labels
+	case *fleet.BundleDeployment:
+		ns, l = o.Labels[fleet.BundleNamespaceLabel], o.Labels
+	default:
+		return nil, nil
+	}
+	var out []string
+	if r := l[fleet.RepoLabel]; r != "" {
+		out = append(out, "GitRepo/"+ns+"/"+r)
+	}
+	if h := l[fleet.HelmNameLabel]; h != "" {
+		out = append(out, "HelmOp/"+ns+"/"+h)
+	}
+	return out, nil
+}
+
+// owned are the cached objects of the GitRepo or HelmOp (kind/namespace/name).
+func owned[T any](w *watched, key string) []T {
+	objs, _ := w.informer.GetIndexer().ByIndex(byOwner, key)
+	out := make([]T, 0, len(objs))
+	for _, o := range objs {
+		if t, ok := o.(T); ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // list is every cached object of the kind.
 func list[T any](w *watched) []T {
 	var out []T
@@ -68,7 +105,7 @@ func newWatched[T runtime.Object, L runtime.Object](ctx context.Context, name st
 		},
 		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) { return wf("", o) },
 	}
-	w.informer = cache.NewSharedIndexInformer(lw, obj, 10*time.Minute, cache.Indexers{})
+	w.informer = cache.NewSharedIndexInformer(lw, obj, 10*time.Minute, cache.Indexers{byOwner: ownerIndex})
 	_ = w.informer.SetWatchErrorHandler(func(_ *cache.Reflector, err error) { w.setErr(err) })
 	_, _ = w.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { changed() },
@@ -104,4 +141,17 @@ func (k *kinds) problems() []string {
 		}
 	}
 	return out
+}
+
+// static is a kind's informer over fixed objects (NewStatic).
+func static(name string, obj runtime.Object, objs []runtime.Object, list runtime.Object) *watched {
+	w := &watched{name: name}
+	w.informer = cache.NewSharedIndexInformer(&cache.ListWatch{
+		ListFunc:  func(metav1.ListOptions) (runtime.Object, error) { return list, nil },
+		WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
+	}, obj, 0, cache.Indexers{byOwner: ownerIndex})
+	for _, o := range objs {
+		_ = w.informer.GetIndexer().Add(o)
+	}
+	return w
 }
