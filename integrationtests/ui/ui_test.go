@@ -221,6 +221,29 @@ var _ = Describe("fleet ui", Ordered, func() {
 		Expect(same).To(BeTrue(), "the page changed without a reload")
 	})
 
+	It("shows a bundle's rollout stages and approves the stage waiting for approval", func() {
+		ro, err := api.Rollout().Create(&fleet.Rollout{ObjectMeta: metav1.ObjectMeta{Name: "shop-web", Namespace: fleet.DefaultNamespace,
+			Labels: map[string]string{fleet.RepoLabel: "shop", fleet.BundleLabel: "shop-web"}}})
+		Expect(err).NotTo(HaveOccurred())
+		ro.Status = fleet.RolloutStatus{Policy: "careful", Revision: "abc123", Phase: fleet.RolloutWaitingForApproval, Stage: "rest",
+			Message: "stage rest waits for approval (fleet rollout approve)",
+			Stages: []fleet.RolloutStageStatus{{Name: "canary", Clusters: 1, Updated: 1, Passing: 1, State: "Complete"},
+				{Name: "rest", Clusters: 1, State: "WaitingForApproval"}}}
+		_, err = api.Rollout().UpdateStatus(ro)
+		Expect(err).NotTo(HaveOccurred())
+		tab, cancel := chromedp.NewContext(browser)
+		DeferCleanup(cancel)
+		Expect(chromedp.Do(tab, chromedp.Navigate(admin+"/gitrepos/fleet-default/shop"), chromedp.WaitVisible(chromedp.CSS(`button[value="approve"]`)))).To(Succeed())
+		Expect(text(tab)).To(And(ContainSubstring("Rollout by careful: WaitingForApproval at stage rest"), MatchRegexp(`canary\s+1\s+1\s+1\s+0\s+Complete`)))
+		screenshot(tab, "rollout")
+		Expect(chromedp.Do(tab, chromedp.Click(chromedp.CSS(`button[value="approve"]`)))).To(Succeed())
+		Eventually(func() []string {
+			r, err := api.Rollout().Get(fleet.DefaultNamespace, "shop-web", metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			return r.Spec.Approved
+		}).Should(Equal([]string{"abc123/rest"}))
+	})
+
 	It("lists clusters with their groups and cluster groups", func() {
 		tab, cancel := chromedp.NewContext(browser)
 		DeferCleanup(cancel)
