@@ -16,6 +16,8 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -81,26 +83,32 @@ func (s *Server) Handler() http.Handler {
 
 // page is a whole page: the layout around the part the live updates replace.
 func (s *Server) page(w http.ResponseWriter, r *http.Request) {
-	title, body, ok := s.render(r.URL.Path)
+	title, body, ok := s.render(r.URL.RequestURI())
 	if !ok {
 		http.NotFound(w, r)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'")
-	_ = s.tmpl.ExecuteTemplate(w, "layout.html", map[string]any{"Title": title, "Body": template.HTML(body), "Path": r.URL.Path})
+	_ = s.tmpl.ExecuteTemplate(w, "layout.html", map[string]any{"Title": title, "Body": template.HTML(body), "Path": r.URL.RequestURI()})
 }
 
-// render is the live part of the page at path, and its title.
-func (s *Server) render(path string) (string, string, bool) {
+// render is the live part of the page at uri (a path and query), and its title.
+func (s *Server) render(uri string) (string, string, bool) {
 	var name, title string
 	var data any
+	u, err := url.Parse(uri)
+	if err != nil {
+		return "", "", false
+	}
+	path := u.Path
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	switch {
 	case path == "/":
 		name, title, data = "overview.html", "Overview", s.overview()
 	case path == "/clusters":
-		name, title, data = "clusters.html", "Clusters", s.clusters()
+		page, _ := strconv.Atoi(u.Query().Get("page"))
+		name, title, data = "clusters.html", "Clusters", s.clusterPage(page)
 	case path == "/clustergroups":
 		name, title, data = "groups.html", "Cluster groups", s.groups()
 	case len(parts) == 3 && (parts[0] == "gitrepos" || parts[0] == "helmops"):

@@ -257,3 +257,39 @@ func (s *Server) groups() []groupView {
 	})
 	return out
 }
+
+// pageSize is how many clusters the clusters page lists at once.
+const pageSize = 200
+
+// clusterPage is one page of the clusters list (from 0), offline clusters first.
+type clusterPage struct {
+	Rows                 []clusterView
+	Page, Pages, Total   int
+	Prev, Next, From, To int
+	Offline              int
+}
+
+func (s *Server) clusterPage(page int) clusterPage {
+	all := s.clusters()
+	slices.SortStableFunc(all, func(a, b clusterView) int { return cmp.Compare(b2i(b.Offline), b2i(a.Offline)) })
+	p := clusterPage{Total: len(all), Pages: max(1, (len(all)+pageSize-1)/pageSize)}
+	for _, c := range all {
+		p.Offline += b2i(c.Offline)
+	}
+	p.Page = min(max(page, 0), p.Pages-1)
+	p.From, p.To = p.Page*pageSize, min((p.Page+1)*pageSize, len(all))
+	p.Rows = all[p.From:p.To]
+	p.Prev, p.Next = p.Page-1, p.Page+1
+	if p.Next >= p.Pages {
+		p.Next = -1
+	}
+	p.From++
+	return p
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
