@@ -41,7 +41,7 @@ export FLEET_CONTROLPLANE_BIN := $(CURDIR)/dev/bin
 # Integration and e2e suites start real clusters: one suite at a time keeps two cores responsive.
 TEST_TIMEOUT ?= 45m
 
-.PHONY: image image-push dist helm charts charts-push node help build controlplane test test-unit test-integration e2e generate verify verify-fast bench bench-10k bench-rollout bench-plan quickstart quickstart-check up down clean
+.PHONY: image image-push dist helm charts charts-push node help build controlplane test test-unit test-integration e2e generate verify verify-fast bench bench-10k bench-rollout bench-plan bench-ui quickstart quickstart-check up down clean
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -142,7 +142,11 @@ ifeq ($(BENCH_SIZE),standard)
 	$(GO) run ./benchmarks/agent -fleet bin/fleet -out benchmarks/results
 	$(GO) run ./benchmarks/scale -fleet bin/fleet -out benchmarks/results -rollout 1000
 	$(GO) run ./benchmarks/plan -fleet bin/fleet -out benchmarks/results
+	$(GO) run ./benchmarks/ui -out benchmarks/results
 endif
+
+bench-ui: ## the web UI's page times at 1,000 and 10,000 clusters x 50 bundles (about a minute)
+	$(GO) run ./benchmarks/ui -out benchmarks/results
 
 bench-plan: build ## fleet plan offline, 50 bundles against 1,000 to 10,000 clusters (under a minute)
 	$(GO) run ./benchmarks/plan -fleet bin/fleet -out benchmarks/results
