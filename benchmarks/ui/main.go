@@ -66,6 +66,7 @@ func main() {
 		res.Sizes = append(res.Sizes, s)
 	}
 	data, _ := json.MarshalIndent(res, "", "  ")
+	_ = os.MkdirAll(*out, 0o755)
 	if err := os.WriteFile(filepath.Join(*out, "ui.json"), append(data, '\n'), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, "bench ui:", err)
 		os.Exit(1)
@@ -74,9 +75,6 @@ func main() {
 
 func measure(n int) (Size, error) {
 	objs := objects(n)
-	runtime.GC()
-	var before runtime.MemStats
-	runtime.ReadMemStats(&before)
 	s, err := ui.NewStatic(objs)
 	if err != nil {
 		return Size{}, err
@@ -110,7 +108,6 @@ func measure(n int) (Size, error) {
 		fmt.Printf("clusters=%d %s: %.1f ms, %d bytes\n", n, path, times[len(times)/2], bytes)
 	}
 	fmt.Printf("clusters=%d heap %.0f MiB for %d BundleDeployments\n", n, size.HeapMiB, size.BundleDeployments)
-	_ = before
 	return size, nil
 }
 
