@@ -16,9 +16,13 @@ import (
 	"github.com/fleetgo/fleet/internal/controller/agentmanagement"
 	"github.com/fleetgo/fleet/internal/policy"
 	"github.com/fleetgo/fleet/internal/restriction"
+	"github.com/fleetgo/fleet/internal/secretuse"
 	"github.com/fleetgo/fleet/internal/target"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
+
+// ociRetry is how soon a Bundle whose registry Secret is missing or malformed is looked at again.
+const ociRetry = 2 * time.Second
 
 // deploy writes the Bundle's BundleDeployments and returns its status rolled up from them (the
 // generated status handler writes it when it changed).
@@ -44,7 +48,14 @@ func (h *handler) deploy(b *fleet.Bundle, status fleet.BundleStatus) (fleet.Bund
 	}
 	oci, err := h.ociStorage(b)
 	if err != nil {
-		return h.rollup(b, status, nil, nil, err), err
+		// Shown on the Bundle (an error returned here would leave the status unwritten): a
+		// Secret refused as a credential stays refused; one missing or malformed is looked
+		// at again, as no watch tells when it is written.
+		var refused *secretuse.Refused
+		if !errors.As(err, &refused) {
+			h.bundles.EnqueueAfter(b.Namespace, b.Name, ociRetry)
+		}
+		return h.rollup(b, status, nil, nil, err), nil
 	}
 	contentName, err := h.ensureContent(b)
 	if err != nil {
