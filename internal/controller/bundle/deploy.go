@@ -48,14 +48,7 @@ func (h *handler) deploy(b *fleet.Bundle, status fleet.BundleStatus) (fleet.Bund
 	}
 	oci, err := h.ociStorage(b)
 	if err != nil {
-		// Shown on the Bundle (an error returned here would leave the status unwritten): a
-		// Secret refused as a credential stays refused; one missing or malformed is looked
-		// at again, as no watch tells when it is written.
-		var refused *secretuse.Refused
-		if !errors.As(err, &refused) {
-			h.bundles.EnqueueAfter(b.Namespace, b.Name, ociRetry)
-		}
-		return h.rollup(b, status, nil, nil, err), nil
+		return h.ociRefused(b, status, err), nil
 	}
 	contentName, err := h.ensureContent(b)
 	if err != nil {
@@ -90,6 +83,17 @@ func (h *handler) deploy(b *fleet.Bundle, status fleet.BundleStatus) (fleet.Bund
 		status.OCIReference = oci.Ref(b.Spec.ContentsID)
 	}
 	return status, nil
+}
+
+// ociRefused is the status of a Bundle whose registry cannot be used, shown on the Bundle (an
+// error returned from deploy would leave the status unwritten): a Secret refused as a credential
+// stays refused; one missing or malformed is looked at again, as no watch tells when it is written.
+func (h *handler) ociRefused(b *fleet.Bundle, status fleet.BundleStatus, err error) fleet.BundleStatus {
+	var refused *secretuse.Refused
+	if !errors.As(err, &refused) {
+		h.bundles.EnqueueAfter(b.Namespace, b.Name, ociRetry)
+	}
+	return h.rollup(b, status, nil, nil, err)
 }
 
 // planOf is b's plan: the one kept from an earlier pass while nothing it read changed (the passes
