@@ -244,6 +244,20 @@ var _ = Describe("fleet ui", Ordered, func() {
 		}).Should(Equal([]string{"abc123/rest"}))
 	})
 
+	It("shows a HelmOp's page, with why its chart cannot be resolved", func() {
+		_, err := api.HelmOp().Create(&fleet.HelmOp{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: fleet.DefaultNamespace},
+			Spec: fleet.HelmOpSpec{BundleSpec: fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{
+				Helm: &fleet.HelmOptions{Chart: "db", Repo: "http://127.0.0.1:1/charts", Version: "1.x"}}}}})
+		Expect(err).NotTo(HaveOccurred())
+		tab, cancel := chromedp.NewContext(browser)
+		DeferCleanup(cancel)
+		Expect(chromedp.Do(tab, chromedp.Navigate(admin+"/"), chromedp.WaitVisible(chromedp.CSS("#repos")))).To(Succeed())
+		Eventually(func() string { return text(tab) }).Should(ContainSubstring("HelmOp"))
+		Expect(chromedp.Do(tab, chromedp.Navigate(admin+"/helmops/fleet-default/db"), chromedp.WaitVisible(chromedp.CSS("h1")))).To(Succeed())
+		Eventually(func() string { return text(tab) }, 30*time.Second).Should(And(ContainSubstring("HelmOp fleet-default/db"), ContainSubstring("127.0.0.1:1")))
+		screenshot(tab, "helmop")
+	})
+
 	It("lists clusters with their groups and cluster groups", func() {
 		tab, cancel := chromedp.NewContext(browser)
 		DeferCleanup(cancel)
