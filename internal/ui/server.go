@@ -31,6 +31,12 @@ import (
 //go:embed templates/*.html static/*
 var assets embed.FS
 
+// staticFiles serves the embedded script and stylesheet.
+var staticFiles = func() http.Handler {
+	static, _ := fs.Sub(assets, "static")
+	return http.StripPrefix("/static/", http.FileServerFS(static))
+}()
+
 // debounce gathers a burst of changes into one push per page.
 const debounce = 300 * time.Millisecond
 
@@ -73,8 +79,7 @@ func (s *Server) changed() {
 // Handler serves the pages, the live updates, the actions and the assets.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	static, _ := fs.Sub(assets, "static")
-	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	mux.Handle("GET /static/", staticFiles)
 	mux.HandleFunc("GET /events", s.events)
 	mux.HandleFunc("POST /actions", s.action)
 	mux.HandleFunc("GET /", s.page)

@@ -94,7 +94,7 @@ func (v *Viewers) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if strings.HasPrefix(r.URL.Path, "/static/") {
-		(&Server{}).Handler().ServeHTTP(w, r)
+		staticFiles.ServeHTTP(w, r)
 		return
 	}
 	if v.mode == AuthToken && r.URL.Path == "/login" {

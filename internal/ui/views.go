@@ -184,7 +184,7 @@ func clusterRows(bds []*fleet.BundleDeployment) ([]clusterRow, int) {
 		rows = append(rows, row)
 	}
 	slices.SortFunc(rows, func(a, b clusterRow) int {
-		return cmp.Or(cmp.Compare(b.ready(), a.ready())*-1, strings.Compare(a.Cluster, b.Cluster))
+		return cmp.Or(cmp.Compare(a.ready(), b.ready()), strings.Compare(a.Cluster, b.Cluster)) // not ready first
 	})
 	if len(rows) > maxRows {
 		return rows[:maxRows], len(rows) - maxRows
