@@ -6,6 +6,7 @@ import (
 	"os"
 	runtimedebug "runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -13,6 +14,7 @@ import (
 	"github.com/fleetgo/fleet/internal/controller"
 	"github.com/fleetgo/fleet/internal/controller/gitrepo"
 	"github.com/fleetgo/fleet/internal/controller/registration"
+	"github.com/fleetgo/fleet/internal/serve"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
@@ -25,6 +27,8 @@ func newController() *cobra.Command {
 		gcPercent int
 		gitops    bool
 		helmops   bool
+		pprofDir  string
+		pprofTime time.Duration
 	)
 	c := &cobra.Command{
 		Use:   "controller",
@@ -47,6 +51,7 @@ func newController() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			go serve.RecordCPUProfiles(cmd.Context(), pprofDir, pprofTime)
 			return controller.Run(cmd.Context(), cfg, o)
 		},
 	}
@@ -56,6 +61,8 @@ func newController() *cobra.Command {
 	fl.BoolVar(&helmops, "helmops", true, "run the HelmOp controller (false: HelmOps are left alone, as Fleet's helmops.enabled=false)")
 	bindControllerFlags(fl, &o)
 	bindLogging(fl, &logJSON, &debug)
+	fl.StringVar(&pprofDir, "cpu-profile-dir", "", "directory to write CPU profiles into without pause, one per --cpu-profile-period (the fleet chart's cpuPprof; empty disables)")
+	fl.DurationVar(&pprofTime, "cpu-profile-period", time.Minute, "length of each CPU profile --cpu-profile-dir receives")
 	fl.IntVar(&gcPercent, "gc-percent", 50, "heap growth (percent) that triggers a garbage collection, unless GOGC is set")
 	return c
 }

@@ -1,11 +1,15 @@
 package serve
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/util/workqueue"
 )
@@ -58,6 +62,38 @@ func TestWorkqueueMetricsRegistered(t *testing.T) {
 	for _, want := range []string{`workqueue_adds_total{name="serve-test-queue"} 1`, `workqueue_depth{name="serve-test-queue"} 1`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+// CPU profiles are written one per period into the directory, each a profile pprof can read.
+func TestRecordCPUProfiles(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { RecordCPUProfiles(ctx, dir, 50*time.Millisecond); close(done) }()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		files, _ := filepath.Glob(filepath.Join(dir, "cpu-*.pprof"))
+		if len(files) >= 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	files, _ := filepath.Glob(filepath.Join(dir, "cpu-*.pprof"))
+	if len(files) < 2 {
+		t.Fatalf("profiles: %v", files)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A profile is a gzipped protocol buffer.
+		if len(data) < 2 || data[0] != 0x1f || data[1] != 0x8b {
+			t.Errorf("%s: not a profile (%d bytes)", f, len(data))
 		}
 	}
 }
