@@ -1,16 +1,26 @@
 package agent_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"oras.land/oras-go/v2"
+	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/content/memory"
+	"oras.land/oras-go/v2/registry/remote"
+	"oras.land/oras-go/v2/registry/remote/auth"
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetgo/fleet/internal/bundlebuild"
@@ -79,4 +89,63 @@ var _ = Describe("a Bundle whose contents an OCI registry keeps", func() {
 			return b.Status.OCIReference
 		}).Should(Equal(st.Ref(b.Spec.ContentsID)))
 	})
+
+	// A Bundle moved from Fleet whose contents Fleet pushed: Fleet's layout (a repository per
+	// content ID under the reference, tag latest, one layer of the manifest's JSON) is read when
+	// the registry has none of ours for the ID.
+	It("deploys contents Fleet pushed, in Fleet's layout", func(ctx context.Context) {
+		reg, err := localserver.StartOCIRegistry(ctx, GinkgoT().TempDir(), localserver.BasicAuth{Username: "fleet", Password: "push-pass"})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(reg.Close)
+		st := ocistorage.Storage{Reference: reg.Host + "/fleet/contents", Username: "fleet", Password: "push-pass", BasicHTTP: true}
+		name, ns := unique("fleet-pushed"), unique("fleet-pushed-ns")
+		managerKube, err := manager.Clientset()
+		Expect(err).NotTo(HaveOccurred())
+
+		manifest, err := json.Marshal(map[string]any{"resources": []fleet.BundleResource{{Name: "cm.yaml", Content: configMap("pushed-by-fleet", "k", "fleet")}}})
+		Expect(err).NotTo(HaveOccurred())
+		sum := sha256.Sum256(manifest)
+		id := ("s-" + hex.EncodeToString(sum[:]))[:63]
+		pushAsFleet(ctx, st, id, manifest)
+
+		data := map[string][]byte{ocistorage.KeyReference: []byte(st.Reference), ocistorage.KeyUsername: []byte("fleet"),
+			ocistorage.KeyPassword: []byte("push-pass"), ocistorage.KeyBasicHTTP: []byte("true")}
+		_, err = managerKube.CoreV1().Secrets(fleet.DefaultNamespace).Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: ocistorage.DefaultSecretName}, Type: ocistorage.SecretType, Data: data}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() {
+			_ = managerKube.CoreV1().Secrets(fleet.DefaultNamespace).Delete(context.Background(), ocistorage.DefaultSecretName, metav1.DeleteOptions{})
+		})
+
+		// The Bundle as Fleet wrote it: the contents ID, no resources.
+		_, err = api.Bundle().Create(&fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fleet.DefaultNamespace},
+			Spec: fleet.BundleSpec{ContentsID: id, BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns},
+				Targets: []fleet.BundleTarget{{ClusterName: clusterName}}}})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { _ = api.Bundle().Delete(fleet.DefaultNamespace, name, nil) })
+
+		got := readyAndCurrent(name)
+		Expect(got.Spec.OCIContents).To(BeTrue())
+		Expect(cmData(ns, "pushed-by-fleet")()).To(HaveKeyWithValue("k", "fleet"))
+	})
 })
+
+// pushAsFleet pushes manifest as the contents of id the way Fleet does: repository
+// <reference>/<id>, tag latest, an image manifest of artifact type application/fleet.manifest
+// whose one layer (application/fleet.file, annotated with the ID) is the manifest's JSON.
+func pushAsFleet(ctx context.Context, st ocistorage.Storage, id string, manifest []byte) {
+	store := memory.New()
+	layer := content.NewDescriptorFromBytes("application/fleet.file", manifest)
+	layer.Annotations = map[string]string{"id": id}
+	Expect(store.Push(ctx, layer, bytes.NewReader(manifest))).To(Succeed())
+	desc, err := oras.PackManifest(ctx, store, oras.PackManifestVersion1_1, "application/fleet.manifest",
+		oras.PackManifestOptions{Layers: []ocispec.Descriptor{layer}})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(store.Tag(ctx, desc, "latest")).To(Succeed())
+	repo, err := remote.NewRepository(st.Reference + "/" + id)
+	Expect(err).NotTo(HaveOccurred())
+	repo.PlainHTTP = true
+	repo.Client = &auth.Client{Credential: auth.StaticCredential(repo.Reference.Registry, auth.Credential{Username: st.Username, Password: st.Password})}
+	_, err = oras.Copy(ctx, store, "latest", repo, "latest", oras.DefaultCopyOptions)
+	Expect(err).NotTo(HaveOccurred())
+}

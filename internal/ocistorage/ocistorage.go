@@ -2,10 +2,13 @@
 // manager (Fleet's OCI content storage): `fleet apply` pushes a bundle's manifest as an artifact
 // tagged with its content ID, the Bundle names it (spec.contentsId) and holds no resources, and
 // each agent pulls it with the registry's agent credentials. The registry is described by a
-// Secret of type fleet.cattle.io/bundle-oci-storage/v1alpha1.
+// Secret of type fleet.cattle.io/bundle-oci-storage/v1alpha1. Contents Fleet pushed, in its
+// own layout, are read too (Pull), so Bundles moved from Fleet deploy as they are.
 package ocistorage
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -19,6 +22,7 @@ import (
 	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/content/memory"
+	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
 	"oras.land/oras-go/v2/registry/remote/retry"
@@ -98,10 +102,10 @@ func (s Storage) AgentData() map[string][]byte {
 // Ref is where the contents of id are: reference:id.
 func (s Storage) Ref(id string) string { return s.Reference + ":" + id }
 
-func (s Storage) repository(user, pass string) (*remote.Repository, error) {
-	repo, err := remote.NewRepository(s.Reference)
+func (s Storage) repository(reference, user, pass string) (*remote.Repository, error) {
+	repo, err := remote.NewRepository(reference)
 	if err != nil {
-		return nil, fmt.Errorf("oci storage reference %q: %w", s.Reference, err)
+		return nil, fmt.Errorf("oci storage reference %q: %w", reference, err)
 	}
 	repo.PlainHTTP = s.BasicHTTP
 	base := http.DefaultTransport.(*http.Transport).Clone()
@@ -118,7 +122,7 @@ func (s Storage) repository(user, pass string) (*remote.Repository, error) {
 
 // Push stores manifest (gzipped) as the contents of id.
 func (s Storage) Push(ctx context.Context, id string, manifest []byte) error {
-	repo, err := s.repository(s.Username, s.Password)
+	repo, err := s.repository(s.Reference, s.Username, s.Password)
 	if err != nil {
 		return err
 	}
@@ -141,23 +145,24 @@ func (s Storage) Push(ctx context.Context, id string, manifest []byte) error {
 }
 
 // Pull returns the manifest (gzipped) stored as the contents of id, with the credentials of the
-// pushing side (the agent's Storage holds the agent's).
+// pushing side (the agent's Storage holds the agent's). Contents Fleet pushed (FleetRef) are read
+// when the registry has none of ours for id.
 func (s Storage) Pull(ctx context.Context, id string) ([]byte, error) {
-	repo, err := s.repository(s.Username, s.Password)
+	repo, err := s.repository(s.Reference, s.Username, s.Password)
 	if err != nil {
 		return nil, err
 	}
-	desc, rc, err := repo.FetchReference(ctx, id)
-	if err != nil {
-		return nil, fmt.Errorf("pulling %s: %w", s.Ref(id), err)
+	m, err := fetchManifest(ctx, repo, id)
+	if errors.Is(err, errdef.ErrNotFound) {
+		data, fleetErr := s.pullFleets(ctx, id)
+		if fleetErr == nil {
+			return data, nil
+		}
+		if !errors.Is(fleetErr, errdef.ErrNotFound) {
+			return nil, fleetErr
+		}
 	}
-	data, err := content.ReadAll(rc, desc)
-	rc.Close()
 	if err != nil {
-		return nil, fmt.Errorf("pulling %s: %w", s.Ref(id), err)
-	}
-	var m ocispec.Manifest
-	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("pulling %s: %w", s.Ref(id), err)
 	}
 	if m.ArtifactType != ArtifactType || len(m.Layers) != 1 || m.Layers[0].MediaType != ManifestMediaType {
@@ -168,4 +173,63 @@ func (s Storage) Pull(ctx context.Context, id string) ([]byte, error) {
 		return nil, fmt.Errorf("pulling %s: %w", s.Ref(id), err)
 	}
 	return blob, nil
+}
+
+// The layout Fleet pushes contents in: a repository per content ID under the reference, tag
+// latest, one layer of the manifest's JSON annotated with the ID.
+const (
+	fleetArtifactType = "application/fleet.manifest"
+	fleetLayerType    = "application/fleet.file"
+	fleetTag          = "latest"
+)
+
+// FleetRef is where Fleet keeps the contents of id: reference/id:latest.
+func (s Storage) FleetRef(id string) string { return s.Reference + "/" + id + ":" + fleetTag }
+
+// pullFleets reads the contents of id from where Fleet pushes them, gzipped as ours are.
+func (s Storage) pullFleets(ctx context.Context, id string) ([]byte, error) {
+	ref := s.FleetRef(id)
+	repo, err := s.repository(s.Reference+"/"+id, s.Username, s.Password)
+	if err != nil {
+		return nil, err
+	}
+	m, err := fetchManifest(ctx, repo, fleetTag)
+	if err != nil {
+		return nil, fmt.Errorf("pulling %s: %w", ref, err)
+	}
+	if m.ArtifactType != fleetArtifactType || len(m.Layers) != 1 || m.Layers[0].MediaType != fleetLayerType ||
+		m.Layers[0].Annotations["id"] != id {
+		return nil, errors.New("pulling " + ref + ": not a bundle's contents")
+	}
+	blob, err := content.FetchAll(ctx, repo, m.Layers[0])
+	if err != nil {
+		return nil, fmt.Errorf("pulling %s: %w", ref, err)
+	}
+	if !json.Valid(blob) {
+		return nil, errors.New("pulling " + ref + ": its layer is not a manifest's JSON")
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(blob); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// fetchManifest reads the image manifest reference (a tag) of repo names.
+func fetchManifest(ctx context.Context, repo *remote.Repository, reference string) (ocispec.Manifest, error) {
+	var m ocispec.Manifest
+	desc, rc, err := repo.FetchReference(ctx, reference)
+	if err != nil {
+		return m, err
+	}
+	data, err := content.ReadAll(rc, desc)
+	rc.Close()
+	if err != nil {
+		return m, err
+	}
+	return m, json.Unmarshal(data, &m)
 }
