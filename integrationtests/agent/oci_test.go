@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/content/memory"
@@ -34,10 +35,7 @@ import (
 // BundleDeployment.
 var _ = Describe("a Bundle whose contents an OCI registry keeps", func() {
 	It("is written without resources, and the agent deploys what it pulls from the registry", func(ctx context.Context) {
-		reg, err := localserver.StartOCIRegistry(ctx, GinkgoT().TempDir(), localserver.BasicAuth{Username: "fleet", Password: "push-pass"})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(reg.Close)
-		st := ocistorage.Storage{Reference: reg.Host + "/fleet/contents", Username: "fleet", Password: "push-pass", BasicHTTP: true}
+		st := startStorage(ctx)
 		name, ns := unique("oci"), unique("oci-ns")
 		managerKube, err := manager.Clientset()
 		Expect(err).NotTo(HaveOccurred())
@@ -51,15 +49,7 @@ var _ = Describe("a Bundle whose contents an OCI registry keeps", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(os.WriteFile(filepath.Join(root, "targets.yaml"), targets, 0o644)).To(Succeed())
 
-		// The namespace's storage Secret, as the bundle controller reads it.
-		data := map[string][]byte{ocistorage.KeyReference: []byte(st.Reference), ocistorage.KeyUsername: []byte("fleet"),
-			ocistorage.KeyPassword: []byte("push-pass"), ocistorage.KeyBasicHTTP: []byte("true")}
-		_, err = managerKube.CoreV1().Secrets(fleet.DefaultNamespace).Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: ocistorage.DefaultSecretName}, Type: ocistorage.SecretType, Data: data}, metav1.CreateOptions{})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() {
-			_ = managerKube.CoreV1().Secrets(fleet.DefaultNamespace).Delete(context.Background(), ocistorage.DefaultSecretName, metav1.DeleteOptions{})
-		})
+		storageSecret(ctx, managerKube, st)
 
 		o := bundlebuild.Options{Root: root, Paths: []string{"app"}, TargetsFile: filepath.Join(root, "targets.yaml"), OCI: &st}
 		o.Name, o.Namespace = name, fleet.DefaultNamespace
@@ -94,10 +84,7 @@ var _ = Describe("a Bundle whose contents an OCI registry keeps", func() {
 	// content ID under the reference, tag latest, one layer of the manifest's JSON) is read when
 	// the registry has none of ours for the ID.
 	It("deploys contents Fleet pushed, in Fleet's layout", func(ctx context.Context) {
-		reg, err := localserver.StartOCIRegistry(ctx, GinkgoT().TempDir(), localserver.BasicAuth{Username: "fleet", Password: "push-pass"})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(reg.Close)
-		st := ocistorage.Storage{Reference: reg.Host + "/fleet/contents", Username: "fleet", Password: "push-pass", BasicHTTP: true}
+		st := startStorage(ctx)
 		name, ns := unique("fleet-pushed"), unique("fleet-pushed-ns")
 		managerKube, err := manager.Clientset()
 		Expect(err).NotTo(HaveOccurred())
@@ -108,14 +95,7 @@ var _ = Describe("a Bundle whose contents an OCI registry keeps", func() {
 		id := ("s-" + hex.EncodeToString(sum[:]))[:63]
 		pushAsFleet(ctx, st, id, manifest)
 
-		data := map[string][]byte{ocistorage.KeyReference: []byte(st.Reference), ocistorage.KeyUsername: []byte("fleet"),
-			ocistorage.KeyPassword: []byte("push-pass"), ocistorage.KeyBasicHTTP: []byte("true")}
-		_, err = managerKube.CoreV1().Secrets(fleet.DefaultNamespace).Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: ocistorage.DefaultSecretName}, Type: ocistorage.SecretType, Data: data}, metav1.CreateOptions{})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() {
-			_ = managerKube.CoreV1().Secrets(fleet.DefaultNamespace).Delete(context.Background(), ocistorage.DefaultSecretName, metav1.DeleteOptions{})
-		})
+		storageSecret(ctx, managerKube, st)
 
 		// The Bundle as Fleet wrote it: the contents ID, no resources.
 		_, err = api.Bundle().Create(&fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fleet.DefaultNamespace},
@@ -148,4 +128,25 @@ func pushAsFleet(ctx context.Context, st ocistorage.Storage, id string, manifest
 	repo.Client = &auth.Client{Credential: auth.StaticCredential(repo.Reference.Registry, auth.Credential{Username: st.Username, Password: st.Password})}
 	_, err = oras.Copy(ctx, store, "latest", repo, "latest", oras.DefaultCopyOptions)
 	Expect(err).NotTo(HaveOccurred())
+}
+
+// startStorage starts a registry for the spec and returns it as the storage a Secret describes.
+func startStorage(ctx context.Context) ocistorage.Storage {
+	reg, err := localserver.StartOCIRegistry(ctx, GinkgoT().TempDir(), localserver.BasicAuth{Username: "fleet", Password: "push-pass"})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(reg.Close)
+	return ocistorage.Storage{Reference: reg.Host + "/fleet/contents", Username: "fleet", Password: "push-pass", BasicHTTP: true}
+}
+
+// storageSecret writes the namespace's storage Secret, as the bundle controller reads it, for
+// the spec's length.
+func storageSecret(ctx context.Context, kube kubernetes.Interface, st ocistorage.Storage) {
+	data := map[string][]byte{ocistorage.KeyReference: []byte(st.Reference), ocistorage.KeyUsername: []byte(st.Username),
+		ocistorage.KeyPassword: []byte(st.Password), ocistorage.KeyBasicHTTP: []byte("true")}
+	_, err := kube.CoreV1().Secrets(fleet.DefaultNamespace).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: ocistorage.DefaultSecretName}, Type: ocistorage.SecretType, Data: data}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() {
+		_ = kube.CoreV1().Secrets(fleet.DefaultNamespace).Delete(context.Background(), ocistorage.DefaultSecretName, metav1.DeleteOptions{})
+	})
 }
