@@ -37,11 +37,17 @@ func (s *Server) act(kind, ns, name, op string) (string, error) {
 		var err error
 		switch kind {
 		case "GitRepo":
-			msg, err = s.actGitRepo(ns, name, op)
+			msg, err = actOnSpec(s.api.GitRepo(), ns, name, op, func(o *fleet.GitRepo) (*bool, *int64) {
+				return &o.Spec.Paused, &o.Spec.ForceSyncGeneration
+			})
 		case "HelmOp":
-			msg, err = s.actHelmOp(ns, name, op)
+			msg, err = actOnSpec(s.api.HelmOp(), ns, name, op, func(o *fleet.HelmOp) (*bool, *int64) {
+				return &o.Spec.Paused, &o.Spec.ForceSyncGeneration
+			})
 		case "Bundle":
-			msg, err = s.actBundle(ns, name, op)
+			msg, err = actOnSpec(s.api.Bundle(), ns, name, op, func(o *fleet.Bundle) (*bool, *int64) {
+				return &o.Spec.Paused, &o.Spec.ForceSyncGeneration
+			})
 		case "Rollout":
 			msg, err = s.actRollout(ns, name, op)
 		default:
@@ -52,38 +58,23 @@ func (s *Server) act(kind, ns, name, op string) (string, error) {
 	return msg, err
 }
 
-func (s *Server) actGitRepo(ns, name, op string) (string, error) {
-	gr, err := s.api.GitRepo().Get(ns, name, metav1.GetOptions{})
-	if err != nil {
-		return "", err
-	}
-	msg, err := onSpec(op, &gr.Spec.Paused, &gr.Spec.ForceSyncGeneration)
-	if err == nil {
-		_, err = s.api.GitRepo().Update(gr)
-	}
-	return msg, err
+// getUpdater reads and writes one kind (the generated clients of GitRepos, HelmOps, Bundles).
+type getUpdater[T any] interface {
+	Get(namespace, name string, opts metav1.GetOptions) (T, error)
+	Update(T) (T, error)
 }
 
-func (s *Server) actHelmOp(ns, name, op string) (string, error) {
-	o, err := s.api.HelmOp().Get(ns, name, metav1.GetOptions{})
+// actOnSpec applies pause, resume or redeploy to the object ns/name of c, whose spec fields
+// fields names.
+func actOnSpec[T any](c getUpdater[T], ns, name, op string, fields func(T) (*bool, *int64)) (string, error) {
+	obj, err := c.Get(ns, name, metav1.GetOptions{})
 	if err != nil {
 		return "", err
 	}
-	msg, err := onSpec(op, &o.Spec.Paused, &o.Spec.ForceSyncGeneration)
+	paused, syncGeneration := fields(obj)
+	msg, err := onSpec(op, paused, syncGeneration)
 	if err == nil {
-		_, err = s.api.HelmOp().Update(o)
-	}
-	return msg, err
-}
-
-func (s *Server) actBundle(ns, name, op string) (string, error) {
-	b, err := s.api.Bundle().Get(ns, name, metav1.GetOptions{})
-	if err != nil {
-		return "", err
-	}
-	msg, err := onSpec(op, &b.Spec.Paused, &b.Spec.ForceSyncGeneration)
-	if err == nil {
-		_, err = s.api.Bundle().Update(b)
+		_, err = c.Update(obj)
 	}
 	return msg, err
 }
