@@ -148,17 +148,11 @@ func (s *Server) repo(kind, ns, name string) repoView {
 	for _, bd := range owned[*fleet.BundleDeployment](s.k.deployments, key) {
 		byBundle[bd.Labels[fleet.BundleLabel]] = append(byBundle[bd.Labels[fleet.BundleLabel]], bd)
 	}
-	rollouts := map[string]*fleet.Rollout{}
-	for _, r := range list[*fleet.Rollout](s.k.rollouts) {
-		if r.Namespace == ns && r.Labels[label] == name {
-			rollouts[r.Name] = r
-		}
-	}
 	for _, b := range owned[*fleet.Bundle](s.k.bundles, key) {
 		if b.Labels[label] != name {
 			continue
 		}
-		bv := bundleView{Namespace: b.Namespace, Name: b.Name, Paused: b.Spec.Paused, Rollout: rollouts[b.Name],
+		bv := bundleView{Namespace: b.Namespace, Name: b.Name, Paused: b.Spec.Paused, Rollout: byKey[*fleet.Rollout](s.k.rollouts, b.Namespace, b.Name),
 			Ready: fmt.Sprintf("%d/%d", b.Status.Summary.Ready, b.Status.Summary.DesiredReady), State: stateOr(b.Status.Display.State, "Ready")}
 		bv.Message, _ = readiness(b.Status.Conditions)
 		bv.Clusters, bv.More = clusterRows(byBundle[b.Name])

@@ -93,6 +93,18 @@ func list[T any](w *watched) []T {
 	return out
 }
 
+// byKey is the object namespace/name of w (a Bundle's Rollout has the Bundle's name), or the
+// zero T when w holds none.
+func byKey[T any](w *watched, namespace, name string) T {
+	var zero T
+	o, ok, _ := w.informer.GetStore().GetByKey(namespace + "/" + name)
+	if !ok {
+		return zero
+	}
+	t, _ := o.(T)
+	return t
+}
+
 // newWatched starts an informer over list and watch, calling changed on every change.
 func newWatched[T runtime.Object, L runtime.Object](ctx context.Context, name string, obj T,
 	lf func(string, metav1.ListOptions) (L, error), wf func(string, metav1.ListOptions) (watch.Interface, error), changed func()) *watched {
