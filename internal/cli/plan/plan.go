@@ -178,7 +178,7 @@ func (rd *renderer) side(in Input, s Side) (map[string]map[string]rendered, erro
 		for _, res := range results {
 			for _, bd := range res.Deployments {
 				key := bd.Labels[fleet.ClusterNamespaceLabel] + "/" + bd.Labels[fleet.ClusterLabel]
-				byCluster[key] = rd.render(b, res.Content, &bd.Spec.Options)
+				byCluster[key] = rd.render(b, res.Content, bd.Spec.DeploymentID, &bd.Spec.Options)
 			}
 		}
 		out[b.Name] = byCluster
@@ -186,10 +186,17 @@ func (rd *renderer) side(in Input, s Side) (map[string]map[string]rendered, erro
 	return out, nil
 }
 
-// render renders b with opts, or returns the render of an identical input.
-func (rd *renderer) render(b *fleet.Bundle, content string, opts *fleet.BundleDeploymentOptions) rendered {
-	data, _ := json.Marshal(opts)
-	key := sha256.Sum256(append([]byte(content+"\x00"+b.Name+"\x00"), data...))
+// render renders b with opts, or returns the render of an identical input. deploymentID, the
+// hash of the content and of every option but diff and correctDrift (which no render reads),
+// keys it; without one the options' JSON does.
+func (rd *renderer) render(b *fleet.Bundle, content, deploymentID string, opts *fleet.BundleDeploymentOptions) rendered {
+	var key [32]byte
+	if deploymentID != "" {
+		key = sha256.Sum256([]byte("id\x00" + b.Name + "\x00" + deploymentID))
+	} else {
+		data, _ := json.Marshal(opts)
+		key = sha256.Sum256(append([]byte(content+"\x00"+b.Name+"\x00"), data...))
+	}
 	rd.mu.Lock()
 	r, ok := rd.memo[key]
 	rd.mu.Unlock()
