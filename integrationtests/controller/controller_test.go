@@ -120,6 +120,19 @@ var _ = Describe("targeting", func() {
 			_, err := api.Bundle().Get(ns, "by-group", metav1.GetOptions{})
 			return apierrors.IsNotFound(err)
 		}).Should(BeTrue())
+
+		By("a BundleDeployment of the deleted Bundle the cache shows only later is deleted too")
+		// As when it was created just before the deletion while the manager's watch was behind:
+		// the finalizer did not see it.
+		late := bd.DeepCopy()
+		late.ObjectMeta = metav1.ObjectMeta{Name: "by-group", Namespace: bd.Namespace, Labels: map[string]string{
+			fleet.BundleLabel: "by-group", fleet.BundleNamespaceLabel: ns, fleet.ClusterLabel: "dev", fleet.ClusterNamespaceLabel: ns}}
+		_, err = api.BundleDeployment().Create(late)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() bool {
+			_, err := api.BundleDeployment().Get(late.Namespace, late.Name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		}).Should(BeTrue())
 	})
 
 	It("merges target customizations and renders values per cluster", func(ctx context.Context) {

@@ -24,7 +24,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/fleetgo/fleet/internal/controller/index"
 	"github.com/fleetgo/fleet/internal/logfields"
@@ -173,6 +175,9 @@ func (h *handler) watchDeployments(ctx context.Context, d Deps) {
 					logrus.WithFields(logfields.For("bundle", bd.Namespace, bd.Name)).WithField("lag", age.Round(time.Millisecond).String()).
 						Warn("the cache showed a created bundledeployment late")
 				}
+				if h.mem.lateOrphan(bd, h.now()) {
+					go h.deleteOrphan(bd)
+				}
 			}
 		},
 		DeleteFunc: func(obj any) {
@@ -187,6 +192,31 @@ func (h *handler) watchDeployments(ctx context.Context, d Deps) {
 	// Delayed, so a burst of deployment changes makes one roll-up.
 	relatedresource.Watch(ctx, "bundle-from-deployment", index.Parent(fleet.BundleNamespaceLabel, fleet.BundleLabel),
 		index.After{Queue: d.Bundles, Delay: rollupDelay}, d.BundleDeployments)
+}
+
+// deleteOrphan deletes bd, which the cache showed only after its Bundle's deletion was handled,
+// once the apiserver confirms the Bundle is gone (one of the same name may be there again). It
+// tries for about a minute.
+func (h *handler) deleteOrphan(bd *fleet.BundleDeployment) {
+	log := logrus.WithFields(logfields.For("bundle", bd.Namespace, bd.Name))
+	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Steps: 6}
+	err := retry.OnError(backoff, func(error) bool { return true }, func() error {
+		_, err := h.bundles.Get(bd.Labels[fleet.BundleNamespaceLabel], bd.Labels[fleet.BundleLabel], metav1.GetOptions{})
+		if !apierrors.IsNotFound(err) {
+			return err // nil: the Bundle is there again, and the deployment is its
+		}
+		err = h.bds.Delete(bd.Namespace, bd.Name, &metav1.DeleteOptions{})
+		if err == nil {
+			log.Info("deleted a bundledeployment the cache showed after its bundle's deletion")
+		}
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		log.WithError(err).Warn("deleting a bundledeployment of a deleted bundle")
+	}
 }
 
 // watchTargeting re-plans the Bundles a Cluster, ClusterGroup or BundleNamespaceMapping change
@@ -313,9 +343,16 @@ const finalizeParallel = 16
 // finalize deletes every BundleDeployment of a deleted Bundle, then lets it go.
 func (h *handler) finalize(b *fleet.Bundle) (*fleet.Bundle, error) {
 	h.sums.Delete(string(b.UID))
-	existing, err := h.bdCache.GetByIndex(index.ByBundle, b.Namespace+"/"+b.Name)
+	key := b.Namespace + "/" + b.Name
+	existing, err := h.bdCache.GetByIndex(index.ByBundle, key)
 	if err != nil {
 		return b, err
+	}
+	// Those created but not in the cache yet too; any the cache shows later goes then.
+	for _, bd := range h.mem.bundleFinalized(key, h.now()) {
+		if !slices.ContainsFunc(existing, func(e *fleet.BundleDeployment) bool { return e.Namespace == bd.Namespace && e.Name == bd.Name }) {
+			existing = append(existing, bd)
+		}
 	}
 	// In parallel: a Bundle on ten thousand clusters has as many BundleDeployments, and one
 	// delete after another would take minutes.

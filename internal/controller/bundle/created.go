@@ -67,3 +67,45 @@ func (r *recentlyCreated) take(key string, now time.Time) (time.Duration, bool) 
 	delete(r.m, key)
 	return now.Sub(e.at), true
 }
+
+// ofBundle returns the BundleDeployments kept for the Bundle of key ("namespace/name").
+func (r *recentlyCreated) ofBundle(key string, now time.Time) []*fleet.BundleDeployment {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*fleet.BundleDeployment
+	for _, e := range r.m {
+		if now.Sub(e.at) <= createdTTL && e.bd.Labels[fleet.BundleNamespaceLabel]+"/"+e.bd.Labels[fleet.BundleLabel] == key {
+			out = append(out, e.bd)
+		}
+	}
+	return out
+}
+
+// finalizedTTL is how long a deleted Bundle is remembered: a BundleDeployment of it the cache
+// shows only later (created just before the deletion, while the watch was behind) is deleted
+// when it shows up within it.
+const finalizedTTL = 10 * time.Minute
+
+// recentlyFinalized holds the Bundles whose deletion was handled, by key, with when.
+type recentlyFinalized struct {
+	mu sync.Mutex
+	m  map[string]time.Time
+}
+
+func (r *recentlyFinalized) add(key string, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, at := range r.m {
+		if now.Sub(at) > finalizedTTL {
+			delete(r.m, k)
+		}
+	}
+	r.m[key] = now
+}
+
+func (r *recentlyFinalized) has(key string, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	at, ok := r.m[key]
+	return ok && now.Sub(at) <= finalizedTTL
+}

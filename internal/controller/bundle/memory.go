@@ -17,11 +17,13 @@ type memory struct {
 	plans   *planCache
 	facts   *clusterFacts
 	created *recentlyCreated
+	// finalized are the Bundles whose deletion was handled lately (created.go).
+	finalized *recentlyFinalized
 }
 
 func newMemory() *memory {
 	return &memory{renders: newRenderMemo(), plans: newPlanCache(), facts: newClusterFacts(),
-		created: &recentlyCreated{m: map[string]createdEntry{}}}
+		created: &recentlyCreated{m: map[string]createdEntry{}}, finalized: &recentlyFinalized{m: map[string]time.Time{}}}
 }
 
 // targetingChanged: what targeting reads changed (a Cluster's facts or Offline state, a
@@ -51,6 +53,20 @@ func (m *memory) rulesChanged(bundles []*fleet.Bundle) {
 func (m *memory) bundleGone(b *fleet.Bundle) {
 	m.renders.forget(b)
 	m.plans.drop(b)
+}
+
+// bundleFinalized: the BundleDeployments of the deleted Bundle of key were deleted, those the
+// cache showed and those created but not shown yet (returned): one the cache shows later is an
+// orphan (lateOrphan).
+func (m *memory) bundleFinalized(key string, now time.Time) []*fleet.BundleDeployment {
+	m.finalized.add(key, now)
+	return m.created.ofBundle(key, now)
+}
+
+// lateOrphan: the cache shows bd for the first time; it belongs to a Bundle whose deletion was
+// already handled.
+func (m *memory) lateOrphan(bd *fleet.BundleDeployment, now time.Time) bool {
+	return m.finalized.has(bd.Labels[fleet.BundleNamespaceLabel]+"/"+bd.Labels[fleet.BundleLabel], now)
 }
 
 // deploymentSeen: the cache shows the BundleDeployment of key (created, or deleted), or the

@@ -70,3 +70,29 @@ func TestMemoryInvalidation(t *testing.T) {
 		})
 	}
 }
+
+// A deleted Bundle's deployments the cache does not show yet are handed to its finalizer, and
+// one the cache shows later, within finalizedTTL, is known as an orphan; other bundles' are not.
+func TestFinalizedBundleOrphans(t *testing.T) {
+	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	of := func(ns, bundle string) *fleet.BundleDeployment {
+		return &fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "cluster-" + ns, Name: bundle,
+			Labels: map[string]string{fleet.BundleNamespaceLabel: ns, fleet.BundleLabel: bundle}}}
+	}
+	m := newMemory()
+	m.created.add(of("ns", "gone"), now)
+	m.created.add(of("ns", "kept"), now)
+	m.created.add(of("other-ns", "gone"), now)
+	if got := m.bundleFinalized("ns/gone", now); len(got) != 1 || got[0].Labels[fleet.BundleNamespaceLabel] != "ns" {
+		t.Fatalf("created deployments handed to the finalizer: %v", got)
+	}
+	if !m.lateOrphan(of("ns", "gone"), now.Add(time.Minute)) {
+		t.Error("a deployment of the finalized bundle shown later is not an orphan")
+	}
+	if m.lateOrphan(of("ns", "kept"), now) || m.lateOrphan(of("other-ns", "gone"), now) {
+		t.Error("a deployment of another bundle is an orphan")
+	}
+	if m.lateOrphan(of("ns", "gone"), now.Add(finalizedTTL+time.Second)) {
+		t.Error("the deletion is remembered past finalizedTTL")
+	}
+}
