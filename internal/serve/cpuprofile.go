@@ -14,8 +14,7 @@ import (
 // RecordCPUProfiles profiles the process's CPU without pause until ctx ends, writing one
 // profile per period into dir (cpu-<host name>-<UTC time>.pprof, the time the profile began, so
 // that the pods sharing a volume keep apart): the fleet chart's cpuPprof value, whose volume is
-// dir. A profile that cannot be written is logged and
-// the next period tried again.
+// dir. A profile that cannot be written is logged and the next period tried again.
 func RecordCPUProfiles(ctx context.Context, dir string, period time.Duration) {
 	if dir == "" || period <= 0 {
 		return
