@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -70,7 +71,12 @@ var _ = Describe("the agent acts only on releases it made", func() {
 			l, err := local.CoreV1().Secrets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=" + name})
 			Expect(err).NotTo(HaveOccurred())
 			return l.Items
-		}, 3*time.Minute).Should(BeEmpty(), "the bundle's own release is uninstalled")
+		}, 3*time.Minute).Should(BeEmpty(), func() string {
+			// Which side held it up: the manager (the Bundle or its BundleDeployment still
+			// there) or the agent (both gone, the release not).
+			_, bErr := api.Bundle().Get(fleet.DefaultNamespace, name, metav1.GetOptions{})
+			return fmt.Sprintf("the bundle's own release is uninstalled (Bundle: %v; BundleDeployment there: %v)", bErr, bd(name) != nil)
+		})
 		_, err := local.CoreV1().ConfigMaps("kube-system").Get(ctx, "pwned", metav1.GetOptions{})
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a forged release's hook ran: %v", err)
 		Expect(namespaceExists(ctx, victim)()).To(BeTrue(), "a forged release's namespace was deleted")
