@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -186,11 +185,7 @@ func run(fleetBin, out string, many int) error {
 			_ = os.WriteFile(filepath.Join(profileDir, "proc-status.txt"), status, 0o644)
 		}
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return err
-	}
-	data, _ := json.MarshalIndent(res, "", "  ")
-	return os.WriteFile(filepath.Join(out, "agent.json"), append(data, '\n'), 0o644)
+	return proc.WriteJSON(out, "agent.json", res)
 }
 
 // createDeployment writes a Content and a BundleDeployment of two Deployments and eight

@@ -5,7 +5,6 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -13,13 +12,14 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/fleetgo/fleet/benchmarks/proc"
 )
 
 // Run is one measurement.
@@ -74,14 +74,7 @@ func run(fleetBin, out string, reps int) error {
 		res.Runs = append(res.Runs, runs...)
 		res.Median = append(res.Median, median(runs))
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return err
-	}
-	data, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(out, "apply.json"), append(data, '\n'), 0o644); err != nil {
+	if err := proc.WriteJSON(out, "apply.json", res); err != nil {
 		return err
 	}
 	return plotResult(res, filepath.Join(out, "apply.png"))
@@ -105,8 +98,7 @@ func measure(fleetBin, repo string, n int) (Run, error) {
 	if c := strings.Count(string(got), "\nkind: Bundle\n"); c != n {
 		return Run{}, fmt.Errorf("fleet apply wrote %d bundles, want %d", c, n)
 	}
-	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	return Run{Bundles: n, Seconds: elapsed.Seconds(), PeakRSSMB: float64(ru.Maxrss) / 1024}, nil
+	return Run{Bundles: n, Seconds: elapsed.Seconds(), PeakRSSMB: proc.ExitedPeakRSS(cmd)}, nil
 }
 
 func median(runs []Run) Run {

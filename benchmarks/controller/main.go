@@ -9,7 +9,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -386,11 +385,7 @@ func write(out string, res Result) error {
 	if res.ScrapeInterval != "" {
 		base += "-scrape-" + res.ScrapeInterval
 	}
-	data, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(base+".json", append(data, '\n'), 0o644); err != nil {
+	if err := proc.WriteJSON(filepath.Dir(base), filepath.Base(base)+".json", res); err != nil {
 		return err
 	}
 	p := plot.New()

@@ -13,8 +13,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
-	"syscall"
 	"time"
 
 	gogit "github.com/go-git/go-git/v5"
@@ -23,6 +23,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/fleetgo/fleet/benchmarks/proc"
 )
 
 const bundles = 50
@@ -70,7 +72,7 @@ func run(fleetBin, out string) error {
 		return err
 	}
 	res := Result{Benchmark: "fleet plan offline: 50 bundles, a change to each, against N clusters", Date: time.Now().UTC().Format(time.RFC3339),
-		Cores: cores(), Goal: "10,000 clusters x 50 bundles within 60 s and 1 GiB"}
+		Cores: runtime.NumCPU(), Goal: "10,000 clusters x 50 bundles within 60 s and 1 GiB"}
 	for _, n := range []int{1000, 2500, 5000, 10000} {
 		clusters := filepath.Join(dir, fmt.Sprintf("clusters-%d.yaml", n))
 		if err := os.WriteFile(clusters, clusterList(n), 0o644); err != nil {
@@ -83,14 +85,7 @@ func run(fleetBin, out string) error {
 		fmt.Printf("clusters=%d seconds=%.1f peakRSS=%.0fMiB changes=%d groups=%d\n", r.Clusters, r.Seconds, r.PeakRSSMB, r.Changes, r.Groups)
 		res.Runs = append(res.Runs, r)
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return err
-	}
-	data, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(out, "plan.json"), append(data, '\n'), 0o644); err != nil {
+	if err := proc.WriteJSON(out, "plan.json", res); err != nil {
 		return err
 	}
 	return plotResult(res, filepath.Join(out, "plan.png"))
@@ -133,8 +128,7 @@ func measure(fleetBin, repo, base, head, clusters string, n int) (Run, error) {
 			r.Changes += len(g.Clusters)
 		}
 	}
-	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	r.PeakRSSMB = float64(ru.Maxrss) / 1024
+	r.PeakRSSMB = proc.ExitedPeakRSS(cmd)
 	return r, nil
 }
 
@@ -236,13 +230,6 @@ spec:
       - name: web
         image: nginx:%[2]s
 `, name, tag, replicas)
-}
-
-func cores() int {
-	out, _ := exec.Command("nproc").Output()
-	var n int
-	fmt.Sscan(strings.TrimSpace(string(out)), &n)
-	return n
 }
 
 func plotResult(res Result, path string) error {

@@ -7,14 +7,12 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"time"
@@ -23,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/fleetgo/fleet/benchmarks/proc"
 	"github.com/fleetgo/fleet/internal/ui"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
@@ -65,9 +64,7 @@ func main() {
 		}
 		res.Sizes = append(res.Sizes, s)
 	}
-	data, _ := json.MarshalIndent(res, "", "  ")
-	_ = os.MkdirAll(*out, 0o755)
-	if err := os.WriteFile(filepath.Join(*out, "ui.json"), append(data, '\n'), 0o644); err != nil {
+	if err := proc.WriteJSON(*out, "ui.json", res); err != nil {
 		fmt.Fprintln(os.Stderr, "bench ui:", err)
 		os.Exit(1)
 	}
