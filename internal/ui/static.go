@@ -17,34 +17,15 @@ func NewStatic(objs []runtime.Object) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	by := map[string][]runtime.Object{}
-	for _, o := range objs {
-		switch o.(type) {
-		case *fleet.GitRepo:
-			by["g"] = append(by["g"], o)
-		case *fleet.HelmOp:
-			by["h"] = append(by["h"], o)
-		case *fleet.Bundle:
-			by["b"] = append(by["b"], o)
-		case *fleet.BundleDeployment:
-			by["d"] = append(by["d"], o)
-		case *fleet.Cluster:
-			by["c"] = append(by["c"], o)
-		case *fleet.ClusterGroup:
-			by["cg"] = append(by["cg"], o)
-		case *fleet.Rollout:
-			by["r"] = append(by["r"], o)
-		}
-	}
 	s := &Server{tmpl: tmpl, subs: map[chan struct{}]struct{}{}}
 	s.k = &kinds{
-		gitRepos:    static("GitRepos", &fleet.GitRepo{}, by["g"], &fleet.GitRepoList{}),
-		helmOps:     static("HelmOps", &fleet.HelmOp{}, by["h"], &fleet.HelmOpList{}),
-		bundles:     static("Bundles", &fleet.Bundle{}, by["b"], &fleet.BundleList{}),
-		deployments: static("BundleDeployments", &fleet.BundleDeployment{}, by["d"], &fleet.BundleDeploymentList{}),
-		clusters:    static("Clusters", &fleet.Cluster{}, by["c"], &fleet.ClusterList{}),
-		groups:      static("ClusterGroups", &fleet.ClusterGroup{}, by["cg"], &fleet.ClusterGroupList{}),
-		rollouts:    static("Rollouts", &fleet.Rollout{}, by["r"], &fleet.RolloutList{}),
+		gitRepos:    static("GitRepos", &fleet.GitRepo{}, objs, &fleet.GitRepoList{}),
+		helmOps:     static("HelmOps", &fleet.HelmOp{}, objs, &fleet.HelmOpList{}),
+		bundles:     static("Bundles", &fleet.Bundle{}, objs, &fleet.BundleList{}),
+		deployments: static("BundleDeployments", &fleet.BundleDeployment{}, objs, &fleet.BundleDeploymentList{}),
+		clusters:    static("Clusters", &fleet.Cluster{}, objs, &fleet.ClusterList{}),
+		groups:      static("ClusterGroups", &fleet.ClusterGroup{}, objs, &fleet.ClusterGroupList{}),
+		rollouts:    static("Rollouts", &fleet.Rollout{}, objs, &fleet.RolloutList{}),
 	}
 	return s, nil
 }

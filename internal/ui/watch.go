@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"reflect"
 	"sync"
 	"time"
 
@@ -155,7 +156,7 @@ func (k *kinds) problems() []string {
 	return out
 }
 
-// static is a kind's informer over fixed objects (NewStatic).
+// static is a kind's informer over the fixed objects of obj's type among objs (NewStatic).
 func static(name string, obj runtime.Object, objs []runtime.Object, list runtime.Object) *watched {
 	w := &watched{name: name}
 	w.informer = cache.NewSharedIndexInformer(&cache.ListWatch{
@@ -163,7 +164,9 @@ func static(name string, obj runtime.Object, objs []runtime.Object, list runtime
 		WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
 	}, obj, 0, cache.Indexers{byOwner: ownerIndex})
 	for _, o := range objs {
-		_ = w.informer.GetIndexer().Add(o)
+		if reflect.TypeOf(o) == reflect.TypeOf(obj) {
+			_ = w.informer.GetIndexer().Add(o)
+		}
 	}
 	return w
 }
