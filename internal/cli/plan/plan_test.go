@@ -2,7 +2,6 @@ package plan
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,9 +12,8 @@ import (
 	"github.com/fleetgo/fleet/internal/bundlebuild"
 	"github.com/fleetgo/fleet/internal/bundlereader"
 	clitarget "github.com/fleetgo/fleet/internal/cli/target"
+	"github.com/fleetgo/fleet/internal/harness/golden"
 )
-
-var update = flag.Bool("update", false, "write the golden files")
 
 // fixture plans testdata/head against testdata/base for the three clusters of
 // testdata/clusters.yaml: a chart with templated values and a targetCustomization, a kustomize
@@ -49,23 +47,6 @@ func fixture(t *testing.T) *Report {
 	return r
 }
 
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (go test -run %s -update writes it):\n%s", name, t.Name(), got)
-	}
-}
-
 func TestGoldenFormats(t *testing.T) {
 	r := fixture(t)
 	var text, md, js bytes.Buffer
@@ -78,9 +59,9 @@ func TestGoldenFormats(t *testing.T) {
 	if err := JSON(&js, r); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "plan.txt", text.Bytes())
-	golden(t, "plan.md", md.Bytes())
-	golden(t, "plan.json", js.Bytes())
+	golden.Check(t, "plan.txt", text.Bytes())
+	golden.Check(t, "plan.md", md.Bytes())
+	golden.Check(t, "plan.json", js.Bytes())
 	for _, out := range []string{text.String(), md.String(), js.String()} {
 		if strings.Contains(out, "hunter2") || strings.Contains(out, "correct-horse") {
 			t.Fatal("a Secret's value shows")

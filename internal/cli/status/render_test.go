@@ -2,14 +2,11 @@ package status
 
 import (
 	"bytes"
-	"flag"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files")
+	"github.com/fleetgo/fleet/internal/harness/golden"
+)
 
 var now = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 
@@ -33,29 +30,12 @@ func report() *Report {
 	}}}
 }
 
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (go test ./pkg/cli/status -update rewrites it):\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
-
 func TestPrintPlain(t *testing.T) {
 	var b bytes.Buffer
 	if err := Print(&b, report(), Style{Now: now}); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "plain.golden", b.Bytes())
+	golden.Check(t, "plain.golden", b.Bytes())
 }
 
 func TestPrintColor(t *testing.T) {
@@ -63,7 +43,7 @@ func TestPrintColor(t *testing.T) {
 	if err := Print(&b, report(), Style{Color: true, Now: now}); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "color.golden", b.Bytes())
+	golden.Check(t, "color.golden", b.Bytes())
 }
 
 func TestPrintJSON(t *testing.T) {
@@ -71,7 +51,7 @@ func TestPrintJSON(t *testing.T) {
 	if err := PrintJSON(&b, report()); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "report.json", b.Bytes())
+	golden.Check(t, "report.json", b.Bytes())
 }
 
 func TestProgressAndReady(t *testing.T) {
