@@ -108,6 +108,37 @@ var _ = Describe("a Bundle whose contents an OCI registry keeps", func() {
 		Expect(got.Spec.OCIContents).To(BeTrue())
 		Expect(cmData(ns, "pushed-by-fleet")()).To(HaveKeyWithValue("k", "fleet"))
 	})
+
+	// Whoever may push to the registry cannot swap what a Bundle deploys: contents in Fleet's
+	// layout are checked against the content ID as ours are.
+	It("refuses contents in Fleet's layout that are not the content ID's", func(ctx context.Context) {
+		st := startStorage(ctx)
+		name, ns := unique("fleet-swapped"), unique("fleet-swapped-ns")
+		managerKube, err := manager.Clientset()
+		Expect(err).NotTo(HaveOccurred())
+		manifestOf := func(cm string) []byte {
+			m, err := json.Marshal(map[string]any{"resources": []fleet.BundleResource{{Name: "cm.yaml", Content: configMap(cm, "k", "v")}}})
+			Expect(err).NotTo(HaveOccurred())
+			return m
+		}
+		sum := sha256.Sum256(manifestOf("expected"))
+		id := ("s-" + hex.EncodeToString(sum[:]))[:63]
+		pushAsFleet(ctx, st, id, manifestOf("swapped-in"))
+		storageSecret(ctx, managerKube, st)
+
+		_, err = api.Bundle().Create(&fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fleet.DefaultNamespace},
+			Spec: fleet.BundleSpec{ContentsID: id, BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns},
+				Targets: []fleet.BundleTarget{{ClusterName: clusterName}}}})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { _ = api.Bundle().Delete(fleet.DefaultNamespace, name, nil) })
+
+		Eventually(func(g Gomega) {
+			b := bd(name)
+			g.Expect(b).NotTo(BeNil())
+			g.Expect(b.Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring("the registry holds"))))
+		}).Should(Succeed())
+		Expect(cmData(ns, "swapped-in")()).To(BeNil())
+	})
 })
 
 // pushAsFleet pushes manifest as the contents of id the way Fleet does: repository
