@@ -97,12 +97,7 @@ var _ = Describe("a Bundle whose contents an OCI registry keeps", func() {
 
 		storageSecret(ctx, managerKube, st)
 
-		// The Bundle as Fleet wrote it: the contents ID, no resources.
-		_, err = api.Bundle().Create(&fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fleet.DefaultNamespace},
-			Spec: fleet.BundleSpec{ContentsID: id, BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns},
-				Targets: []fleet.BundleTarget{{ClusterName: clusterName}}}})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() { _ = api.Bundle().Delete(fleet.DefaultNamespace, name, nil) })
+		bundleAsFleetWrites(name, ns, id)
 
 		got := readyAndCurrent(name)
 		Expect(got.Spec.OCIContents).To(BeTrue())
@@ -126,11 +121,7 @@ var _ = Describe("a Bundle whose contents an OCI registry keeps", func() {
 		pushAsFleet(ctx, st, id, manifestOf("swapped-in"))
 		storageSecret(ctx, managerKube, st)
 
-		_, err = api.Bundle().Create(&fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fleet.DefaultNamespace},
-			Spec: fleet.BundleSpec{ContentsID: id, BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns},
-				Targets: []fleet.BundleTarget{{ClusterName: clusterName}}}})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() { _ = api.Bundle().Delete(fleet.DefaultNamespace, name, nil) })
+		bundleAsFleetWrites(name, ns, id)
 
 		Eventually(func(g Gomega) {
 			b := bd(name)
@@ -180,4 +171,14 @@ func storageSecret(ctx context.Context, kube kubernetes.Interface, st ocistorage
 	DeferCleanup(func() {
 		_ = kube.CoreV1().Secrets(fleet.DefaultNamespace).Delete(context.Background(), ocistorage.DefaultSecretName, metav1.DeleteOptions{})
 	})
+}
+
+// bundleAsFleetWrites creates Bundle name as Fleet writes one whose contents a registry keeps:
+// the contents ID, no resources; deleted after the spec.
+func bundleAsFleetWrites(name, ns, id string) {
+	_, err := api.Bundle().Create(&fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fleet.DefaultNamespace},
+		Spec: fleet.BundleSpec{ContentsID: id, BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns},
+			Targets: []fleet.BundleTarget{{ClusterName: clusterName}}}})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { _ = api.Bundle().Delete(fleet.DefaultNamespace, name, nil) })
 }
