@@ -104,8 +104,9 @@ var _ = Describe("a Bundle rolling out by a RolloutPolicy", func() {
 		agentGates(deployments(ns, "app")["a"], false)
 		Eventually(func() string { return deployments(ns, "app")["a"].Spec.DeploymentID }, "20s").Should(Equal(v1ID))
 		Expect(onValue(ns, "v2")()).To(BeEmpty())
+		// The Rollout's status is written after the deployments it rolled back.
+		Eventually(func() string { return rolloutOf(ns)().Phase }, "20s").Should(Equal(fleet.RolloutRolledBack))
 		st := rolloutOf(ns)()
-		Expect(st.Phase).To(Equal(fleet.RolloutRolledBack))
 		Expect(st.Failures).To(ConsistOf(fleet.RolloutFailure{Cluster: "a", Stage: "canary", Gate: "web", Reason: "GET http://web/: status 500"}))
 		Eventually(func() string {
 			c := fleet.FindCondition(bundleStatus(ns, "app")().Conditions, fleet.ConditionRollout)
