@@ -479,14 +479,7 @@ func summary(p Phase) string {
 }
 
 func write(out, base string, v any) error {
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return err
-	}
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(out, base+".json"), append(data, '\n'), 0o644); err != nil {
+	if err := proc.WriteJSON(out, base+".json", v); err != nil {
 		return err
 	}
 	if r, ok := v.(Run); ok {
