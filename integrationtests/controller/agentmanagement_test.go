@@ -212,4 +212,94 @@ var _ = Describe("agent management", Ordered, func() {
 			g.Expect(cluster(g).Status.AgentDeployedGeneration).To(HaveValue(BeEquivalentTo(3)))
 		}).Should(Succeed())
 	})
+
+	// A tenant who may write Bundles in a restricted namespace forges the agent's own Bundle of a
+	// Cluster (its name, the managed label, an owner reference to the Cluster's UID) holding a
+	// cluster-admin ClusterRoleBinding: it is bound by the restriction like any other Bundle,
+	// while the Cluster's agent has not checked in and after, and the manager writes its own
+	// Bundle back over the forgery once it manages the agent.
+	It("exempts from GitRepoRestrictions only the agent Bundle the manager wrote, not a forgery of it", func(ctx context.Context) {
+		const tns, victim = "tenant-forge", "victim"
+		_, err := okube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tns}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = oapi.GitRepoRestriction().Create(&fleet.GitRepoRestriction{ObjectMeta: metav1.ObjectMeta{Name: "team", Namespace: tns},
+			AllowedTargetNamespaces: []string{"team-apps"}})
+		Expect(err).NotTo(HaveOccurred())
+		c, err := oapi.Cluster().Create(&fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: victim, Namespace: tns}})
+		Expect(err).NotTo(HaveOccurred())
+		var clusterNS string
+		Eventually(func(g Gomega) {
+			cur, err := oapi.Cluster().Get(tns, victim, metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			clusterNS = cur.Status.Namespace
+			g.Expect(clusterNS).NotTo(BeEmpty())
+		}).Should(Succeed())
+		const crb = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: tenant-admin\n" +
+			"roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: cluster-admin\n" +
+			"subjects:\n- kind: User\n  name: tenant\n  apiGroup: rbac.authorization.k8s.io\n"
+		forged := &fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: agentmanagement.BundleName(victim), Namespace: tns,
+			Labels:          map[string]string{fleet.ManagedLabel: "true"},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(c, fleet.SchemeGroupVersion.WithKind("Cluster"))}},
+			Spec: fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "cattle-fleet-system"},
+				Resources: []fleet.BundleResource{{Name: "agent.yaml", Content: crb}},
+				Targets:   []fleet.BundleTarget{{ClusterName: victim}}}}
+		_, err = oapi.Bundle().Create(forged)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) {
+			b, err := oapi.Bundle().Get(tns, forged.Name, metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			cond := fleet.FindCondition(b.Status.Conditions, fleet.ConditionAccepted)
+			g.Expect(cond).NotTo(BeNil())
+			g.Expect(cond.Status).To(Equal(corev1.ConditionFalse))
+			g.Expect(cond.Reason).To(Equal("Restricted"))
+			g.Expect(cond.Message).To(ContainSubstring("GitRepoRestriction team"))
+		}).Should(Succeed())
+		_, err = oapi.BundleDeployment().Get(clusterNS, forged.Name, metav1.GetOptions{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a forged agent Bundle is not deployed: %v", err)
+
+		// The agent checks in: the manager writes its own Bundle over the forgery, and that
+		// one is exempt (deployed to the agent's namespace although the restriction allows
+		// only team-apps).
+		Eventually(func() error {
+			cur, err := oapi.Cluster().Get(tns, victim, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			cur.Status.Agent = fleet.AgentStatus{LastSeen: metav1.Now(), Namespace: "cattle-fleet-system"}
+			_, err = oapi.Cluster().UpdateStatus(cur)
+			return err
+		}).Should(Succeed())
+		var deployed string
+		Eventually(func(g Gomega) {
+			bd, err := oapi.BundleDeployment().Get(clusterNS, forged.Name, metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(bd.Labels).To(HaveKey(agentmanagement.ConfigHashLabel))
+			deployed = bd.Spec.DeploymentID
+			g.Expect(deployed).NotTo(BeEmpty())
+			b, err := oapi.Bundle().Get(tns, forged.Name, metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(b.Spec.Resources[0].Content).NotTo(ContainSubstring("tenant-admin"))
+		}).Should(Succeed())
+
+		// A tenant's change to the manager's Bundle is written back, and never deployed.
+		Eventually(func() error {
+			b, err := oapi.Bundle().Get(tns, forged.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			b.Spec.Resources = append(b.Spec.Resources, fleet.BundleResource{Name: "crb.yaml", Content: crb})
+			_, err = oapi.Bundle().Update(b)
+			return err
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			b, err := oapi.Bundle().Get(tns, forged.Name, metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(b.Spec.Resources).To(HaveLen(1), "the manager's Bundle is written back")
+		}).Should(Succeed())
+		Consistently(func(g Gomega) {
+			bd, err := oapi.BundleDeployment().Get(clusterNS, forged.Name, metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(bd.Spec.DeploymentID).To(Equal(deployed), "the changed Bundle is not deployed")
+		}, 3*time.Second, 250*time.Millisecond).Should(Succeed())
+	})
 })

@@ -201,6 +201,8 @@ type wiring struct {
 	checkin  func() time.Duration
 	// guard decides which Secrets objects may name (package secretuse).
 	guard secretuse.Guard
+	// agents is agent management, when the manager writes every Cluster's agent Bundle.
+	agents *agentmanagement.Agents
 	// configChanged brings every Cluster back (its agent Bundle, its staleness) once the Cluster
 	// controller runs.
 	configChanged atomic.Pointer[func()]
@@ -238,7 +240,7 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 		ClusterGroups: f.ClusterGroup(), Contents: f.Content(),
 		Mappings: f.BundleNamespaceMapping(), Namespaces: c.Namespace().Cache(), CheckinInterval: w.checkin, Policies: f.Policy(),
 		Restrictions: f.GitRepoRestriction(), Secrets: c.Secret().Cache(), SecretWriter: c.Secret(), GitRepos: f.GitRepo().Cache(), Guard: w.guard,
-		Rollouts: f.Rollout(), RolloutPolicies: f.RolloutPolicy(), HelmOps: f.HelmOp().Cache(),
+		Rollouts: f.Rollout(), RolloutPolicies: f.RolloutPolicy(), HelmOps: f.HelmOp().Cache(), AgentBundle: w.agentBundle(o),
 	})
 	if !o.DisableGitOps {
 		if err := startGitOps(ctx, cfg, scf, w, o); err != nil {
@@ -286,6 +288,19 @@ func factories(cfg *rest.Config, o Options) (lassocontroller.SharedControllerFac
 	return scf, f, c, r, trimCaches(f, c, r)
 }
 
+// agentBundle is how the bundle controller tells the manager's own agent Bundles (exempt from
+// GitRepoRestrictions) from forgeries: nil where the manager writes none (a shard, or agents
+// not managed), so no Bundle is exempt.
+func (w *wiring) agentBundle(o Options) func(*fleet.Bundle, *fleet.Cluster) bool {
+	if o.ShardID != "" || !o.ManageAgents || o.AgentImage == "" {
+		return nil
+	}
+	w.agents = agentmanagement.New(agentmanagement.Deps{Clusters: w.f.Cluster(), Bundles: w.f.Bundle(),
+		BundleDeployments: w.f.BundleDeployment(), Settings: agentmanagement.Settings(o.AgentImage, o.AgentDebug, o.Config),
+		AgentConfig: clusterimport.AgentConfig(w.c.Secret().Cache(), o.SystemNamespace)})
+	return w.agents.Wrote
+}
+
 // startManagement registers what is one per management cluster, the unsharded controller's
 // alone: registration, Clusters and their groups, and the collection of Contents.
 func startManagement(ctx context.Context, w *wiring, o Options) error {
@@ -311,10 +326,8 @@ func startClusters(ctx context.Context, w *wiring, o Options) {
 	settings := agentmanagement.Settings(o.AgentImage, o.AgentDebug, o.Config)
 	steps := []cluster.StatusStep{clusterimport.Register(ctx, clusterimport.Deps{Kube: kube, Clusters: f.Cluster(),
 		Tokens: f.ClusterRegistrationToken(), Settings: settings, Config: o.Config, SystemNamespace: o.SystemNamespace})}
-	if o.ManageAgents && o.AgentImage != "" {
-		agentStatus := agentmanagement.Register(ctx, agentmanagement.Deps{Clusters: f.Cluster(), Bundles: f.Bundle(),
-			BundleDeployments: f.BundleDeployment(), Settings: settings, AgentConfig: clusterimport.AgentConfig(c.Secret().Cache(), o.SystemNamespace)})
-		steps = append(steps, agentStatus)
+	if w.agents != nil {
+		steps = append(steps, w.agents.Register(ctx))
 	}
 	// A new configuration brings every Cluster back: its agent Bundle (agent management's
 	// handler) and its staleness (the check-in interval) may change.

@@ -72,18 +72,64 @@ type rendering struct {
 	bundle    *fleet.Bundle
 }
 
+// Agents manages every Cluster's agent through its own Bundle.
+type Agents struct{ h *handler }
+
+// New is agent management over d; Register starts it.
+func New(d Deps) *Agents { return &Agents{h: &handler{Deps: d}} }
+
 // Register starts managing agents. It returns the status step saying what each Cluster's agent
 // was given, which the cluster controller's status handler calls. A configuration change brings
-// every Cluster back through the cluster controller (cluster.Recheck), this handler included.
-func Register(ctx context.Context, d Deps) (status func(*fleet.Cluster, fleet.ClusterStatus) (fleet.ClusterStatus, error)) {
-	h := &handler{Deps: d}
+// every Cluster back through the cluster controller (cluster.Recheck), this handler included,
+// and so does a change to a Cluster's agent Bundle, which is written back when it differs.
+func (a *Agents) Register(ctx context.Context) (status func(*fleet.Cluster, fleet.ClusterStatus) (fleet.ClusterStatus, error)) {
+	h, d := a.h, a.h.Deps
 	d.Clusters.OnChange(ctx, "agent-bundle", h.onChange)
 	_, _ = d.BundleDeployments.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    h.enqueueFor,
 		UpdateFunc: func(_, cur any) { h.enqueueFor(cur) },
 		DeleteFunc: h.enqueueFor,
 	})
+	_, _ = d.Bundles.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    h.enqueueOwner,
+		UpdateFunc: func(_, cur any) { h.enqueueOwner(cur) },
+		DeleteFunc: h.enqueueOwner,
+	})
 	return h.status
+}
+
+// Wrote says whether b is, to the letter (spec and labels), the agent Bundle the manager writes
+// for c now: c's agent has checked in and b is c's agent Bundle with the content the manager
+// renders for it. Name, labels and owner alone are not proof, as anyone who may write Bundles
+// in the namespace can set them.
+func (a *Agents) Wrote(b *fleet.Bundle, c *fleet.Cluster) bool {
+	if !managed(c) || b.Namespace != c.Namespace || b.Name != BundleName(c.Name) {
+		return false
+	}
+	owner := metav1.GetControllerOf(b)
+	if owner == nil || owner.UID != c.UID {
+		return false
+	}
+	want, err := a.h.cachedBundle(c.Namespace+"/"+c.Name, c)
+	if err != nil {
+		return false
+	}
+	return equality.Semantic.DeepEqual(b.Spec, want.Spec) && equality.Semantic.DeepEqual(b.Labels, want.Labels)
+}
+
+// enqueueOwner brings a Cluster back when a Bundle by its agent Bundle's name changes, so one
+// someone else changed is written back.
+func (h *handler) enqueueOwner(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	b, ok := obj.(*fleet.Bundle)
+	if !ok {
+		return
+	}
+	if owner := metav1.GetControllerOf(b); owner != nil && owner.Kind == "Cluster" && b.Name == BundleName(owner.Name) {
+		h.Clusters.Enqueue(b.Namespace, owner.Name)
+	}
 }
 
 // enqueueFor brings a Cluster back when its agent's BundleDeployment changes.
@@ -182,6 +228,8 @@ func (h *handler) bundle(c *fleet.Cluster, s agentmanifest.Settings) (*fleet.Bun
 				KeepResources: true, Helm: &fleet.HelmOptions{TakeOwnership: true}},
 			Resources: []fleet.BundleResource{{Name: manifestFile, Content: string(manifest)}},
 			Targets:   []fleet.BundleTarget{{ClusterName: c.Name}},
+			// The CRD's default, so that the Bundle read back equals the one rendered.
+			TargetCustomizationMode: "FirstMatch",
 		},
 	}, nil
 }

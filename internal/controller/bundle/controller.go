@@ -83,6 +83,10 @@ type Deps struct {
 	RolloutPolicies fleetcontrollers.RolloutPolicyController
 	// HelmOps name the RolloutPolicy of their Bundles; nil: none.
 	HelmOps fleetcontrollers.HelmOpCache
+	// AgentBundle says whether b is, to the letter, the agent Bundle the manager writes for
+	// Cluster c (package agentmanagement); only such a Bundle is exempt from its namespace's
+	// GitRepoRestrictions. nil: none is (the manager writes no agent Bundles).
+	AgentBundle func(b *fleet.Bundle, c *fleet.Cluster) bool
 }
 
 type handler struct {
@@ -107,6 +111,7 @@ type handler struct {
 	rollouts        fleetcontrollers.RolloutController
 	rolloutPolicies fleetcontrollers.RolloutPolicyCache
 	helmops         fleetcontrollers.HelmOpCache
+	agentBundle     func(*fleet.Bundle, *fleet.Cluster) bool
 	// mem is what the controller remembers between passes (memory.go).
 	mem *memory
 	// writeSlots holds one token per BundleDeployment write in flight.
@@ -126,7 +131,7 @@ func Register(ctx context.Context, d Deps) {
 		mappings: d.Mappings.Cache(), policies: d.Policies, restrict: d.Restrictions, secrets: d.Secrets, nsCache: d.Namespaces,
 		secretWriter: d.SecretWriter, gitrepos: d.GitRepos, guard: d.Guard, checkin: d.CheckinInterval, now: time.Now,
 		mem:      newMemory(),
-		rollouts: d.Rollouts, helmops: d.HelmOps,
+		rollouts: d.Rollouts, helmops: d.HelmOps, agentBundle: d.AgentBundle,
 		writeSlots: make(chan struct{}, maxWritesInFlight),
 		cpu:        make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1)),
 	}

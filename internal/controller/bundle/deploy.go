@@ -153,7 +153,9 @@ func (h *handler) applyPolicies(b *fleet.Bundle, status *fleet.BundleStatus) (bo
 
 // restrictions are the GitRepoRestrictions that bind the Bundle: its namespace's, unless it is
 // the manager's own agent Bundle of a Cluster of the namespace (agentmanagement), which deploys
-// the agent as the agent and is rewritten by the manager whenever it differs.
+// the agent as the agent. Its name, labels and owner are not proof: a tenant can write all
+// three. The Bundle must be exactly what the manager writes for that Cluster now (agent
+// management rewrites one that differs), so a forged one is bound like any other.
 func (h *handler) restrictions(b *fleet.Bundle) (restriction.Set, error) {
 	if h.restrict == nil {
 		return restriction.Set{}, nil
@@ -162,9 +164,9 @@ func (h *handler) restrictions(b *fleet.Bundle) (restriction.Set, error) {
 	if err != nil || len(rs) == 0 {
 		return restriction.Set{}, err
 	}
-	if owner := metav1.GetControllerOf(b); owner != nil && owner.Kind == "Cluster" && b.Labels[fleet.ManagedLabel] == "true" &&
+	if owner := metav1.GetControllerOf(b); h.agentBundle != nil && owner != nil && owner.Kind == "Cluster" &&
 		b.Name == agentmanagement.BundleName(owner.Name) {
-		if c, err := h.clusters.Get(b.Namespace, owner.Name); err == nil && c.UID == owner.UID {
+		if c, err := h.clusters.Get(b.Namespace, owner.Name); err == nil && c.UID == owner.UID && h.agentBundle(b, c) {
 			return restriction.Set{}, nil
 		}
 	}
