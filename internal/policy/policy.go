@@ -105,16 +105,24 @@ func (s Set) HelmOp(spec *fleet.HelmOpSpec) error {
 	if err := allowed("helmSecretName", spec.HelmSecretName, s.HelmSecrets, "helmOp.allowedHelmSecretNames"); err != nil {
 		return err
 	}
+	if err := s.charts(&spec.BundleSpec); err != nil {
+		return err
+	}
+	return s.Bundle(&spec.BundleSpec)
+}
+
+// charts holds the chart sources of a Bundle the agent downloads itself (a HelmOp's) to the
+// HelmOp allow-lists: its helm options and each target's, which replace them per cluster.
+func (s Set) charts(spec *fleet.BundleSpec) error {
 	if err := s.chartSource("helm", spec.Helm, true); err != nil {
 		return err
 	}
-	// A target's helm options replace the HelmOp's per cluster: they are held to the same lists.
 	for i, t := range spec.Targets {
 		if err := s.chartSource(fmt.Sprintf("targets[%d].helm", i), t.Helm, false); err != nil {
 			return err
 		}
 	}
-	return s.Bundle(&spec.BundleSpec)
+	return nil
 }
 
 // chartSource checks helm.repo and helm.chart against the HelmOp allow-lists; for a target
@@ -135,10 +143,20 @@ func (s Set) chartSource(field string, h *fleet.HelmOptions, top bool) error {
 }
 
 // Bundle checks the ServiceAccount of the Bundle and of each target, and turns namespace
-// creation off where the Policies refuse it.
+// creation off where the Policies refuse it. A Bundle with helmOpOptions (the agent downloads
+// its chart, with helmOpSecretName's credentials) is held to the HelmOp allow-lists whoever
+// wrote it, a HelmOp or a tenant directly.
 func (s Set) Bundle(spec *fleet.BundleSpec) error {
 	if !s.Any {
 		return nil
+	}
+	if o := spec.HelmOpOptions; o != nil {
+		if err := allowed("helmOpOptions.helmOpSecretName", o.SecretName, s.HelmSecrets, "helmOp.allowedHelmSecretNames"); err != nil {
+			return err
+		}
+		if err := s.charts(spec); err != nil {
+			return err
+		}
 	}
 	if err := s.serviceAccount("serviceAccount", spec.ServiceAccount); err != nil {
 		return err

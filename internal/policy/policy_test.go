@@ -134,6 +134,45 @@ func TestHelmOpPatternsAndSecrets(t *testing.T) {
 	}
 }
 
+// A Bundle written directly with helmOpOptions (its agent downloads the chart with the
+// credentials of helmOpSecretName) is held to the HelmOp lists as a HelmOp's Bundle is.
+func TestBundleWithHelmOpOptionsMeetsTheHelmOpLists(t *testing.T) {
+	s := Combine([]*fleet.Policy{pol("a", func(p *fleet.Policy) {
+		p.HelmOp = &fleet.HelmOpPolicy{AllowedHelmSecretNames: []string{"charts"},
+			AllowedHelmRepoPatterns: []string{`^https://charts\.example\.com/`}, AllowedChartPatterns: []string{`^web$`}}
+	})})
+	bundle := func(secret string, h fleet.HelmOptions, targets ...fleet.HelmOptions) *fleet.BundleSpec {
+		spec := &fleet.BundleSpec{HelmOpOptions: &fleet.BundleHelmOptions{SecretName: secret},
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{Helm: &h}}
+		for i := range targets {
+			spec.Targets = append(spec.Targets, fleet.BundleTarget{Name: "t", BundleDeploymentOptions: fleet.BundleDeploymentOptions{Helm: &targets[i]}})
+		}
+		return spec
+	}
+	good := fleet.HelmOptions{Repo: "https://charts.example.com/stable", Chart: "web"}
+	if err := s.Bundle(bundle("charts", good)); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		spec *fleet.BundleSpec
+		want string
+	}{
+		{bundle("team-b-git", good), "disallowed helmOpOptions.helmOpSecretName team-b-git: "},
+		{bundle("charts", fleet.HelmOptions{Repo: "https://evil.example.org/", Chart: "web"}), "helm.repo"},
+		{bundle("charts", fleet.HelmOptions{Repo: "https://charts.example.com/stable", Chart: "miner"}), "helm.chart"},
+		{bundle("charts", good, fleet.HelmOptions{Repo: "https://evil.example.org/"}), "targets[0].helm.repo"},
+	} {
+		if err := s.Bundle(tc.spec); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v, want %s", tc.spec.Helm, err, tc.want)
+		}
+	}
+	// A Bundle of resources (no helmOpOptions) has no chart the agent downloads: not held.
+	plain := &fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{Helm: &fleet.HelmOptions{Repo: "https://elsewhere.example.org/"}}}
+	if err := s.Bundle(plain); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestNamespaceCreation(t *testing.T) {
 	deny := pol("a", func(p *fleet.Policy) { p.AllowNamespaceCreation = boolPtr(false) })
 	allow := pol("b", func(p *fleet.Policy) { p.AllowNamespaceCreation = boolPtr(true) })
