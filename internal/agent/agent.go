@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"time"
 
 	lassocache "github.com/rancher/lasso/pkg/cache"
@@ -209,7 +210,7 @@ func start(ctx context.Context, upstream, local *rest.Config, kube kubernetes.In
 		return err
 	}
 	deployer.Register(ctx, deployer.Deps{BundleDeployments: bds, Contents: f.Content(), Deployer: dep, Monitor: mon,
-		Namespace: o.ClusterNamespace, MonitorInterval: o.MonitorInterval, Changes: changes, Upstream: up, Gates: gates.New(dep.BundleClient)})
+		Namespace: o.ClusterNamespace, MonitorInterval: o.MonitorInterval, Changes: changes, Upstream: up, Gates: gates.New(dep.BundleClient, gates.Options{AllowLocal: os.Getenv(gates.AllowLocalEnv) == "true"})})
 	if err := scf.Start(ctx, o.Workers); err != nil {
 		return err
 	}

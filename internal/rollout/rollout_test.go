@@ -189,7 +189,14 @@ func TestRefusedPolicies(t *testing.T) {
 		"stages[1].requireApproval":  {Stages: []fleet.RolloutStage{{Name: "a", ClusterName: "a", Soak: zero}, {Name: "b", RequireApproval: true}}},
 		"stages: none selects any":   {Stages: []fleet.RolloutStage{{Name: "a", ClusterName: "nope"}}},
 		"gates[0]: web: exactly one": {Stages: []fleet.RolloutStage{{Name: "a"}}, Gates: []fleet.HealthGate{{Name: "web"}}},
-		"prometheus.op":              {Stages: []fleet.RolloutStage{{Name: "a"}}, Gates: []fleet.HealthGate{{Name: "p", Prometheus: &fleet.PrometheusGate{URL: "http://p:9090", Query: "up", Op: "~", Threshold: "1"}}}},
+		"gates[0]: interval: 1ms is not within 1s-10m0s": {Stages: []fleet.RolloutStage{{Name: "a"}},
+			Gates: []fleet.HealthGate{{Name: "web", HTTPGet: &fleet.HTTPGate{URL: "http://web/"}, Interval: &metav1.Duration{Duration: time.Millisecond}}}},
+		"gates[0]: httpGet.timeout: 1h0m0s is not within 0-30s": {Stages: []fleet.RolloutStage{{Name: "a"}},
+			Gates: []fleet.HealthGate{{Name: "web", HTTPGet: &fleet.HTTPGate{URL: "http://web/", Timeout: &metav1.Duration{Duration: time.Hour}}}}},
+		"gates[0]: failureThreshold: 1000 is not within 0-100": {Stages: []fleet.RolloutStage{{Name: "a"}},
+			Gates: []fleet.HealthGate{{Name: "web", HTTPGet: &fleet.HTTPGate{URL: "http://web/"}, FailureThreshold: 1000}}},
+		"gates: 17 gates, at most 16": {Stages: []fleet.RolloutStage{{Name: "a"}}, Gates: manyGates(17)},
+		"prometheus.op":               {Stages: []fleet.RolloutStage{{Name: "a"}}, Gates: []fleet.HealthGate{{Name: "p", Prometheus: &fleet.PrometheusGate{URL: "http://p:9090", Query: "up", Op: "~", Threshold: "1"}}}},
 	}
 	for want, p := range cases {
 		prev := deployed("r1", t0, true, corev1.ConditionTrue)
@@ -201,6 +208,14 @@ func TestRefusedPolicies(t *testing.T) {
 	if r := Evaluate(Input{PolicyName: "gone", Revision: "r", Targets: clusters("a"), BDs: make([]*fleet.BundleDeployment, 1)}); r.Status.Phase != fleet.RolloutInvalid || decisions(r) != "H" {
 		t.Errorf("missing policy: %+v", r.Status)
 	}
+}
+
+func manyGates(n int) []fleet.HealthGate {
+	var gs []fleet.HealthGate
+	for i := range n {
+		gs = append(gs, fleet.HealthGate{Name: fmt.Sprintf("g%d", i), HTTPGet: &fleet.HTTPGate{URL: "http://web/"}})
+	}
+	return gs
 }
 
 func ptrIntStr(n int) *intstr.IntOrString {

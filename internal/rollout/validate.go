@@ -24,6 +24,16 @@ const (
 	DefaultHTTPTimeout      = 5 * time.Second
 )
 
+// Bounds of what a policy may ask of the agents that run its gates: a policy is its tenant's,
+// and the agents hold the gates to the same bounds whatever the manager let through.
+const (
+	MaxGates            = 16
+	MinGateInterval     = 1 * time.Second
+	MaxGateInterval     = 10 * time.Minute
+	MaxHTTPTimeout      = 30 * time.Second
+	MaxFailureThreshold = 100
+)
+
 // Validate checks a policy, naming the field of the first problem of each kind it finds.
 func Validate(p *fleet.RolloutPolicySpec) error {
 	var errs []error
@@ -33,6 +43,9 @@ func Validate(p *fleet.RolloutPolicySpec) error {
 	names := map[string]int{}
 	for i, s := range p.Stages {
 		errs = append(errs, validateStage(p, i, s, names)...)
+	}
+	if len(p.Gates) > MaxGates {
+		errs = append(errs, fmt.Errorf("gates: %d gates, at most %d", len(p.Gates), MaxGates))
 	}
 	gateNames := map[string]bool{}
 	for i, g := range p.Gates {
@@ -120,8 +133,14 @@ func validateGate(g fleet.HealthGate) error {
 			return fmt.Errorf("prometheus.op: %q is not one of <, <=, >, >=, ==, !=", pg.Op)
 		}
 	}
-	if g.FailureThreshold < 0 {
-		return errors.New("failureThreshold: must not be negative")
+	if g.FailureThreshold < 0 || g.FailureThreshold > MaxFailureThreshold {
+		return fmt.Errorf("failureThreshold: %d is not within 0-%d", g.FailureThreshold, MaxFailureThreshold)
+	}
+	if g.Interval != nil && (g.Interval.Duration < MinGateInterval || g.Interval.Duration > MaxGateInterval) {
+		return fmt.Errorf("interval: %s is not within %s-%s", g.Interval.Duration, MinGateInterval, MaxGateInterval)
+	}
+	if g.HTTPGet != nil && g.HTTPGet.Timeout != nil && (g.HTTPGet.Timeout.Duration <= 0 || g.HTTPGet.Timeout.Duration > MaxHTTPTimeout) {
+		return fmt.Errorf("httpGet.timeout: %s is not within 0-%s", g.HTTPGet.Timeout.Duration, MaxHTTPTimeout)
 	}
 	return nil
 }

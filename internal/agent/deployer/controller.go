@@ -94,6 +94,8 @@ func Register(ctx context.Context, d Deps) {
 	if h.changes == nil {
 		h.changes = NewChanges(d.BundleDeployments, d.Namespace)
 	}
+	// A gate check runs off the deploy workers; its end brings its BundleDeployment back.
+	d.Gates.Notify(func(name string) { d.BundleDeployments.Enqueue(d.Namespace, name) })
 	if h.interval <= 0 {
 		h.interval = DefaultMonitorInterval
 	}

@@ -37,19 +37,66 @@ const (
 // ClientFor is the clientset to act as downstream for a bundle naming serviceAccount.
 type ClientFor func(ctx context.Context, serviceAccount string) (kubernetes.Interface, error)
 
-// Checker runs the gates of a cluster's BundleDeployments.
+// MaxChecksInFlight is how many gate checks one agent (one cluster) runs at once; a check that
+// finds no free slot waits for the next pass.
+const MaxChecksInFlight = 4
+
+// AllowLocalEnv, set to "true" in the agent's environment (a Cluster's agentEnvVars), lets
+// httpGet and prometheus gates reach loopback and link-local addresses (the node itself, cloud
+// metadata services), which they are refused otherwise.
+const AllowLocalEnv = "FLEET_GATES_ALLOW_LOCAL"
+
+// Options of a Checker.
+type Options struct {
+	// AllowLocal lets HTTP gates reach loopback and link-local addresses.
+	AllowLocal bool
+}
+
+// Checker runs the gates of a cluster's BundleDeployments, off the deploy workers: a pass
+// starts a check (at most MaxChecksInFlight at once) and returns; the check's end brings the
+// BundleDeployment back (Notify), and the next pass records its result.
 type Checker struct {
 	clientFor ClientFor
 	http      *http.Client
-	mu        sync.Mutex
+	slots     chan struct{}
+	// clock is the time checks are scheduled by.
+	clock func() time.Time
+	mu    sync.Mutex
+	// notify brings a BundleDeployment back once one of its checks ended.
+	notify func(name string)
 	// fails counts failed checks in a row, by "bundledeployment/deploymentID/gate".
 	fails map[string]int
+	// runs are the checks of each gate, by the same key.
+	runs map[string]*run
+}
+
+// run is the state of one gate's checks.
+type run struct {
+	running bool
+	started time.Time
+	// done: a result the next pass records.
+	done bool
+	out  outcome
+	msg  string
 }
 
 // New returns a Checker whose Jobs are made in the agent's cluster as the bundle deploys: as its
-// serviceAccount when it names one (clientFor), so a gate may do no more than the bundle.
-func New(clientFor ClientFor) *Checker {
-	return &Checker{clientFor: clientFor, http: &http.Client{Transport: http.DefaultTransport}, fails: map[string]int{}}
+// serviceAccount when it names one (clientFor), so a gate may do no more than the bundle. Its
+// HTTP gates go straight to their address (no proxy), follow no redirect, and reach no loopback
+// or link-local address unless o allows it.
+func New(clientFor ClientFor, o Options) *Checker {
+	return &Checker{clientFor: clientFor, http: httpClient(o.AllowLocal), slots: make(chan struct{}, MaxChecksInFlight),
+		clock: time.Now, fails: map[string]int{}, runs: map[string]*run{}}
+}
+
+// Notify sets what brings a BundleDeployment back when one of its checks ended.
+func (c *Checker) Notify(f func(name string)) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.notify = f
 }
 
 // Clear drops every gate result from a status: a new deployment is gated afresh.
@@ -63,8 +110,9 @@ func Clear(status *fleet.BundleDeploymentStatus) {
 	status.Conditions = kept
 }
 
-// Evaluate checks bd's gates once its deployment is applied and ready, records each result in
-// status, and returns how soon to check again (zero when bd has no gates).
+// Evaluate records the results of bd's gate checks that ended, starts the checks that are due
+// once its deployment is applied and ready, and returns how soon to look again (zero when bd
+// has no gates). It never waits for a check.
 func (c *Checker) Evaluate(ctx context.Context, bd *fleet.BundleDeployment, status *fleet.BundleDeploymentStatus, now time.Time) time.Duration {
 	raw := bd.Annotations[fleet.RolloutGatesAnnotation]
 	if raw == "" || c == nil {
@@ -74,6 +122,11 @@ func (c *Checker) Evaluate(ctx context.Context, bd *fleet.BundleDeployment, stat
 	if err := json.Unmarshal([]byte(raw), &gates); err != nil {
 		fleet.SetCondition(&status.Conditions, fleet.GateCondition("gates"), corev1.ConditionFalse, "Invalid",
 			fmt.Sprintf("annotation %s: %v", fleet.RolloutGatesAnnotation, err), now)
+		return 0
+	}
+	if len(gates) > rollout.MaxGates {
+		fleet.SetCondition(&status.Conditions, fleet.GateCondition("gates"), corev1.ConditionFalse, "Invalid",
+			fmt.Sprintf("annotation %s: %d gates, at most %d", fleet.RolloutGatesAnnotation, len(gates), rollout.MaxGates), now)
 		return 0
 	}
 	if bd.Spec.DeploymentID == "" || status.AppliedDeploymentID != bd.Spec.DeploymentID {
@@ -90,10 +143,51 @@ func (c *Checker) Evaluate(ctx context.Context, bd *fleet.BundleDeployment, stat
 			}
 			continue
 		}
-		out, msg := c.check(ctx, bd, g)
-		c.record(bd, g, out, msg, status, now)
+		if out, msg, ok := c.take(ctx, bd, g); ok {
+			c.record(bd, g, out, msg, status, now)
+		} else if fleet.FindCondition(status.Conditions, cond) == nil {
+			fleet.SetCondition(&status.Conditions, cond, corev1.ConditionUnknown, "Checking", "checking", now)
+		}
 	}
 	return every
+}
+
+// take returns the result of g's last check when one ended since the last pass, and starts the
+// next check when it is due and a slot is free.
+func (c *Checker) take(ctx context.Context, bd *fleet.BundleDeployment, g fleet.HealthGate) (outcome, string, bool) {
+	key := bd.Name + "/" + bd.Spec.DeploymentID + "/" + g.Name
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.runs[key]
+	if r == nil {
+		r = &run{}
+		c.runs[key] = r
+	}
+	out, msg, ended := r.out, r.msg, r.done
+	r.done = false
+	now := c.clock()
+	if r.running || !r.started.IsZero() && now.Sub(r.started) < intervalOf(g) {
+		return out, msg, ended
+	}
+	select {
+	case c.slots <- struct{}{}:
+	default:
+		return out, msg, ended // every slot is busy: the next pass tries again
+	}
+	r.running, r.started = true, now
+	bd = bd.DeepCopy()
+	go func() {
+		defer func() { <-c.slots }()
+		out, msg := c.check(ctx, bd, g)
+		c.mu.Lock()
+		r.running, r.done, r.out, r.msg = false, true, out, msg
+		notify := c.notify
+		c.mu.Unlock()
+		if notify != nil {
+			notify(bd.Name)
+		}
+	}()
+	return out, msg, ended
 }
 
 // record turns a check's outcome into the gate's condition: a gate fails after
@@ -113,7 +207,7 @@ func (c *Checker) record(bd *fleet.BundleDeployment, g fleet.HealthGate, out out
 			fleet.SetCondition(&status.Conditions, cond, corev1.ConditionUnknown, "Checking", msg, now)
 		}
 	default:
-		threshold := g.FailureThreshold
+		threshold := min(g.FailureThreshold, rollout.MaxFailureThreshold)
 		if threshold <= 0 {
 			threshold = rollout.DefaultFailureThreshold
 		}
@@ -142,6 +236,11 @@ func (c *Checker) Forget(name string) {
 			delete(c.fails, k)
 		}
 	}
+	for k := range c.runs {
+		if strings.HasPrefix(k, name+"/") {
+			delete(c.runs, k)
+		}
+	}
 }
 
 // check runs one gate.
@@ -157,9 +256,10 @@ func (c *Checker) check(ctx context.Context, bd *fleet.BundleDeployment, g fleet
 	return broken, "the gate sets none of httpGet, job and prometheus"
 }
 
+// intervalOf is how often g is checked, within the bounds whatever the gate asks.
 func intervalOf(g fleet.HealthGate) time.Duration {
 	if g.Interval != nil && g.Interval.Duration > 0 {
-		return g.Interval.Duration
+		return min(max(g.Interval.Duration, rollout.MinGateInterval), rollout.MaxGateInterval)
 	}
 	return rollout.DefaultGateInterval
 }
