@@ -3,10 +3,13 @@ package bundlereader
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"path"
@@ -23,6 +26,7 @@ import (
 	"helm.sh/helm/v3/pkg/getter"
 	"helm.sh/helm/v3/pkg/registry"
 	"helm.sh/helm/v3/pkg/repo"
+	orasauth "oras.land/oras-go/v2/registry/remote/auth"
 	"sigs.k8s.io/yaml"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
@@ -196,14 +200,7 @@ func chartDownloader(tmp string, auth ChartAuth) (*downloader.ChartDownloader, g
 	settings.RepositoryCache = filepath.Join(tmp, "cache")
 	settings.RegistryConfig = filepath.Join(tmp, "registry.json")
 
-	regOpts := []registry.ClientOption{registry.ClientOptWriter(io.Discard)}
-	if auth.PlainHTTP {
-		regOpts = append(regOpts, registry.ClientOptPlainHTTP())
-	}
-	if auth.Username != "" || auth.Password != "" {
-		regOpts = append(regOpts, registry.ClientOptBasicAuth(auth.Username, auth.Password))
-	}
-	regClient, err := registry.NewClient(regOpts...)
+	regClient, err := registryClient(tmp, auth)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -227,6 +224,40 @@ func chartDownloader(tmp string, auth ChartAuth) (*downloader.ChartDownloader, g
 		return nil, nil, nil, err
 	}
 	return &dl, getters, transport, nil
+}
+
+// registryClient is Helm's OCI registry client with the chart source's credentials and no
+// others. Helm's own client falls back to the host's `helm registry login`s and Docker's
+// credentials (config.json and its credential helpers): a repository's fleet.yaml naming an
+// oci:// chart on a registry the host (a CI runner running `fleet plan`, the manager) is logged
+// in to would be pulled with them.
+func registryClient(tmp string, a ChartAuth) (*registry.Client, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if a.InsecureSkipTLSVerify || a.CAFile != "" {
+		tlsConfig := &tls.Config{InsecureSkipVerify: a.InsecureSkipTLSVerify} //nolint:gosec // the chart source's own setting
+		if a.CAFile != "" {
+			pem, err := os.ReadFile(a.CAFile)
+			if err != nil {
+				return nil, err
+			}
+			pool := x509.NewCertPool()
+			pool.AppendCertsFromPEM(pem)
+			tlsConfig.RootCAs = pool
+		}
+		tr.TLSClientConfig = tlsConfig
+	}
+	hc := &http.Client{Transport: tr}
+	cred := orasauth.EmptyCredential
+	if a.Username != "" || a.Password != "" {
+		cred = orasauth.Credential{Username: a.Username, Password: a.Password}
+	}
+	authorizer := orasauth.Client{Client: hc, Credential: func(context.Context, string) (orasauth.Credential, error) { return cred, nil }}
+	opts := []registry.ClientOption{registry.ClientOptWriter(io.Discard), registry.ClientOptHTTPClient(hc),
+		registry.ClientOptAuthorizer(authorizer), registry.ClientOptCredentialsFile(filepath.Join(tmp, "registry.json"))}
+	if a.PlainHTTP {
+		opts = append(opts, registry.ClientOptPlainHTTP())
+	}
+	return registry.NewClient(opts...)
 }
 
 // sameHost reports whether two URLs have the same scheme, host and port.
@@ -279,7 +310,7 @@ func packageChart(top, dir string, updateDependencies bool, auth ChartAuth) (*em
 		settings := cli.New()
 		settings.RepositoryConfig = filepath.Join(tmp, "repositories.yaml")
 		settings.RepositoryCache = filepath.Join(tmp, "cache")
-		regClient, err := registry.NewClient(registry.ClientOptWriter(io.Discard))
+		regClient, err := registryClient(tmp, ChartAuth{})
 		if err != nil {
 			return nil, err
 		}

@@ -82,13 +82,16 @@ func fetchGitChart(ctx context.Context, ref string, updateDependencies bool, aut
 	}
 	switch {
 	case isSSH(src.repoURL):
-		if len(auth.SSHPrivateKey) > 0 {
-			keys, err := gitssh.NewPublicKeys("git", auth.SSHPrivateKey, "")
-			if err != nil {
-				return nil, fmt.Errorf("helm.chart %q: SSH private key: %w", ref, err)
-			}
-			opts.Auth = keys
+		// Only the key given for the chart source: go-git would otherwise offer the keys of
+		// the host's ssh-agent (a CI runner's, a developer's) to whatever server fleet.yaml names.
+		if len(auth.SSHPrivateKey) == 0 {
+			return nil, fmt.Errorf("helm.chart %q: an SSH chart source needs the SSH private key of its credentials Secret (ssh-privatekey); the host's ssh-agent is never used", ref)
 		}
+		keys, err := gitssh.NewPublicKeys("git", auth.SSHPrivateKey, "")
+		if err != nil {
+			return nil, fmt.Errorf("helm.chart %q: SSH private key: %w", ref, err)
+		}
+		opts.Auth = keys
 	case auth.Username != "" || auth.Password != "":
 		opts.Auth = &githttp.BasicAuth{Username: auth.Username, Password: auth.Password}
 	}

@@ -62,29 +62,41 @@ func Open(dir, rev string) (*Checkout, error) {
 		return nil, err
 	}
 	c := &Checkout{Dir: tmp, Commit: h.String(), temp: true}
-	if err := tree.Files().ForEach(func(f *object.File) error { return write(tmp, f) }); err != nil {
+	root, err := os.OpenRoot(tmp)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	defer root.Close()
+	if err := tree.Files().ForEach(func(f *object.File) error { return write(root, f) }); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("revision %q: %w", rev, err)
 	}
 	return c, nil
 }
 
-// write puts one file of a tree into dir, symlinks as symlinks (which reading refuses to follow
-// out of the checkout, as it does in a clone).
-func write(dir string, f *object.File) error {
-	path := filepath.Join(dir, filepath.FromSlash(f.Name))
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
+// write puts one file of a tree into the checkout root, symlinks as symlinks (which reading
+// refuses to follow out of the checkout, as it does in a clone). Every write goes through root:
+// a symlink the tree itself made (dir -> /home/user/.ssh) cannot carry a later file of the tree
+// (dir/authorized_keys) out of the checkout.
+func write(root *os.Root, f *object.File) error {
+	name := filepath.FromSlash(f.Name)
+	if err := root.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		return fmt.Errorf("%s: %w", f.Name, err)
 	}
 	content, err := f.Contents()
 	if err != nil {
 		return err
 	}
+	mode := os.FileMode(0o644)
 	switch f.Mode {
 	case filemode.Symlink:
-		return os.Symlink(content, path)
+		return root.Symlink(content, name)
 	case filemode.Executable:
-		return os.WriteFile(path, []byte(content), 0o755)
+		mode = 0o755
 	}
-	return os.WriteFile(path, []byte(content), 0o644)
+	if err := root.WriteFile(name, []byte(content), mode); err != nil {
+		return fmt.Errorf("%s: %w", f.Name, err)
+	}
+	return nil
 }
