@@ -21,7 +21,9 @@ func TestCheckoutWritesNothingThroughItsOwnSymlinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	put := func(o interface{ Encode(plumbing.EncodedObject) error }) plumbing.Hash {
+	put := func(o interface {
+		Encode(plumbing.EncodedObject) error
+	}) plumbing.Hash {
 		t.Helper()
 		obj := repo.Storer.NewEncodedObject()
 		if err := o.Encode(obj); err != nil {
