@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/fleetgo/fleet/internal/cli/termtext"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 )
@@ -72,10 +73,12 @@ func Run(api fleetcontrollers.Interface, o Options, out io.Writer) (int, error) 
 		enc.SetIndent("", "  ")
 		return len(diffs), enc.Encode(diffs)
 	}
+	// Patches and names are what downstream objects and tenants wrote.
+	out = termtext.Writer(out)
 	for _, d := range diffs {
-		fmt.Fprintf(out, "%s  %s  %s  %s", d.Bundle, d.Cluster, d.Resource, d.Change)
+		fmt.Fprintf(out, "%s  %s  %s  %s", d.Bundle, d.Cluster, d.Resource, termtext.Printable(d.Change))
 		if d.Patch != "" {
-			fmt.Fprintf(out, "  %s", d.Patch)
+			fmt.Fprintf(out, "  %s", termtext.Printable(d.Patch))
 		}
 		fmt.Fprintln(out)
 	}

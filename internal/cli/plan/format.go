@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/fleetgo/fleet/internal/cli/termtext"
 )
 
 // maxNames is how many cluster names a group lists before "and N more".
@@ -80,20 +82,38 @@ func Text(w io.Writer, r *Report, color bool) error {
 		b.WriteString("no bundle targets any cluster\n")
 	}
 	for _, br := range r.Bundles {
+		// Names, errors and diffs come from the repository and the clusters: nothing of theirs
+		// may act on the terminal (the colours are the plan's own, added after).
 		if br.Error != "" {
-			fmt.Fprintf(&b, "\nbundle %s: error: %s\n", br.Name, br.Error)
+			fmt.Fprintf(&b, "\nbundle %s: error: %s\n", termtext.Printable(br.Name), termtext.Lines(br.Error))
 			continue
 		}
-		fmt.Fprintf(&b, "\nbundle %s: %s\n", br.Name, counts(br))
+		fmt.Fprintf(&b, "\nbundle %s: %s\n", termtext.Printable(br.Name), counts(br))
 		for _, g := range br.Groups {
-			fmt.Fprintf(&b, "  %s\n    clusters: %s\n", header(g), names(g.Clusters))
+			fmt.Fprintf(&b, "  %s\n    clusters: %s\n", termtext.Printable(header(g)), termtext.Printable(names(g.Clusters)))
 			for _, l := range strings.Split(strings.TrimRight(g.Diff, "\n"), "\n") {
-				b.WriteString("    " + paint(l, color) + "\n")
+				b.WriteString("    " + paint(termtext.Printable(l), color) + "\n")
 			}
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// fenceLength is a code fence's length for s: longer than any run of backticks in it, and at
+// least three.
+func fenceLength(s string) int {
+	longest, n := 2, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != '`' {
+			n = 0
+			continue
+		}
+		if n++; n > longest {
+			longest = n
+		}
+	}
+	return longest + 1
 }
 
 // counts is a bundle's changes in one line.
@@ -153,14 +173,17 @@ func Markdown(w io.Writer, r *Report, max int, artifact string) (bool, error) {
 		if by["error"] > 0 && errMsg == "" {
 			errMsg = plural(by["error"], "cluster")
 		}
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %s |\n", br.Name, by[Changed], by[Added], by[Removed], by[Drifted], br.Unchanged, errMsg)
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %s |\n", strings.ReplaceAll(escapeHTML(br.Name), "|", "\\|"), by[Changed], by[Added], by[Removed], by[Drifted], br.Unchanged, errMsg)
 	}
 	cut, left := false, 0
 	for _, br := range r.Bundles {
 		for _, g := range br.Groups {
 			var s strings.Builder
-			fmt.Fprintf(&s, "\n<details><summary><code>%s</code> %s</summary>\n\nClusters: %s\n\n```diff\n%s\n```\n</details>\n",
-				br.Name, escapeHTML(header(g)), names(g.Clusters), strings.TrimRight(strings.ReplaceAll(g.Diff, "```", "ˋˋˋ"), "\n"))
+			// The diff is the repository's text: its fence is longer than any run of backticks
+			// in it, so no line of it closes the block (CommonMark).
+			fence := strings.Repeat("`", fenceLength(g.Diff))
+			fmt.Fprintf(&s, "\n<details><summary><code>%s</code> %s</summary>\n\nClusters: %s\n\n%sdiff\n%s\n%s\n</details>\n",
+				escapeHTML(br.Name), escapeHTML(header(g)), escapeHTML(names(g.Clusters)), fence, strings.TrimRight(g.Diff, "\n"), fence)
 			if max > 0 && b.Len()+s.Len() > max {
 				cut = true
 				left++

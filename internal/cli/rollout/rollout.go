@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/fleetgo/fleet/internal/cli/termtext"
 	progression "github.com/fleetgo/fleet/internal/rollout"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
@@ -48,6 +49,7 @@ func Find(c fleetcontrollers.RolloutClient, namespace, name string) ([]fleet.Rol
 
 // Print writes where each rollout stands.
 func Print(out io.Writer, rollouts []fleet.Rollout) {
+	out = termtext.Writer(out) // messages and reasons are what agents and tenants wrote
 	for i, r := range rollouts {
 		if i > 0 {
 			fmt.Fprintln(out)
@@ -73,6 +75,7 @@ func Print(out io.Writer, rollouts []fleet.Rollout) {
 
 // PrintStages writes the stage table of a rollout, each line indented.
 func PrintStages(out io.Writer, indent string, st fleet.RolloutStatus) {
+	out = termtext.Writer(out)
 	if len(st.Stages) == 0 {
 		return
 	}

@@ -63,3 +63,21 @@ func TestPrint(t *testing.T) {
 		}
 	}
 }
+
+// A failure's reason and the Rollout's message are what agents and tenants wrote: nothing of
+// them acts on the terminal.
+func TestPrintStripsControlCharacters(t *testing.T) {
+	r := waiting()
+	r.Status.Message = "halted \x1b[2J\x1b]0;title\x07\u202eevil"
+	r.Status.Failures[0].Reason = "GET http://web/: status 500\x1b[1A\x1b[2Kall passed"
+	var out bytes.Buffer
+	Print(&out, []fleet.Rollout{*r})
+	for _, bad := range []string{"\x1b", "\x07", "\u202e"} {
+		if strings.Contains(out.String(), bad) {
+			t.Errorf("output holds %q:\n%q", bad, out.String())
+		}
+	}
+	if !strings.Contains(out.String(), "halted [2J]0;titleevil") {
+		t.Errorf("the message's printable text is shown: %q", out.String())
+	}
+}

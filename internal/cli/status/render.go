@@ -6,8 +6,8 @@ import (
 	"io"
 	"strings"
 	"time"
-	"unicode"
 
+	"github.com/fleetgo/fleet/internal/cli/termtext"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
@@ -164,17 +164,8 @@ func oneLine(msg string) string {
 	return msg
 }
 
-// printable drops the characters a terminal would act on rather than show: control characters
-// (escape sequences start with one) and bidirectional overrides. Messages and names come from
-// status that agents and downstream objects wrote, and must not repaint or rewrite the screen.
-func printable(s string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
-			return -1
-		}
-		return r
-	}, s)
-}
+// printable: names and messages come from status that agents and downstream objects wrote.
+func printable(s string) string { return termtext.Printable(s) }
 
 // PrintJSON writes the report as JSON, for scripts.
 func PrintJSON(w io.Writer, r *Report) error {
