@@ -59,6 +59,12 @@ func (h *handler) deploy(b *fleet.Bundle, status fleet.BundleStatus) (fleet.Bund
 		// A user error (invalid selector, template error): report it and keep what is deployed.
 		return h.rollup(b, status, nil, nil, planErr), nil
 	}
+	if rs := b.Spec.RolloutStrategy; rs != nil {
+		if err := checkStrategy(rs); err != nil {
+			// A user error too: reported, and nothing deployed changes (no limit is assumed).
+			return h.rollup(b, status, nil, nil, err), nil
+		}
+	}
 	result, r, requeue, err := h.sync(b, plan, contentName, oci, release)
 	if err != nil {
 		h.mem.plans.drop(b)

@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -54,6 +55,26 @@ func scaled(v *intstr.IntOrString, total int, def intstr.IntOrString) int {
 	return n
 }
 
+// checkStrategy refuses a rollout strategy whose limits are neither a number nor a percentage:
+// taken as "no limit" they would let every cluster go unavailable at once (fail open).
+func checkStrategy(rs *fleet.RolloutStrategy) error {
+	check := func(field string, v *intstr.IntOrString) error {
+		if v == nil {
+			return nil
+		}
+		if _, err := intstr.GetScaledValueFromIntOrPercent(v, 100, false); err != nil {
+			return fmt.Errorf("rolloutStrategy.%s %q: not a number or a percentage", field, v.String())
+		}
+		return nil
+	}
+	errs := []error{check("maxUnavailable", rs.MaxUnavailable), check("maxUnavailablePartitions", rs.MaxUnavailablePartitions),
+		check("autoPartitionSize", rs.AutoPartitionSize)}
+	for i, p := range rs.Partitions {
+		errs = append(errs, check(fmt.Sprintf("partitions[%d].maxUnavailable", i), p.MaxUnavailable))
+	}
+	return errors.Join(errs...)
+}
+
 // newRollout splits the planned targets into partitions and counts what is unavailable now.
 func newRollout(b *fleet.Bundle, plan []planned, existing map[string]*fleet.BundleDeployment) (*rollout, error) {
 	var targets []int
@@ -65,6 +86,9 @@ func newRollout(b *fleet.Bundle, plan []planned, existing map[string]*fleet.Bund
 	rs := b.Spec.RolloutStrategy
 	if rs == nil {
 		rs = &fleet.RolloutStrategy{}
+	}
+	if err := checkStrategy(rs); err != nil {
+		return nil, err
 	}
 	r := &rollout{paused: b.Spec.Paused}
 	r.maxUnavailable = max(scaled(rs.MaxUnavailable, len(targets), intstr.FromString("100%")), 1)

@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -200,5 +201,22 @@ func TestRolloutPromotion(t *testing.T) {
 				t.Errorf("promoted %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// A limit that is neither a number nor a percentage fails closed: the pass stops naming the
+// field, rather than read it as "no limit" and let every cluster go unavailable at once.
+func TestInvalidRolloutLimitsFailClosed(t *testing.T) {
+	plan, existing := fixture(all(4, ready), 0)
+	pct := func(s string) *intstr.IntOrString { v := intstr.FromString(s); return &v }
+	for field, rs := range map[string]*fleet.RolloutStrategy{
+		"rolloutStrategy.maxUnavailable":               {MaxUnavailable: pct("all of them")},
+		"rolloutStrategy.maxUnavailablePartitions":     {MaxUnavailablePartitions: pct("x%")},
+		"rolloutStrategy.partitions[0].maxUnavailable": {Partitions: []fleet.Partition{{Name: "p", MaxUnavailable: pct("lots")}}},
+	} {
+		_, err := newRollout(&fleet.Bundle{Spec: fleet.BundleSpec{RolloutStrategy: rs}}, plan, existing)
+		if err == nil || !strings.Contains(err.Error(), field) {
+			t.Errorf("%s: %v", field, err)
+		}
 	}
 }
