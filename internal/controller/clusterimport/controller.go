@@ -134,7 +134,7 @@ func (h *handler) status(c *fleet.Cluster, status fleet.ClusterStatus) (fleet.Cl
 	if err != nil {
 		h.failed.Store(key, failure{at: time.Now(), generation: c.Generation})
 		h.Clusters.EnqueueAfter(c.Namespace, c.Name, retryFailed)
-		imported, msg = corev1.ConditionFalse, err.Error()
+		imported, msg = corev1.ConditionFalse, importMessage(err)
 		logrus.WithFields(logfields.For("cluster-import", c.Namespace, c.Name)).WithError(err).Warn("installing the agent")
 	} else {
 		h.failed.Delete(key)

@@ -1,10 +1,16 @@
 package clusterimport
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
@@ -113,5 +119,35 @@ clusters:
 	}
 	if _, err := inlineRESTConfig([]byte("apiVersion: v1\nkind: Config\n")); err == nil {
 		t.Error("a kubeconfig without a current context is accepted")
+	}
+}
+
+// An imported cluster's server may not be a link-local address (a cloud metadata service), by
+// its text or by what its name resolves to, and what its apiserver answers reaches the
+// Imported condition only as a status code and reason, never as the body.
+func TestImportedServerNotLinkLocalAndNoBodyInStatus(t *testing.T) {
+	kubeconfig := func(server string) []byte {
+		return []byte("apiVersion: v1\nkind: Config\ncurrent-context: c\ncontexts:\n- name: c\n  context: {cluster: k, user: u}\n" +
+			"clusters:\n- name: k\n  cluster:\n    server: " + server + "\nusers:\n- name: u\n  user:\n    token: abc\n")
+	}
+	for _, server := range []string{"http://169.254.169.254", "https://[fe80::1]:6443", "https://0.0.0.0:6443", "https://[::ffff:169.254.169.254]"} {
+		if _, err := inlineRESTConfig(kubeconfig(server)); err == nil || !strings.Contains(err.Error(), "clusters[k].server") {
+			t.Errorf("%s: %v", server, err)
+		}
+	}
+	cfg, err := inlineRESTConfig(kubeconfig("https://metadata.internal.example:443"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Dial == nil {
+		t.Fatal("no dialer checks the address a name resolves to")
+	}
+	if _, err := cfg.Dial(context.Background(), "tcp", "169.254.169.254:80"); !errors.Is(err, errUnreachable) {
+		t.Fatalf("dialled a link-local address: %v", err)
+	}
+	body := apierrors.NewGenericServerResponse(http.StatusForbidden, "create", schema.GroupResource{Resource: "namespaces"}, "",
+		`{"AccessKeyId":"ASIA...","SecretAccessKey":"stolen"}`, 0, true)
+	if msg := importMessage(fmt.Errorf("applying the agent: %w", body)); strings.Contains(msg, "stolen") || !strings.Contains(msg, "403 Forbidden") {
+		t.Fatalf("condition message: %s", msg)
 	}
 }

@@ -1,8 +1,16 @@
 package clusterimport
 
 import (
+	"errors"
 	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
 	"strings"
+	"syscall"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -39,6 +47,13 @@ func inlineRESTConfig(data []byte) (*rest.Config, error) {
 	if len(refused) > 0 {
 		return nil, fmt.Errorf("the manager accepts only inline credentials, refused: %s", strings.Join(refused, ", "))
 	}
+	if c, ok := kc.Clusters[kctx.Cluster]; ok {
+		if u, err := url.Parse(c.Server); err == nil {
+			if ip, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil && unreachable(ip) {
+				return nil, fmt.Errorf("clusters[%s].server %s: a link-local, unspecified or multicast address (a cloud metadata service, the manager's node) is refused", kctx.Cluster, c.Server)
+			}
+		}
+	}
 	// Only the entries the current context names reach the client configuration.
 	only := clientcmdapi.NewConfig()
 	only.CurrentContext = name
@@ -49,7 +64,51 @@ func inlineRESTConfig(data []byte) (*rest.Config, error) {
 	if c, ok := kc.Clusters[kctx.Cluster]; ok {
 		only.Clusters[kctx.Cluster] = c
 	}
-	return clientcmd.NewDefaultClientConfig(*only, &clientcmd.ConfigOverrides{}).ClientConfig()
+	cfg, err := clientcmd.NewDefaultClientConfig(*only, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	// A name may resolve to such an address too: the address dialled is checked as well.
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: refuseUnreachable}
+	cfg.Dial = dialer.DialContext
+	return cfg, nil
+}
+
+// unreachable are the addresses an imported cluster's server may not have: link-local (cloud
+// metadata services live there), unspecified and multicast ones.
+func unreachable(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	return ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsUnspecified() || ip.IsMulticast()
+}
+
+// errUnreachable refuses a connection to an address unreachable names.
+var errUnreachable = errors.New("a link-local, unspecified or multicast address is refused")
+
+func refuseUnreachable(_, address string, _ syscall.RawConn) error {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return err
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return err
+	}
+	if unreachable(ip) {
+		return errUnreachable
+	}
+	return nil
+}
+
+// importMessage is what the Imported condition says of a failed import. What the imported
+// cluster's apiserver answered is the tenant's server's text: of it only the status code and
+// reason are kept, so no response body (a metadata service's credentials) reaches the status.
+func importMessage(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		s := status.Status()
+		return fmt.Sprintf("installing the agent: the cluster's apiserver answered %d %s", s.Code, s.Reason)
+	}
+	return err.Error()
 }
 
 // refusedAuth names the fields of a kubeconfig user that are not inline credentials.
