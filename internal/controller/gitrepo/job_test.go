@@ -214,6 +214,23 @@ func TestDefaultClientSecret(t *testing.T) {
 	if mounted != DefaultClientSecretName {
 		t.Errorf("the Job mounts %q", mounted)
 	}
+	// The git credentials are the clone step's alone: the apply step runs the repository's
+	// charts and kustomizations, and never has them.
+	has := func(c corev1.Container) (mount, env bool) {
+		for _, m := range c.VolumeMounts {
+			mount = mount || m.Name == "git-credentials"
+		}
+		for _, e := range c.Env {
+			env = env || e.Name == "GIT_USERNAME"
+		}
+		return mount, env
+	}
+	if mount, env := has(p.InitContainers[0]); !mount || !env {
+		t.Errorf("the clone step lacks the credentials: mount %v, env %v", mount, env)
+	}
+	if mount, env := has(p.Containers[0]); mount || env {
+		t.Errorf("the apply step has the git credentials: mount %v, env %v", mount, env)
+	}
 }
 
 // In a Job, as in-process, the namespace's OCI storage Secret makes fleet apply push the

@@ -26,12 +26,14 @@ func (h *handler) jobPod(gr *fleet.GitRepo, commit string, cm *corev1.ConfigMap)
 		{Name: "workspace", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm.Name}}}},
 	}
+	// The git credentials are the clone step's alone: the apply step, which runs the
+	// repository's charts and kustomizations, never has them.
+	b.applyMounts = append([]corev1.VolumeMount{}, b.mounts...)
 	if err := b.gitCredentials(); err != nil {
 		return nil, err
 	}
 	o := h.applyOptions(gr, commit)
 	b.apply = jobApplyArgs(gr, o, gr.Namespace, commit)
-	b.applyMounts = append([]corev1.VolumeMount{}, b.mounts...)
 	if err := b.helmCredentials(); err != nil {
 		return nil, err
 	}
@@ -59,7 +61,9 @@ type podBuilder struct {
 	env                 []corev1.EnvVar
 	volumes             []corev1.Volume
 	mounts, applyMounts []corev1.VolumeMount
-	clone, apply        []string
+	// cloneEnv is the clone step's alone (the git user name).
+	cloneEnv     []corev1.EnvVar
+	clone, apply []string
 }
 
 // gitCredentials mounts the clone's credentials Secret and passes them to the clone step: an
@@ -86,7 +90,7 @@ func (b *podBuilder) gitCredentials() error {
 			b.clone = append(b.clone, "--github-app-base-url", app.BaseURL)
 		}
 	default:
-		b.env = append(b.env, secretEnv("GIT_USERNAME", s.Name, corev1.BasicAuthUsernameKey))
+		b.cloneEnv = append(b.cloneEnv, secretEnv("GIT_USERNAME", s.Name, corev1.BasicAuthUsernameKey))
 		b.clone = append(b.clone, "--username", "$(GIT_USERNAME)", "--password-file", jobGitSecret+"/"+corev1.BasicAuthPasswordKey)
 	}
 	return nil
@@ -212,7 +216,7 @@ func (b *podBuilder) spec() *corev1.PodSpec {
 		SecurityContext: &corev1.PodSecurityContext{RunAsUser: &uid, RunAsGroup: &uid, RunAsNonRoot: boolPtr(true), FSGroup: &uid,
 			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 		InitContainers: []corev1.Container{{Name: "gitcloner", Image: b.h.JobRunner.Image, Command: []string{"fleet"}, Args: b.clone,
-			Env: b.env, VolumeMounts: mounts, Resources: requests, TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+			Env: append(slices.Clone(b.env), b.cloneEnv...), VolumeMounts: mounts, Resources: requests, TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 			SecurityContext: restrictedContainer()}},
 		Containers: []corev1.Container{{Name: "fleet", Image: b.h.JobRunner.Image, Command: []string{"fleet"}, Args: b.apply,
 			Env: b.env, VolumeMounts: applyMounts, Resources: requests, TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
