@@ -13,6 +13,7 @@ import (
 	"embed"
 	"fmt"
 	"html/template"
+	"io"
 	"io/fs"
 	"net"
 	"net/http"
@@ -168,13 +169,23 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		last = body
-		fmt.Fprint(w, "event: page\n")
-		for _, l := range strings.Split(body, "\n") {
-			fmt.Fprintf(w, "data: %s\n", l)
-		}
-		fmt.Fprint(w, "\n")
+		writeEvent(w, "page", body)
 		flusher.Flush()
 	}
+}
+
+// writeEvent writes one server-sent event. Its body holds what agents and tenants wrote: every
+// line break of it (\r\n, \r and \n all end a line in the event stream) starts a data line
+// of its own, so no text of theirs begins a field (event:, id:, retry:) of the stream.
+func writeEvent(w io.Writer, event, body string) {
+	body = strings.NewReplacer("\r\n", "\n", "\r", "\n").Replace(body)
+	var b strings.Builder
+	b.WriteString("event: " + event + "\n")
+	for _, l := range strings.Split(body, "\n") {
+		b.WriteString("data: " + l + "\n")
+	}
+	b.WriteString("\n")
+	_, _ = io.WriteString(w, b.String())
 }
 
 // Run serves the UI on addr until ctx ends.
