@@ -141,7 +141,7 @@ func (f *planFlags) input(ctx context.Context, api fleetcontrollers.Interface, k
 				names = append(names, b.Name)
 			}
 		}
-		if in.Live, err = plan.Live(api, f.namespace, names); err != nil {
+		if in.Live, err = plan.Live(api, f.namespace, o.Name, names); err != nil {
 			return in, err
 		}
 	}

@@ -15,14 +15,16 @@ import (
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 )
 
-// Live reads what the clusters hold now for the namespace's bundles of those names: each
-// BundleDeployment's options and the Content its deployment ID names, rendered as its agent
-// renders them. Reading needs get and list of BundleDeployments and get of Contents.
-func Live(api fleetcontrollers.Interface, namespace string, bundles []string) (map[string]map[string]string, error) {
+// Live reads what the clusters hold now for the namespace's bundles of those names that belong
+// to the GitRepo repo: each BundleDeployment's options and the Content its deployment ID names,
+// rendered as its agent renders them. A name the repository's fleet.yaml gives may be another
+// GitRepo's Bundle: that one's deployments are not read (the plan would print them into a pull
+// request's comment). Reading needs get and list of BundleDeployments and get of Contents.
+func Live(api fleetcontrollers.Interface, namespace, repo string, bundles []string) (map[string]map[string]string, error) {
 	out := map[string]map[string]string{}
 	contents := map[string][]fleet.BundleResource{}
 	for _, name := range bundles {
-		sel := labels.SelectorFromSet(labels.Set{fleet.BundleLabel: name, fleet.BundleNamespaceLabel: namespace}).String()
+		sel := labels.SelectorFromSet(labels.Set{fleet.BundleLabel: name, fleet.BundleNamespaceLabel: namespace, fleet.RepoLabel: repo}).String()
 		list, err := api.BundleDeployment().List("", metav1.ListOptions{LabelSelector: sel})
 		if err != nil {
 			return nil, fmt.Errorf("bundledeployments of bundle %s: %w", name, err)
