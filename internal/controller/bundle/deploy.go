@@ -56,14 +56,9 @@ func (h *handler) deploy(b *fleet.Bundle, status fleet.BundleStatus) (fleet.Bund
 	}
 	key, plan, madeAt, planErr := h.planOf(b, contentName)
 	if planErr != nil {
-		// A user error (invalid selector, template error): report it and keep what is deployed.
+		// A user error (invalid selector, template error, rollout limit): report it and keep
+		// what is deployed.
 		return h.rollup(b, status, nil, nil, planErr), nil
-	}
-	if rs := b.Spec.RolloutStrategy; rs != nil {
-		if err := checkStrategy(rs); err != nil {
-			// A user error too: reported, and nothing deployed changes (no limit is assumed).
-			return h.rollup(b, status, nil, nil, err), nil
-		}
 	}
 	result, r, requeue, err := h.sync(b, plan, contentName, oci, release)
 	if err != nil {
@@ -103,9 +98,17 @@ func (h *handler) ociRefused(b *fleet.Bundle, status fleet.BundleStatus, err err
 }
 
 // planOf is b's plan: the one kept from an earlier pass while nothing it read changed (the passes
-// that follow a capped or rolling-up one reuse it), else a new one. A plan that fails is dropped.
+// that follow a capped or rolling-up one reuse it), else a new one. A plan that fails is dropped,
+// and so is one whose rollout limits are invalid.
 func (h *handler) planOf(b *fleet.Bundle, contentName string) (planKey, []planned, time.Time, error) {
 	key, now := h.mem.plans.key(b, contentName), h.now()
+	if rs := b.Spec.RolloutStrategy; rs != nil {
+		// A limit that is no number is no plan: no limit is assumed for it.
+		if err := checkStrategy(rs); err != nil {
+			h.mem.plans.drop(b)
+			return key, nil, now, err
+		}
+	}
 	if plan, madeAt, reused := h.mem.plans.get(b, key, now); reused {
 		return key, plan, madeAt, nil
 	}
