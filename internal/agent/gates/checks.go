@@ -9,11 +9,9 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"os"
 	"strconv"
-	"syscall"
 	"time"
 
 	promapi "github.com/prometheus/client_golang/api"
@@ -24,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/fleetgo/fleet/internal/netguard"
 	"github.com/fleetgo/fleet/internal/rollout"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
@@ -36,24 +35,10 @@ const maxBody = 1 << 20
 // loopback, link-local, unspecified or multicast address, checked on the address dialled (so
 // a name that resolves there is refused too). Answers are read up to maxBody.
 func httpClient(allowLocal bool) *http.Client {
-	dialer := &net.Dialer{Timeout: rollout.MaxHTTPTimeout, Control: func(_, address string, _ syscall.RawConn) error {
-		if allowLocal {
-			return nil
-		}
-		host, _, err := net.SplitHostPort(address)
-		if err != nil {
-			return err
-		}
-		ip, err := netip.ParseAddr(host)
-		if err != nil {
-			return err
-		}
-		ip = ip.Unmap()
-		if ip.IsLoopback() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsUnspecified() || ip.IsMulticast() {
-			return errLocal
-		}
-		return nil
-	}}
+	dialer := &net.Dialer{Timeout: rollout.MaxHTTPTimeout}
+	if !allowLocal {
+		dialer.Control = netguard.Refuse(netguard.Local, errLocal)
+	}
 	return &http.Client{
 		Transport: &limitedTransport{&http.Transport{Proxy: nil, DialContext: dialer.DialContext, ForceAttemptHTTP2: true,
 			TLSHandshakeTimeout: 10 * time.Second, ResponseHeaderTimeout: rollout.MaxHTTPTimeout, MaxIdleConns: MaxChecksInFlight,

@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
-	"syscall"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,6 +14,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/fleetgo/fleet/internal/netguard"
 )
 
 // inlineRESTConfig is the client configuration of a kubeconfig a tenant wrote, accepted only when
@@ -49,7 +50,7 @@ func inlineRESTConfig(data []byte) (*rest.Config, error) {
 	}
 	if c, ok := kc.Clusters[kctx.Cluster]; ok {
 		if u, err := url.Parse(c.Server); err == nil {
-			if ip, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil && unreachable(ip) {
+			if ip, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil && netguard.Unreachable(ip) {
 				return nil, fmt.Errorf("clusters[%s].server %s: a link-local, unspecified or multicast address (a cloud metadata service, the manager's node) is refused", kctx.Cluster, c.Server)
 			}
 		}
@@ -69,35 +70,13 @@ func inlineRESTConfig(data []byte) (*rest.Config, error) {
 		return nil, err
 	}
 	// A name may resolve to such an address too: the address dialled is checked as well.
-	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: refuseUnreachable}
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: netguard.Refuse(netguard.Unreachable, errUnreachable)}
 	cfg.Dial = dialer.DialContext
 	return cfg, nil
 }
 
-// unreachable are the addresses an imported cluster's server may not have: link-local (cloud
-// metadata services live there), unspecified and multicast ones.
-func unreachable(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	return ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsUnspecified() || ip.IsMulticast()
-}
-
-// errUnreachable refuses a connection to an address unreachable names.
+// errUnreachable refuses a connection to an address netguard.Unreachable names.
 var errUnreachable = errors.New("a link-local, unspecified or multicast address is refused")
-
-func refuseUnreachable(_, address string, _ syscall.RawConn) error {
-	host, _, err := net.SplitHostPort(address)
-	if err != nil {
-		return err
-	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil {
-		return err
-	}
-	if unreachable(ip) {
-		return errUnreachable
-	}
-	return nil
-}
 
 // importMessage is what the Imported condition says of a failed import. What the imported
 // cluster's apiserver answered is the tenant's server's text: of it only the status code and
