@@ -7,7 +7,6 @@ package ui_test
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -79,16 +78,22 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	Expect(chromedp.Do(browser, chromedp.Navigate("about:blank"))).To(Succeed())
 }, NodeTimeout(5*time.Minute))
 
-// serve runs the UI with cfg's credential and returns its URL.
+// serve runs the UI with cfg's credential, opens the URL it printed (with the run's secret) in
+// the browser, and returns its address: the browser's tabs are served from then on.
 func serve(cfg *rest.Config) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	DeferCleanup(cancel)
-	addr := make(chan net.Addr, 1)
+	printed := make(chan string, 1)
 	go func() {
 		defer GinkgoRecover()
-		Expect(ui.Run(ctx, "127.0.0.1:0", cfg, func(a net.Addr) { addr <- a })).To(Succeed())
+		Expect(ui.Run(ctx, "127.0.0.1:0", cfg, func(u string) { printed <- u })).To(Succeed())
 	}()
-	return "http://" + (<-addr).String()
+	u := <-printed
+	tab, cancelTab := chromedp.NewContext(browser)
+	defer cancelTab()
+	Expect(chromedp.Do(tab, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS("#live")))).To(Succeed())
+	base, _, _ := strings.Cut(u, "/?")
+	return base
 }
 
 // screenshot saves the page to $FLEET_UI_SCREENSHOTS/name.png when that is set.
@@ -329,7 +334,7 @@ var _ = Describe("fleet ui --in-cluster", Ordered, func() {
 		// The pod's own credential is the admin's here: the UI must not use it.
 		go func() {
 			defer GinkgoRecover()
-			Expect(ui.RunViewers(runCtx, addr, cluster.RESTConfig(), ui.AuthToken)).To(Succeed())
+			Expect(ui.RunViewers(runCtx, addr, cluster.RESTConfig(), ui.AuthToken, ui.DefaultLimits)).To(Succeed())
 		}()
 		url := "http://" + addr
 		Eventually(func() error { _, err := http.Get(url + "/login"); return err }).Should(Succeed())
@@ -339,6 +344,8 @@ var _ = Describe("fleet ui --in-cluster", Ordered, func() {
 		Expect(resp.StatusCode).To(Equal(http.StatusUnauthorized), "nothing is shown before signing in")
 
 		tab, cancelTab := chromedp.NewContext(browser)
+		DeferCleanup(cancelTab)
+		tab, cancelTab = context.WithTimeout(tab, 3*time.Minute)
 		DeferCleanup(cancelTab)
 		Expect(chromedp.Do(tab, chromedp.Navigate(url+"/login"), chromedp.WaitVisible(chromedp.CSS("textarea")),
 			chromedp.SendKeys(chromedp.CSS("textarea"), tr.Status.Token), chromedp.Submit(chromedp.CSS("form")),
@@ -352,5 +359,9 @@ var _ = Describe("fleet ui --in-cluster", Ordered, func() {
 			Expect(err).NotTo(HaveOccurred())
 			return f
 		}).Should(ContainSubstring(`User "system:serviceaccount:default:ui-viewer" cannot update resource "gitrepos"`))
+
+		// Signing out from the header ends the session: the next page is the sign-in form.
+		Expect(chromedp.Do(tab, chromedp.Click(chromedp.CSS("#sign-out")), chromedp.WaitVisible(chromedp.CSS("textarea")))).To(Succeed())
+		Expect(chromedp.Do(tab, chromedp.Navigate(url+"/"), chromedp.WaitVisible(chromedp.CSS("textarea")))).To(Succeed())
 	})
 })

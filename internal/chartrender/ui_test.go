@@ -17,7 +17,7 @@ func TestUIHasNoRightsOfItsOwn(t *testing.T) {
 		t.Fatalf("no fleet-ui Deployment: %v", keys(objs))
 	}
 	pod := podOf(t, dep)
-	if pod.ServiceAccountName != "fleet-ui" || !strings.Contains(strings.Join(pod.Containers[0].Args, " "), "ui --in-cluster --addr=0.0.0.0:8088 --auth=header") {
+	if pod.ServiceAccountName != "fleet-ui" || !strings.Contains(strings.Join(pod.Containers[0].Args, " "), "ui --in-cluster --addr=0.0.0.0:8088 --auth=header --max-viewers=8") {
 		t.Fatalf("pod %+v", pod.Containers[0].Args)
 	}
 	if _, ok := objs["Service/fleet-ui"]; !ok {

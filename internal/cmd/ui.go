@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"fmt"
-	"net"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
@@ -16,6 +15,7 @@ func newUI() *cobra.Command {
 		kube       kubeFlags
 		addr, auth string
 		inCluster  bool
+		limits     = ui.DefaultLimits
 	)
 	c := &cobra.Command{
 		Use:   "ui",
@@ -33,14 +33,14 @@ func newUI() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return ui.RunViewers(cmd.Context(), addr, cfg, auth)
+				return ui.RunViewers(cmd.Context(), addr, cfg, auth, limits)
 			}
 			cfg, err := kube.restConfig()
 			if err != nil {
 				return err
 			}
-			return ui.Run(cmd.Context(), addr, cfg, func(a net.Addr) {
-				fmt.Fprintf(cmd.OutOrStdout(), "fleet ui on http://%s/\n", a)
+			return ui.Run(cmd.Context(), addr, cfg, func(url string) {
+				fmt.Fprintf(cmd.OutOrStdout(), "fleet ui on %s\n(the URL carries this run's secret: only a browser that opened it is served)\n", url)
 			})
 		},
 	}
@@ -48,5 +48,8 @@ func newUI() *cobra.Command {
 	c.Flags().StringVar(&addr, "addr", "127.0.0.1:8088", "address to listen on")
 	c.Flags().BoolVar(&inCluster, "in-cluster", false, "serve many viewers in the cluster, each with their own credential (see --auth)")
 	c.Flags().StringVar(&auth, "auth", ui.AuthToken, "with --in-cluster: token (viewers sign in with a bearer token) or header (an authenticating proxy passes it as Authorization: Bearer)")
+	c.Flags().IntVar(&limits.Viewers, "max-viewers", limits.Viewers, "with --in-cluster: identities signed in at once (each keeps one set of watches: see docs/ui.md for the memory each takes)")
+	c.Flags().IntVar(&limits.SessionsPerViewer, "max-sessions-per-viewer", limits.SessionsPerViewer, "with --in-cluster: sessions one identity keeps (one more ends its least recently used)")
+	c.Flags().IntVar(&limits.Streams, "max-live-pages", limits.Streams, "with --in-cluster: live-updating pages open at once across all viewers")
 	return c
 }

@@ -10,7 +10,10 @@ package ui
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/subtle"
 	"embed"
+	"encoding/hex"
 	"fmt"
 	"html/template"
 	"io"
@@ -41,6 +44,10 @@ var staticFiles = func() http.Handler {
 // debounce gathers a burst of changes into one push per page.
 const debounce = 300 * time.Millisecond
 
+// maxStreams is how many live-update streams one Server (one viewer identity) keeps open at
+// once: each open page holds one. A page past it is still served, without live updates.
+const maxStreams = 32
+
 // Server serves the UI for one viewer (the credential of cfg).
 type Server struct {
 	api  fleetcontrollers.Interface
@@ -48,6 +55,59 @@ type Server struct {
 	tmpl *template.Template
 	mu   sync.Mutex
 	subs map[chan struct{}]struct{}
+	// streams are the caps an open live-update stream counts against: this Server's own, and
+	// (in the cluster) the one all viewers share.
+	streams []*slots
+	// signOut shows the sign-out button (viewers who signed in).
+	signOut bool
+}
+
+// slots counts what is open against a cap.
+type slots struct {
+	mu     sync.Mutex
+	n, max int
+}
+
+func newSlots(max int) *slots { return &slots{max: max} }
+
+// take opens one when fewer than max are open.
+func (s *slots) take() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n >= s.max {
+		return false
+	}
+	s.n++
+	return true
+}
+
+func (s *slots) give() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n--
+}
+
+func (s *slots) open() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n
+}
+
+// takeAll opens one of each, or none: it says which cap was full.
+func takeAll(caps []*slots) (release func(), ok bool) {
+	for i, c := range caps {
+		if !c.take() {
+			for _, t := range caps[:i] {
+				t.give()
+			}
+			return nil, false
+		}
+	}
+	return func() {
+		for _, c := range caps {
+			c.give()
+		}
+	}, true
 }
 
 // New watches the Fleet kinds with cfg's credential until ctx ends.
@@ -60,7 +120,7 @@ func New(ctx context.Context, cfg *rest.Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{api: ff.Fleet().V1alpha1(), tmpl: tmpl, subs: map[chan struct{}]struct{}{}}
+	s := &Server{api: ff.Fleet().V1alpha1(), tmpl: tmpl, subs: map[chan struct{}]struct{}{}, streams: []*slots{newSlots(maxStreams)}}
 	s.k = watchAll(ctx, s.api, s.changed)
 	return s, nil
 }
@@ -96,7 +156,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'")
-	_ = s.tmpl.ExecuteTemplate(w, "layout.html", map[string]any{"Title": title, "Body": template.HTML(body), "Path": r.URL.RequestURI()})
+	_ = s.tmpl.ExecuteTemplate(w, "layout.html", map[string]any{"Title": title, "Body": template.HTML(body), "Path": r.URL.RequestURI(), "SignOut": s.signOut})
 }
 
 // render is the live part of the page at uri (a path and query), and its title.
@@ -143,6 +203,13 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	release, ok := takeAll(s.streams)
+	if !ok {
+		// The script's EventSource retries on its own; the page keeps what it shows.
+		http.Error(w, "too many live pages open: close some", http.StatusServiceUnavailable)
+		return
+	}
+	defer release()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	ch := make(chan struct{}, 1)
@@ -188,8 +255,11 @@ func writeEvent(w io.Writer, event, body string) {
 	_, _ = io.WriteString(w, b.String())
 }
 
-// Run serves the UI on addr until ctx ends.
-func Run(ctx context.Context, addr string, cfg *rest.Config, ready func(net.Addr)) error {
+// Run serves the UI on addr until ctx ends, to whoever holds this run's secret: ready gets the
+// URL to open, which carries it once (as notebook servers do); the browser keeps it in a cookie.
+// Another user of this machine, or a page that rebinds a name of its own to 127.0.0.1, can
+// reach the port but not act with the kubeconfig's credential.
+func Run(ctx context.Context, addr string, cfg *rest.Config, ready func(url string)) error {
 	s, err := New(ctx, cfg)
 	if err != nil {
 		return err
@@ -198,7 +268,11 @@ func Run(ctx context.Context, addr string, cfg *rest.Config, ready func(net.Addr
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: localOnly(l.Addr().String(), s.Handler()), ReadHeaderTimeout: 10 * time.Second}
+	secret, err := randomHex()
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: localOnly(l.Addr().String(), secret, s.Handler()), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
 		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -206,7 +280,7 @@ func Run(ctx context.Context, addr string, cfg *rest.Config, ready func(net.Addr
 		_ = srv.Shutdown(shut)
 	}()
 	if ready != nil {
-		ready(l.Addr())
+		ready("http://" + l.Addr().String() + "/?" + secretParam + "=" + secret)
 	}
 	if err := srv.Serve(l); err != nil && err != http.ErrServerClosed {
 		return err
@@ -214,21 +288,62 @@ func Run(ctx context.Context, addr string, cfg *rest.Config, ready func(net.Addr
 	return nil
 }
 
+// secretParam is the query parameter of Run's URL that carries the run's secret.
+const secretParam = "token"
+
+// randomHex is 32 random bytes, hex-encoded.
+func randomHex() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
 // localOnly refuses requests for another host than the one served (a page elsewhere pointing a
-// name of its own at 127.0.0.1 must not act with the viewer's credential) and, for actions, any
-// not sent by the UI's own script (another site's form cannot set its header).
-func localOnly(addr string, next http.Handler) http.Handler {
+// name of its own at 127.0.0.1 must not act with the viewer's credential), requests without the
+// run's secret (in the URL Run printed, then in a cookie of this port's own name) and, for
+// actions, any not sent by the UI's own script (another site's form cannot set its header).
+func localOnly(addr, secret string, next http.Handler) http.Handler {
 	_, port, _ := net.SplitHostPort(addr)
 	allowed := map[string]bool{addr: true, "localhost:" + port: true, "127.0.0.1:" + port: true, "[::1]:" + port: true}
+	cookie := "fleet-ui-" + port
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !allowed[r.Host] {
 			http.Error(w, "fleet ui answers only for "+addr, http.StatusForbidden)
 			return
 		}
-		if r.Method == http.MethodPost && (r.Header.Get("X-Fleet-UI") != "1" || r.Header.Get("Sec-Fetch-Site") == "cross-site") {
+		if given := r.URL.Query().Get(secretParam); given != "" && r.Method == http.MethodGet {
+			if !sameSecret(given, secret) {
+				http.Error(w, "this is not the URL fleet ui printed", http.StatusForbidden)
+				return
+			}
+			http.SetCookie(w, &http.Cookie{Name: cookie, Value: secret, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			q := r.URL.Query()
+			q.Del(secretParam)
+			to := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
+			http.Redirect(w, r, to.String(), http.StatusSeeOther)
+			return
+		}
+		if c, err := r.Cookie(cookie); err != nil || !sameSecret(c.Value, secret) {
+			http.Error(w, "open the URL fleet ui printed (it carries this run's secret)", http.StatusForbidden)
+			return
+		}
+		if r.Method == http.MethodPost && !fromOwnScript(r) {
 			http.Error(w, "actions are taken from the UI's own pages only", http.StatusForbidden)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// fromOwnScript is a request the UI's script sent: it sets a header another site's form cannot,
+// and the browser does not call it cross-site.
+func fromOwnScript(r *http.Request) bool {
+	return r.Header.Get("X-Fleet-UI") == "1" && r.Header.Get("Sec-Fetch-Site") != "cross-site"
+}
+
+// sameSecret compares in constant time.
+func sameSecret(a, b string) bool {
+	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
 }

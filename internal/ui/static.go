@@ -17,7 +17,7 @@ func NewStatic(objs []runtime.Object) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{tmpl: tmpl, subs: map[chan struct{}]struct{}{}}
+	s := &Server{tmpl: tmpl, subs: map[chan struct{}]struct{}{}, streams: []*slots{newSlots(maxStreams)}}
 	s.k = &kinds{
 		gitRepos:    static("GitRepos", &fleet.GitRepo{}, objs, &fleet.GitRepoList{}),
 		helmOps:     static("HelmOps", &fleet.HelmOp{}, objs, &fleet.HelmOpList{}),

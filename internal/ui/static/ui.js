@@ -10,6 +10,13 @@
   es.addEventListener('page', (e) => { live.innerHTML = e.data; });
   document.addEventListener('submit', async (ev) => {
     const form = ev.target;
+    if (form.hasAttribute('data-signout')) {
+      ev.preventDefault();
+      es.close();
+      await fetch('/logout', { method: 'POST', headers: { 'X-Fleet-UI': '1' } });
+      window.location.assign('/login');
+      return;
+    }
     if (!form.hasAttribute('data-action')) { return; }
     ev.preventDefault();
     const body = new URLSearchParams(new FormData(form, ev.submitter));
