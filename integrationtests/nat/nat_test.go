@@ -62,7 +62,7 @@ var _ = Describe("a downstream cluster with outbound-only reach to the manager",
 			Spec: fleet.ClusterGroupSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "north"}}}})
 		Expect(err).NotTo(HaveOccurred())
 		kubectl(fleetCLI("install", "agent-config", "-l", "env=edge"))
-		kubectl(fleetCLI("install", "agent-token", "--kubeconfig", manager.Kubeconfig, "--ttl", "1h", "--group", "north"))
+		kubectl(fleetCLI("install", "agent-token", "--kubeconfig", manager.Kubeconfig, "--ttl", "1h", "--group", "north", "--label-keys", "env"))
 
 		bin, err := gexec.Build("github.com/fleetgo/fleet")
 		Expect(err).NotTo(HaveOccurred())
@@ -81,7 +81,7 @@ var _ = Describe("a downstream cluster with outbound-only reach to the manager",
 		Eventually(func(g Gomega) {
 			c, err := api.Cluster().Get(fleet.DefaultNamespace, clusterName, metav1.GetOptions{})
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(c.Labels).To(HaveKeyWithValue("env", "edge"))
+			g.Expect(c.Labels).To(HaveKeyWithValue("env", "edge"), "a key --label-keys lists")
 			g.Expect(c.Labels).To(HaveKeyWithValue("region", "north"), "agent-token --group gives the group's labels")
 			g.Expect(c.Status.Agent.LastSeen.IsZero()).To(BeFalse())
 		}).Should(Succeed())

@@ -189,7 +189,7 @@ var _ = Describe("a registration for a Cluster whose agent checks in", func() {
 })
 
 var _ = Describe("a registration token made for a cluster group", func() {
-	It("gives its Clusters the group's labels and none that join another group, and its holder cannot claim another token", func(ctx context.Context) {
+	It("gives its Clusters the group's labels and, of the agent's, only keys the token lists that join no other group; its holder cannot claim another token", func(ctx context.Context) {
 		const ns = "grouped"
 		_, err := managerKube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
@@ -232,8 +232,22 @@ var _ = Describe("a registration token made for a cluster group", func() {
 		}
 		me := "system:serviceaccount:" + ns + ":" + registration.ImportServiceAccount("north")
 		Expect(ask("grouped-a", map[string]string{registration.RequesterAnnotation: me})).To(Succeed())
-		// Its group's label; of the agent's, those that join no other group (env=prod would join prod).
-		Eventually(labelsOf("grouped-a")).Should(Equal(map[string]string{"region": "north", "team": "a"}))
+		// Its group's label and none of the agent's: a clusterSelector cannot be steered by them.
+		Eventually(labelsOf("grouped-a")).Should(Equal(map[string]string{"region": "north"}))
+
+		// A token that lists keys (`--label-keys team,env`): of the agent's, those of its keys
+		// that join no other group (env=prod would join prod).
+		teams := issue("north-teams", map[string]string{registration.ClusterLabelsAnnotation: `{"region":"north"}`,
+			registration.ClusterLabelKeysAnnotation: "team,env"})
+		teamsHolder, err := fleetfactory.NewFactoryFromConfig(&rest.Config{Host: teams.APIServerURL, BearerToken: teams.Token,
+			TLSClientConfig: rest.TLSClientConfig{CAData: []byte(teams.APIServerCA)}})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = teamsHolder.Fleet().V1alpha1().ClusterRegistration().Create(&fleet.ClusterRegistration{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "request-", Namespace: ns,
+				Annotations: map[string]string{registration.RequesterAnnotation: "system:serviceaccount:" + ns + ":" + registration.ImportServiceAccount("north-teams")}},
+			Spec: fleet.ClusterRegistrationSpec{ClientID: "grouped-t", ClientRandom: "r", ClusterLabels: map[string]string{"region": "south", "env": "prod", "team": "a", "tier": "gold"}}})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(labelsOf("grouped-t")).Should(Equal(map[string]string{"region": "north", "team": "a"}))
 
 		// Claiming the open token's identity is refused by the apiserver.
 		err = ask("grouped-b", map[string]string{registration.RequesterAnnotation: "system:serviceaccount:" + ns + ":" + registration.ImportServiceAccount("open")})
@@ -242,6 +256,8 @@ var _ = Describe("a registration token made for a cluster group", func() {
 
 		// Naming no token is no way around it.
 		Expect(ask("grouped-c", nil)).To(Succeed())
-		Eventually(labelsOf("grouped-c")).Should(Equal(map[string]string{"region": "south", "team": "a"}), "no group's label")
+		Eventually(func(g Gomega) {
+			g.Expect(labelsOf("grouped-c")(g)).To(BeEmpty(), "no group's label, none of the agent's")
+		}).Should(Succeed())
 	})
 })

@@ -74,7 +74,8 @@ func newInstallAgentToken() *cobra.Command {
 	fl.BoolVar(&o.NoCA, "no-ca", false, "hand out no CA: the manager's certificate is signed by a CA the system trusts")
 	fl.StringVar(&o.SystemNamespace, "system-namespace", fleet.SystemNamespace, "namespace of the agent in the downstream cluster")
 	fl.StringVar(&o.AgentImage, "agent-image", "", "image of the agent (repository[:tag])")
-	fl.StringVar(&o.Group, "group", "", "ClusterGroup (in the token's namespace) the registered clusters join: they get the labels its selector matches")
+	fl.StringVar(&o.Group, "group", "", "ClusterGroup (in the token's namespace) the registered clusters join: they get the labels its selector matches and, of the agent's own, only those --label-keys lists")
+	fl.StringSliceVar(&o.LabelKeys, "label-keys", nil, "with --group: label keys whose values the agent may choose (agent-config labels), as long as they join no other ClusterGroup")
 	return c
 }
 

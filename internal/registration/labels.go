@@ -42,14 +42,27 @@ func TokenLabels(t *fleet.ClusterRegistrationToken) (map[string]string, bool, er
 	return labels, true, nil
 }
 
+// TokenLabelKeys are the label keys whose values a restricting token lets the agent choose
+// (ClusterLabelKeysAnnotation).
+func TokenLabelKeys(t *fleet.ClusterRegistrationToken) map[string]bool {
+	keys := map[string]bool{}
+	for _, k := range strings.Split(t.Annotations[ClusterLabelKeysAnnotation], ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			keys[k] = true
+		}
+	}
+	return keys
+}
+
 // RegisteredLabels are the labels a Cluster created by a registration gets: the agent's
-// (sanitized), unless the token it came with restricts them to its cluster group. Then the Cluster
-// gets the token's labels, and of the agent's those that put it in no ClusterGroup of the
-// namespace (groups) beyond the ones the token's labels alone select: an agent cannot move its
-// Cluster into groups its token did not allow. A registration whose token is not known (no
-// RequesterAnnotation, as from a Fleet agent, or a token since deleted) is treated so, with no
-// token labels, when any token of its namespace restricts labels: otherwise leaving the
-// annotation out would be a way around the restriction. The message says what was dropped.
+// (sanitized), unless the token it came with restricts them. Then the Cluster gets the token's
+// labels and, of the agent's, only those of the keys the token lists that put it in no
+// ClusterGroup of the namespace (groups) beyond the ones the token's labels alone select: an
+// agent can neither move its Cluster into groups its token did not allow nor give it a label a
+// clusterSelector could pick it by. A registration whose token is not known (no
+// RequesterAnnotation, as from a Fleet agent, or a token since deleted) gets no labels of the
+// agent's when any token of its namespace restricts labels: otherwise leaving the annotation out
+// would be a way around the restriction. The message says what was dropped.
 func RegisteredLabels(reg *fleet.ClusterRegistration, tokens []*fleet.ClusterRegistrationToken, groups []*fleet.ClusterGroup) (map[string]string, string) {
 	asked := SanitizeLabels(reg.Spec.ClusterLabels)
 	if tok := TokenOf(reg.Annotations[RequesterAnnotation], reg.Namespace, tokens); tok != nil {
@@ -58,13 +71,13 @@ func RegisteredLabels(reg *fleet.ClusterRegistration, tokens []*fleet.ClusterReg
 		case err != nil:
 			return nil, err.Error() + ": the agent's labels are dropped"
 		case restricted:
-			return withinGroups(SanitizeLabels(allowed), asked, groups)
+			return restrictedLabels(SanitizeLabels(allowed), TokenLabelKeys(tok), asked, groups)
 		}
 		return asked, ""
 	}
 	for _, t := range tokens {
 		if _, restricted := t.Annotations[ClusterLabelsAnnotation]; restricted && t.Namespace == reg.Namespace {
-			labels, msg := withinGroups(map[string]string{}, asked, groups)
+			labels, msg := restrictedLabels(map[string]string{}, nil, asked, groups)
 			if msg != "" {
 				msg = fmt.Sprintf("the registration names no registration token of namespace %s, where token %s restricts labels: %s", reg.Namespace, t.Name, msg)
 			}
@@ -72,6 +85,31 @@ func RegisteredLabels(reg *fleet.ClusterRegistration, tokens []*fleet.ClusterReg
 		}
 	}
 	return asked, ""
+}
+
+// restrictedLabels are a restricting token's labels (base) and, of the agent's (asked), those of
+// the keys it lists that join no group beyond base's; the message names the labels left out.
+func restrictedLabels(base map[string]string, keys map[string]bool, asked map[string]string, groups []*fleet.ClusterGroup) (map[string]string, string) {
+	chosen := map[string]string{}
+	var dropped []string
+	for _, k := range slices.Sorted(maps.Keys(asked)) {
+		if _, ok := base[k]; ok {
+			continue // the token's value stands
+		}
+		if !keys[k] {
+			dropped = append(dropped, fmt.Sprintf("%s=%s (key not listed by the token)", k, asked[k]))
+			continue
+		}
+		chosen[k] = asked[k]
+	}
+	out, msg := withinGroups(base, chosen, groups)
+	if len(dropped) == 0 {
+		return out, msg
+	}
+	if msg == "" {
+		return out, "labels the registration token does not allow dropped: " + strings.Join(dropped, ", ")
+	}
+	return out, msg + ", " + strings.Join(dropped, ", ")
 }
 
 // withinGroups adds to base those of asked (in key order) that make the labels match no

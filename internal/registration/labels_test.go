@@ -14,6 +14,8 @@ func TestRegisteredLabels(t *testing.T) {
 	open := &fleet.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-default", Name: "open"}}
 	north := &fleet.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-default", Name: "north",
 		Annotations: map[string]string{ClusterLabelsAnnotation: `{"region":"north"}`}}}
+	northTeams := &fleet.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-default", Name: "north-teams",
+		Annotations: map[string]string{ClusterLabelsAnnotation: `{"region":"north"}`, ClusterLabelKeysAnnotation: "team, env"}}}
 	other := &fleet.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "edge",
 		Annotations: map[string]string{ClusterLabelsAnnotation: `{"region":"edge"}`}}}
 	group := func(name string, sel map[string]string) *fleet.ClusterGroup {
@@ -43,17 +45,22 @@ func TestRegisteredLabels(t *testing.T) {
 	}{
 		{name: "open token: the agent's labels, sanitized", reg: reg(sa("fleet-default", "open"), asks), tokens: []*fleet.ClusterRegistrationToken{open, north},
 			want: map[string]string{"env": "prod", "team": "a", "region": "south"}},
-		{name: "group token: its labels, and the agent's that join no other group", reg: reg(sa("fleet-default", "north"), asks),
+		{name: "group token: its labels, none of the agent's", reg: reg(sa("fleet-default", "north"), asks),
 			tokens: []*fleet.ClusterRegistrationToken{open, north},
+			want:   map[string]string{"region": "north"}, msg: "team=a (key not listed by the token)"},
+		{name: "group token, a label that joins no group but is not listed", reg: reg(sa("fleet-default", "north"), map[string]string{"env": "edge"}),
+			tokens: []*fleet.ClusterRegistrationToken{north}, want: map[string]string{"region": "north"}, msg: "env=edge (key not listed"},
+		{name: "group token listing keys: the agent's of those keys that join no other group", reg: reg(sa("fleet-default", "north-teams"), asks),
+			tokens: []*fleet.ClusterRegistrationToken{open, northTeams},
 			want:   map[string]string{"region": "north", "team": "a"}, msg: "env=prod (cluster group prod)"},
-		{name: "group token, harmless labels", reg: reg(sa("fleet-default", "north"), map[string]string{"env": "edge"}),
-			tokens: []*fleet.ClusterRegistrationToken{north}, want: map[string]string{"region": "north", "env": "edge"}},
-		{name: "unknown token where one restricts: no token labels, nor labels that join a group", reg: reg("", asks),
+		{name: "group token listing keys, harmless labels", reg: reg(sa("fleet-default", "north-teams"), map[string]string{"env": "edge", "team": "b"}),
+			tokens: []*fleet.ClusterRegistrationToken{northTeams}, want: map[string]string{"region": "north", "env": "edge", "team": "b"}},
+		{name: "unknown token where one restricts: none of the agent's labels", reg: reg("", asks),
 			tokens: []*fleet.ClusterRegistrationToken{open, north},
-			want:   map[string]string{"team": "a", "region": "south"}, msg: "token north restricts labels"},
+			want:   map[string]string{}, msg: "token north restricts labels"},
 		{name: "another namespace's token is not this namespace's", reg: reg(sa("other", "edge"), asks),
 			tokens: []*fleet.ClusterRegistrationToken{open, north, other},
-			want:   map[string]string{"team": "a", "region": "south"}, msg: "restricts labels"},
+			want:   map[string]string{}, msg: "restricts labels"},
 		{name: "unknown token, nothing restricted: the agent's labels", reg: reg("", asks), tokens: []*fleet.ClusterRegistrationToken{open, other},
 			want: map[string]string{"env": "prod", "team": "a", "region": "south"}},
 	} {

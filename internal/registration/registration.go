@@ -98,8 +98,13 @@ const (
 	RequesterAnnotation = "fleet.cattle.io/requested-by"
 	// ClusterLabelsAnnotation on a ClusterRegistrationToken (JSON, label key to value; written by
 	// `fleet install agent-token --group`) restricts the Clusters registered with it to exactly
-	// these labels: what an agent asks for does not count.
+	// these labels: what an agent asks for does not count, but for the keys
+	// ClusterLabelKeysAnnotation lists.
 	ClusterLabelsAnnotation = "fleet.cattle.io/cluster-labels"
+	// ClusterLabelKeysAnnotation on a token that restricts labels (comma-separated label keys;
+	// written by `fleet install agent-token --label-keys`) lists the keys whose values the agent
+	// may choose, as long as they put the Cluster in no ClusterGroup beyond the token's.
+	ClusterLabelKeysAnnotation = "fleet.cattle.io/cluster-label-keys"
 	// ClientIDAnnotation on a Cluster created by registration records the agent's clientID.
 	ClientIDAnnotation = "fleet.cattle.io/client-id"
 	// IdentityAnnotation on a Cluster names the agent identity this manager gave it (set at

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,6 +36,9 @@ type AgentTokenOptions struct {
 	// Group names a ClusterGroup in Namespace: clusters registered with the token get the
 	// labels its selector matches, so they join it.
 	Group string
+	// LabelKeys (with Group) are the label keys whose values the registering agent may choose
+	// (its agent-config labels); of the rest it sets none.
+	LabelKeys []string
 	// Timeout bounds the wait for the manager to issue the token.
 	Timeout time.Duration
 }
@@ -53,6 +57,9 @@ func AgentToken(ctx context.Context, api fleetcontrollers.Interface, kube kubern
 	groupLabels, err := groupLabelsOf(api, o)
 	if err != nil {
 		return "", err
+	}
+	if len(o.LabelKeys) > 0 && o.Group == "" {
+		return "", fmt.Errorf("--label-keys restricts the labels of a --group token: without --group the agent sets any label")
 	}
 	v, err := issueToken(ctx, api, kube, o, groupLabels)
 	if err != nil {
@@ -110,13 +117,16 @@ func issueToken(ctx context.Context, api fleetcontrollers.Interface, kube kubern
 	var v registration.Values
 	tok := &fleet.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name}}
 	if groupLabels != nil {
-		// The manager gives the token's Clusters these labels and no others, whatever the
-		// agent asks for.
+		// The manager gives the token's Clusters these labels and, of what the agent asks
+		// for, only labels of the listed keys.
 		restrict, err := json.Marshal(groupLabels)
 		if err != nil {
 			return v, err
 		}
 		tok.Annotations = map[string]string{registration.ClusterLabelsAnnotation: string(restrict)}
+		if len(o.LabelKeys) > 0 {
+			tok.Annotations[registration.ClusterLabelKeysAnnotation] = strings.Join(o.LabelKeys, ",")
+		}
 	}
 	if o.Name == "" {
 		tok.GenerateName = "token-"
