@@ -182,13 +182,9 @@ var _ = Describe("a Bundle whose Helm values Fleet 0.13+ keeps in a Secret (spec
 var _ = Describe("BundleNamespaceMapping", func() {
 	It("lets Bundles target Clusters of the namespaces it maps", func(ctx context.Context) {
 		bundles, other := newNamespace(ctx), newNamespace(ctx)
-		nsObj, err := kube.CoreV1().Namespaces().Get(ctx, other, metav1.GetOptions{})
-		Expect(err).NotTo(HaveOccurred())
-		nsObj.Labels["team"] = "b-" + other
-		_, err = kube.CoreV1().Namespaces().Update(ctx, nsObj, metav1.UpdateOptions{})
-		Expect(err).NotTo(HaveOccurred())
+		labelNamespace(ctx, other, "team", "b-"+other)
 		newCluster(other, "remote", map[string]string{"env": "prod"})
-		_, err = api.Bundle().Create(&fleet.Bundle{
+		_, err := api.Bundle().Create(&fleet.Bundle{
 			ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: bundles, Labels: map[string]string{"app": "x"}},
 			Spec: fleet.BundleSpec{
 				Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: "kind: ConfigMap\n"}},
@@ -205,6 +201,43 @@ var _ = Describe("BundleNamespaceMapping", func() {
 		})
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(clusterNames(bundles, "app")).Should(Equal([]string{"remote"}))
+	})
+
+	It("lets no mapped Bundle take the deployment of a Bundle of the same name: the second says why and changes nothing", func(ctx context.Context) {
+		tenant, home := newNamespace(ctx), newNamespace(ctx)
+		labelNamespace(ctx, home, "team", "home-"+home)
+		newCluster(home, "edge", map[string]string{"env": "prod"})
+		newBundle(home, "web", fleet.BundleSpec{Targets: []fleet.BundleTarget{{ClusterSelector: sel("env", "prod")}}})
+		Eventually(clusterNames(home, "web")).Should(Equal([]string{"edge"}))
+		theirs := deployments(home, "web")["edge"]
+
+		// The tenant's namespace is mapped to the home namespace's clusters, and its Bundle has
+		// the same name.
+		_, err := api.BundleNamespaceMapping().Create(&fleet.BundleNamespaceMapping{
+			ObjectMeta:        metav1.ObjectMeta{Name: "to-home", Namespace: tenant},
+			BundleSelector:    &metav1.LabelSelector{},
+			NamespaceSelector: sel("team", "home-"+home),
+		})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = api.Bundle().Create(&fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: tenant},
+			Spec: fleet.BundleSpec{Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: "kind: ConfigMap\nmetadata:\n  name: tenant\n"}},
+				Targets: []fleet.BundleTarget{{ClusterSelector: sel("env", "prod")}}}})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() string {
+			b, err := api.Bundle().Get(tenant, "web", metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			if c := fleet.FindCondition(b.Status.Conditions, fleet.ConditionReady); c != nil {
+				return c.Message
+			}
+			return ""
+		}).Should(And(ContainSubstring("cluster edge"), ContainSubstring("is Bundle "+home+"/web's")))
+		Consistently(func(g Gomega) {
+			bd, err := api.BundleDeployment().Get(theirs.Namespace, "web", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(bd.Labels).To(HaveKeyWithValue(fleet.BundleNamespaceLabel, home))
+			g.Expect(bd.Spec.DeploymentID).To(Equal(theirs.Spec.DeploymentID), "the home Bundle's deployment is unchanged")
+		}, "3s").Should(Succeed())
+		Expect(deployments(tenant, "web")).To(BeEmpty())
 	})
 })
 

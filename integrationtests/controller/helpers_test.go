@@ -34,6 +34,15 @@ func newCluster(ns, name string, lbls map[string]string) *fleet.Cluster {
 	return c
 }
 
+// labelNamespace sets the label key=value on the namespace ns.
+func labelNamespace(ctx context.Context, ns, key, value string) {
+	obj, err := kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	obj.Labels[key] = value
+	_, err = kube.CoreV1().Namespaces().Update(ctx, obj, metav1.UpdateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+}
+
 // checkIn does what an agent's heartbeat does.
 func checkIn(ns, name string) {
 	Eventually(func() error {

@@ -239,6 +239,10 @@ func (h *handler) plan(b *fleet.Bundle, contentName string) ([]planned, error) {
 			out = append(out, planned{cluster: c, info: ci})
 			continue
 		}
+		if err := h.nameTaken(b, ns); err != nil {
+			errs = append(errs, fmt.Errorf("cluster %s: %w", c.Name, err))
+			continue
+		}
 		fp := clusterFingerprint(facts.hash, ci, m)
 		if err := h.mem.renders.check(b, ci, m, contentName, fp); err != nil {
 			errs = append(errs, fmt.Errorf("cluster %s: %w", c.Name, err))
@@ -247,6 +251,30 @@ func (h *handler) plan(b *fleet.Bundle, contentName string) ([]planned, error) {
 		out = append(out, planned{cluster: c, info: ci, match: m, fingerprint: fp, namespace: ns})
 	}
 	return out, errors.Join(errs...)
+}
+
+// nameTaken says when the BundleDeployment b would write in the cluster namespace ns is another
+// Bundle's: a deployment is named after its Bundle alone (as in Fleet), so Bundles of one name
+// in two namespaces that a BundleNamespaceMapping sends to one cluster would share it. The one
+// there first keeps it; the other is not deployed to that cluster and says why.
+func (h *handler) nameTaken(b *fleet.Bundle, ns string) error {
+	bd, err := h.bdCache.Get(ns, b.Name)
+	if err != nil || ownedBy(bd, b) {
+		return nil
+	}
+	return collision(bd)
+}
+
+// ownedBy says whether bd is b's deployment (by the labels the controller writes).
+func ownedBy(bd *fleet.BundleDeployment, b *fleet.Bundle) bool {
+	return bd.Labels[fleet.BundleNamespaceLabel] == b.Namespace && bd.Labels[fleet.BundleLabel] == b.Name
+}
+
+// collision is the error of a Bundle whose deployment's name bd, another Bundle's, holds.
+func collision(bd *fleet.BundleDeployment) error {
+	return fmt.Errorf("bundledeployment %s/%s is Bundle %s/%s's: Bundles of one name from namespaces a BundleNamespaceMapping "+
+		"maps to one cluster cannot both deploy there (rename one)", bd.Namespace, bd.Name,
+		bd.Labels[fleet.BundleNamespaceLabel], bd.Labels[fleet.BundleLabel])
 }
 
 // clusterNamespaces are the namespaces whose Clusters the Bundle may target: its own, and those

@@ -166,7 +166,9 @@ func (h *handler) existing(b *fleet.Bundle, plan []planned) (map[string]*fleet.B
 		if p.namespace == "" || byNamespace[p.namespace] != nil {
 			continue
 		}
-		if bd := h.mem.created.get(p.namespace+"/"+b.Name, h.now()); bd != nil {
+		// Only b's own: another Bundle of its name, mapped to this cluster, may have created
+		// one there.
+		if bd := h.mem.created.get(p.namespace+"/"+b.Name, h.now()); bd != nil && ownedBy(bd, b) {
 			byNamespace[p.namespace] = bd
 		}
 	}
@@ -201,7 +203,14 @@ func (h *handler) write(cur, next *fleet.BundleDeployment) (*fleet.BundleDeploym
 	if cur == nil {
 		bd, err := h.bds.Create(next)
 		if apierrors.IsAlreadyExists(err) {
-			// The cache lags behind an earlier pass; the next pass updates it.
+			// The cache lags behind an earlier pass, and the next pass updates it; unless
+			// the deployment there is another Bundle's (nameTaken, which the cache did not
+			// show yet when planning).
+			there, getErr := h.bds.Get(next.Namespace, next.Name, metav1.GetOptions{})
+			if getErr == nil && !labelsContain(there.Labels, map[string]string{
+				fleet.BundleNamespaceLabel: next.Labels[fleet.BundleNamespaceLabel], fleet.BundleLabel: next.Labels[fleet.BundleLabel]}) {
+				return nil, collision(there)
+			}
 			return next, nil
 		}
 		if err != nil {
