@@ -250,7 +250,7 @@ func (d *Deployer) recordedRevision(ctx context.Context, ac *action.Configuratio
 		r.DeploymentID, r.MadeByFleet = "", false
 		return r, nil
 	}
-	if last.Version > e.Version && last.Version != e.Pending {
+	if last.Version > e.Version && (last.Version != e.Pending || digest(last) != e.PendingDigest) {
 		recorded, err := ac.Releases.Get(last.Name, e.Version)
 		if errors.Is(err, driver.ErrReleaseNotFound) {
 			// The recorded revision is gone: no deploymentID, so the deploy that follows

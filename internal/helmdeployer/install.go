@@ -95,8 +95,11 @@ func (d *Deployer) deploy(ctx context.Context, in Input) (*Release, error) {
 	}
 	mine := entry{Namespace: ns, Name: name, BundleID: in.BundleID, DeleteNamespace: opts.DeleteNamespace, CreatedNamespace: createdNS,
 		ServiceAccount: sa}
-	if err := d.intend(ctx, mine, last); err != nil {
-		return nil, err
+	// Helm acts from last and writes the next revision through storage that records it first.
+	if v, ok := ac.Releases.Driver.(*vouched); ok {
+		v.e = mine
+	} else {
+		ac.Releases.Driver = d.vouch(ctx, ac.Releases.Driver, mine, last)
 	}
 	rel, err := d.act(ctx, run, c, in.Values, last, mine)
 	if err != nil {
@@ -192,22 +195,22 @@ func (d *Deployer) lastRelease(ctx context.Context, ac *action.Configuration, ns
 	if err != nil {
 		return nil, fmt.Errorf("reading release %s/%s: %w", ns, name, err)
 	}
-	e, err := d.verified(ctx, ac, ns, name)
+	e, recorded, err := d.verified(ctx, ac, ns, name)
 	switch {
 	case errors.Is(err, errNotRecorded) && !takeOwnership:
 		return nil, Permanent(fmt.Errorf("release %s/%s exists and this agent did not make it (set helm.takeOwnership to adopt it)", ns, name))
 	case errors.Is(err, errNotRecorded):
+		// Taken over as the bundle asks: its newest revision is the one to act from.
+		ac.Releases.Driver = d.vouch(ctx, ac.Releases.Driver, entry{Namespace: ns, Name: name, BundleID: bundleID}, last)
 	case err != nil:
 		return nil, err
 	case e.BundleID != bundleID && !takeOwnership:
 		return nil, Permanent(fmt.Errorf("release %s/%s belongs to %q, not to this bundle (set helm.takeOwnership to adopt it)", ns, name, e.BundleID))
+	case recorded == nil:
+		return nil, nil
 	default:
-		// Revisions someone else wrote are gone: read the agent's own newest again.
-		if last, err = ac.Releases.Last(name); errors.Is(err, driver.ErrReleaseNotFound) {
-			return nil, nil
-		} else if err != nil {
-			return nil, fmt.Errorf("reading release %s/%s: %w", ns, name, err)
-		}
+		// Revisions someone else wrote are gone: the agent's own newest is the one it verified.
+		last = recorded
 	}
 	if last.Info.Status.IsPending() {
 		if err := recoverPending(ac, last); err != nil {

@@ -37,9 +37,11 @@ type entry struct {
 	// Version is the newest revision the agent wrote; Digest fingerprints its manifest and hooks.
 	Version int
 	Digest  string
-	// Pending is the revision an action of the agent is writing (0: none): an agent killed
-	// in the middle leaves it pending-upgrade, and it is the agent's to recover.
-	Pending int
+	// Pending is the revision an action of the agent is writing (0: none) and PendingDigest its
+	// digest, recorded before Helm wrote it: an agent killed in the middle leaves it
+	// pending-upgrade, and it is the agent's to recover only while its content is that digest's.
+	Pending       int
+	PendingDigest string
 	// DeleteNamespace: the bundle asked for the namespace to go with the release.
 	DeleteNamespace bool
 	// CreatedNamespace: the agent created the release namespace for it.
@@ -62,7 +64,7 @@ func (e entry) configMap(agentNS string) *corev1.ConfigMap {
 		ObjectMeta: metav1.ObjectMeta{Name: ledgerName(e.Namespace, e.Name), Namespace: agentNS,
 			Labels: map[string]string{LedgerLabel: "true", BundleIDLabel: e.BundleID}},
 		Data: map[string]string{"namespace": e.Namespace, "name": e.Name, "bundleID": e.BundleID,
-			"version": strconv.Itoa(e.Version), "digest": e.Digest, "pending": strconv.Itoa(e.Pending),
+			"version": strconv.Itoa(e.Version), "digest": e.Digest, "pending": strconv.Itoa(e.Pending), "pendingDigest": e.PendingDigest,
 			"deleteNamespace": strconv.FormatBool(e.DeleteNamespace), "createdNamespace": strconv.FormatBool(e.CreatedNamespace),
 			"serviceAccount": e.ServiceAccount, "ignoredRendered": e.IgnoredRendered}}
 }
@@ -71,7 +73,7 @@ func entryOf(cm *corev1.ConfigMap) entry {
 	d := cm.Data
 	v, _ := strconv.Atoi(d["version"])
 	pending, _ := strconv.Atoi(d["pending"])
-	return entry{Namespace: d["namespace"], Name: d["name"], BundleID: d["bundleID"], Version: v, Digest: d["digest"], Pending: pending,
+	return entry{Namespace: d["namespace"], Name: d["name"], BundleID: d["bundleID"], Version: v, Digest: d["digest"], Pending: pending, PendingDigest: d["pendingDigest"],
 		DeleteNamespace: d["deleteNamespace"] == "true", CreatedNamespace: d["createdNamespace"] == "true", ServiceAccount: d["serviceAccount"],
 		IgnoredRendered: d["ignoredRendered"]}
 }
@@ -136,28 +138,23 @@ func (d *Deployer) writeLedger(ctx context.Context, ac *action.Configuration, e 
 	if err != nil {
 		return fmt.Errorf("reading release %s/%s to record it: %w", e.Namespace, e.Name, err)
 	}
-	return d.record(ctx, e, last, 0)
+	return d.record(ctx, e, last, nil)
 }
 
-// intend records, before an action, the revision it starts from (last, nil for none) and the
-// one it will write.
-func (d *Deployer) intend(ctx context.Context, e entry, last *release.Release) error {
-	next := 1
-	if last != nil {
-		next = last.Version + 1
-	}
-	return d.record(ctx, e, last, next)
-}
-
-func (d *Deployer) record(ctx context.Context, e entry, rel *release.Release, pending int) error {
+// record writes e with rel as its newest revision (nil: none) and pending as the one an action
+// is writing (nil: none).
+func (d *Deployer) record(ctx context.Context, e entry, rel, pending *release.Release) error {
 	if prev, err := d.ledgerEntry(ctx, e.Namespace, e.Name); err != nil {
 		return err
 	} else if prev != nil && prev.CreatedNamespace {
 		e.CreatedNamespace = true
 	}
-	e.Version, e.Digest, e.Pending = 0, "", pending
+	e.Version, e.Digest, e.Pending, e.PendingDigest = 0, "", 0, ""
 	if rel != nil {
 		e.Version, e.Digest = rel.Version, digest(rel)
+	}
+	if pending != nil {
+		e.Pending, e.PendingDigest = pending.Version, digest(pending)
 	}
 	if err := createOrUpdate(ctx, d.kube.CoreV1().ConfigMaps(d.agentNamespace), e.configMap(d.agentNamespace)); err != nil {
 		return fmt.Errorf("recording release %s/%s in the ledger: %w", e.Namespace, e.Name, err)
@@ -179,31 +176,35 @@ var errNotRecorded = errors.New("not made by this agent")
 // verified makes the release's history what the agent left it: revisions newer than the one it
 // recorded were written by someone else and are removed (Helm would otherwise start its next
 // action, hooks and deletions included, from them), and the recorded revision must still be the
-// one the agent wrote. It returns the ledger entry.
-func (d *Deployer) verified(ctx context.Context, ac *action.Configuration, ns, name string) (*entry, error) {
+// one the agent wrote. It returns the ledger entry and that revision (nil: the release has none),
+// and from then on Helm reads of the release only what the ledger vouches for (vouched): what
+// it checked is what Helm acts from.
+func (d *Deployer) verified(ctx context.Context, ac *action.Configuration, ns, name string) (*entry, *release.Release, error) {
 	e, err := d.ledgerEntry(ctx, ns, name)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if e == nil {
-		return nil, fmt.Errorf("release %s/%s: %w", ns, name, errNotRecorded)
+		return nil, nil, fmt.Errorf("release %s/%s: %w", ns, name, errNotRecorded)
 	}
 	history, err := ac.Releases.History(name)
 	if errors.Is(err, driver.ErrReleaseNotFound) {
-		return e, nil
+		ac.Releases.Driver = d.vouch(ctx, ac.Releases.Driver, *e, nil)
+		return e, nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading release %s/%s: %w", ns, name, err)
+		return nil, nil, fmt.Errorf("reading release %s/%s: %w", ns, name, err)
 	}
 	var recorded *release.Release
 	for _, r := range history {
 		switch {
-		case r.Version == e.Pending:
-			// Written by an action of the agent that did not get to record it.
+		case r.Version == e.Pending && e.PendingDigest != "" && digest(r) == e.PendingDigest:
+			// Written by an action of the agent that did not get to record it: the digest
+			// it recorded before Helm wrote the revision says so.
 			recorded, e.Version, e.Digest = r, r.Version, digest(r)
 		case r.Version > e.Version:
 			if _, err := ac.Releases.Delete(name, r.Version); err != nil {
-				return nil, fmt.Errorf("removing revision %d of release %s/%s, which this agent did not write: %w", r.Version, ns, name, err)
+				return nil, nil, fmt.Errorf("removing revision %d of release %s/%s, which this agent did not write: %w", r.Version, ns, name, err)
 			}
 			logrus.WithFields(logrus.Fields{"namespace": ns, "release": name, "revision": r.Version}).
 				Warn("removed a release revision this agent did not write")
@@ -218,7 +219,8 @@ func (d *Deployer) verified(ctx context.Context, ac *action.Configuration, ns, n
 		}
 	}
 	if recorded == nil && remaining > 0 || recorded != nil && digest(recorded) != e.Digest {
-		return nil, Permanent(fmt.Errorf("release %s/%s revision %d was changed by someone other than this agent; it is left alone", ns, name, e.Version))
+		return nil, nil, Permanent(fmt.Errorf("release %s/%s revision %d was changed by someone other than this agent; it is left alone", ns, name, e.Version))
 	}
-	return e, nil
+	ac.Releases.Driver = d.vouch(ctx, ac.Releases.Driver, *e, recorded)
+	return e, recorded, nil
 }

@@ -40,13 +40,42 @@ type Expected struct {
 	ServiceAccount string
 }
 
+// adoptedMarker is the ConfigMap, in the agent's namespace, that says the agent has adopted the
+// releases made before its ledger: adoption is a migration, done once.
+const adoptedMarker = "fleet-release-ledger-adopted"
+
 // AdoptReleases enters into the ledger the releases of the BundleDeployments of this cluster
 // that exist without an entry: made by a Fleet agent before the move, or by this agent before it
 // kept a ledger. A release is adopted only when it is where a BundleDeployment of this cluster
 // puts its release and says it belongs to that BundleDeployment (and to no other agent
 // namespace); it is labelled as this agent labels its own. The namespace of an adopted release is
 // never deleted with it: nothing says the agent created it. It returns how many it adopted.
+//
+// It runs once: the first start that adopts without an error leaves adoptedMarker, and later
+// starts adopt nothing. A release's labels are anyone's to write who may write Secrets in its
+// namespace; trusting them at every start would let a downstream user hand the agent a release
+// of their making after the move (one needing adoption since then takes helm.takeOwnership).
 func (d *Deployer) AdoptReleases(ctx context.Context, expected []Expected) (int, error) {
+	cms := d.kube.CoreV1().ConfigMaps(d.agentNamespace)
+	if _, err := cms.Get(ctx, adoptedMarker, metav1.GetOptions{}); err == nil {
+		return 0, nil
+	} else if !apierrors.IsNotFound(err) {
+		return 0, fmt.Errorf("reading %s/%s: %w", d.agentNamespace, adoptedMarker, err)
+	}
+	adopted, err := d.adopt(ctx, expected)
+	if err != nil {
+		return adopted, err
+	}
+	marker := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: adoptedMarker, Namespace: d.agentNamespace},
+		Data: map[string]string{"adopted": strconv.Itoa(adopted)}}
+	if _, err := cms.Create(ctx, marker, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return adopted, fmt.Errorf("recording that the releases before the ledger are adopted: %w", err)
+	}
+	return adopted, nil
+}
+
+// adopt is AdoptReleases' one pass.
+func (d *Deployer) adopt(ctx context.Context, expected []Expected) (int, error) {
 	adopted := 0
 	var errs []error
 	for _, x := range expected {
@@ -124,7 +153,8 @@ func (d *Deployer) Uninstall(ctx context.Context, r *Release) error {
 	if err != nil {
 		return err
 	}
-	e, err := d.verified(ctx, ac, r.Namespace, r.Name)
+	// Helm then reads the history verified here: the hooks it runs are the recorded revision's.
+	e, _, err := d.verified(ctx, ac, r.Namespace, r.Name)
 	if err != nil {
 		return fmt.Errorf("uninstalling: %w", err)
 	}

@@ -29,14 +29,10 @@ func (d *Deployer) Rollback(ctx context.Context, r *Release, serviceAccount stri
 	if err != nil {
 		return err
 	}
-	e, err := d.verified(ctx, ac, r.Namespace, r.Name)
+	// Helm then reads the history verified here, and records the revision it writes first.
+	e, _, err := d.verified(ctx, ac, r.Namespace, r.Name)
 	if err != nil {
 		return fmt.Errorf("rolling back: %w", err)
-	}
-	if last, err := ac.Releases.Last(r.Name); err == nil {
-		if err := d.intend(ctx, *e, last); err != nil {
-			return err
-		}
 	}
 	defer func() {
 		if lerr := d.writeLedger(ctx, ac, *e); lerr != nil {
