@@ -277,7 +277,9 @@ var _ = Describe("agent", func() {
 			g.Expect(b.Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring("downstreamResources[1]: Secret "+secret))))
 		}).Should(Succeed())
 		Expect(cmData(ns, "app")()).To(BeNil(), "nothing is deployed before every copy is there")
-		_, err = mgr.CoreV1().Secrets(fleet.DefaultNamespace).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secret},
+		// Annotated for the use, as the namespace's owner allows it (secretuse.UsesAnnotation).
+		_, err = mgr.CoreV1().Secrets(fleet.DefaultNamespace).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secret,
+			Annotations: map[string]string{"fleet.cattle.io/allowed-uses": "downstreamResources"}},
 			Data: map[string][]byte{"token": []byte("s3cret")}}, metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		readyAndCurrent(name)

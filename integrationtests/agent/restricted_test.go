@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fleetgo/fleet/integrationtests/testenv"
+	"github.com/fleetgo/fleet/internal/names"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
@@ -122,6 +123,84 @@ var _ = Describe("Secrets a Bundle names", func() {
 		}
 		_, err = local.CoreV1().Secrets(ns).Get(ctx, kubeconfig, metav1.GetOptions{})
 		Expect(err).To(HaveOccurred(), "nothing reached the downstream cluster")
+	})
+})
+
+var _ = Describe("Secrets a Bundle copies downstream", func() {
+	It("copies a Secret only where a rule allows it: annotated for downstreamResources, or readable by the bundle's service account on the manager", func(ctx context.Context) {
+		mgr, err := manager.Clientset()
+		Expect(err).NotTo(HaveOccurred())
+		secret, name, ns := unique("team-b-db"), unique("borrow"), unique("borrow-ns")
+		// Another team's Secret of the namespace: a tenant who may write Bundles but not read
+		// it names it.
+		_, err = mgr.CoreV1().Secrets(fleet.DefaultNamespace).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secret},
+			Data: map[string][]byte{"password": []byte("team-b")}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		copied := func(bundle string) func() bool {
+			return func() bool {
+				c, err := mgr.CoreV1().Secrets(clusterNS).Get(ctx, names.DownstreamCopy(bundle, secret), metav1.GetOptions{})
+				return err == nil && string(c.Data["password"]) == "team-b"
+			}
+		}
+		newBundle(name, fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns, DownstreamResources: []fleet.DownstreamResource{
+				{Kind: "Secret", Name: secret}}},
+			Resources: []fleet.BundleResource{res("cm.yaml", configMap("app", "k", "v"))},
+		})
+		Eventually(func() []string {
+			ev, _ := testenv.Events(ctx, mgr, fleet.DefaultNamespace, "Bundle", name)
+			return ev["SecretRefused"]
+		}).Should(ContainElement(ContainSubstring("is not annotated fleet.cattle.io/allowed-uses=downstreamResources")))
+		Eventually(func(g Gomega) {
+			b := bd(name)
+			g.Expect(b).NotTo(BeNil())
+			g.Expect(b.Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring("downstreamResources[0]: Secret "+secret))))
+		}).Should(Succeed())
+		Expect(copied(name)()).To(BeFalse(), "not copied into the cluster namespace")
+		Expect(cmData(ns, "app")()).To(BeNil(), "nothing deployed")
+
+		// The namespace's owner allows the use: copied, and the bundle deploys.
+		src, err := mgr.CoreV1().Secrets(fleet.DefaultNamespace).Get(ctx, secret, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		src.Annotations = map[string]string{"fleet.cattle.io/allowed-uses": "downstreamResources"}
+		src, err = mgr.CoreV1().Secrets(fleet.DefaultNamespace).Update(ctx, src, metav1.UpdateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(copied(name)).Should(BeTrue())
+		readyAndCurrent(name)
+		// And takes it back: the copy goes.
+		src.Annotations = nil
+		_, err = mgr.CoreV1().Secrets(fleet.DefaultNamespace).Update(ctx, src, metav1.UpdateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(copied(name)).Should(BeFalse())
+
+		// A bundle whose service account may get the Secret on the manager copies it; one whose
+		// service account may not, does not.
+		reader, nobody := unique("reader"), unique("nobody")
+		for _, sa := range []string{reader, nobody} {
+			_, err = mgr.CoreV1().ServiceAccounts(fleet.DefaultNamespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{})
+			Expect(err).NotTo(HaveOccurred())
+		}
+		_, err = mgr.RbacV1().Roles(fleet.DefaultNamespace).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: reader},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{secret}, Verbs: []string{"get"}}}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = mgr.RbacV1().RoleBindings(fleet.DefaultNamespace).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: reader},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: reader},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: reader, Namespace: fleet.DefaultNamespace}}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		withReader, withNobody := unique("borrow-sa"), unique("borrow-nobody")
+		for bundle, sa := range map[string]string{withReader: reader, withNobody: nobody} {
+			newBundle(bundle, fleet.BundleSpec{
+				BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns, ServiceAccount: sa,
+					DownstreamResources: []fleet.DownstreamResource{{Kind: "Secret", Name: secret}}},
+				Resources: []fleet.BundleResource{res("cm.yaml", configMap("app-"+sa, "k", "v"))},
+			})
+		}
+		Eventually(copied(withReader)).Should(BeTrue())
+		Eventually(func() []string {
+			ev, _ := testenv.Events(ctx, mgr, fleet.DefaultNamespace, "Bundle", withNobody)
+			return ev["SecretRefused"]
+		}).Should(ContainElement(ContainSubstring("service account " + fleet.DefaultNamespace + "/" + nobody + " may not get it")))
+		Expect(copied(withNobody)()).To(BeFalse())
 	})
 })
 

@@ -9,6 +9,7 @@ package secretuse
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -73,4 +74,27 @@ func ForClusters(clusters fleetcontrollers.ClusterCache) Guard {
 		// Unsure is no: a lookup that fails refuses.
 		return err != nil || len(found) > 0
 	}}
+}
+
+// UsesAnnotation on a Secret lists (comma-separated) the uses its namespace's owner allows for
+// it beyond what RBAC already does (see Allowed): "downstreamResources" lets a Bundle of the
+// namespace copy it to its clusters.
+const UsesAnnotation = "fleet.cattle.io/allowed-uses"
+
+// UseDownstream is the use of a Secret that a Bundle's downstreamResources names.
+const UseDownstream = "downstreamResources"
+
+// AllowedUse says whether the Secret's UsesAnnotation lists use.
+func AllowedUse(s *corev1.Secret, use string) bool {
+	for _, u := range strings.Split(s.Annotations[UsesAnnotation], ",") {
+		if strings.TrimSpace(u) == use {
+			return true
+		}
+	}
+	return false
+}
+
+// NotAllowed is the refusal of a Secret no rule allows for a use.
+func NotAllowed(s *corev1.Secret, use, why string) *Refused {
+	return &Refused{msg: fmt.Sprintf("%s: secret %s/%s cannot be used: %s", use, s.Namespace, s.Name, why)}
 }

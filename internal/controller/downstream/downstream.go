@@ -53,13 +53,14 @@ type handler struct {
 	guard   secretuse.Guard
 	// recorder, when set, records a refused Secret on the BundleDeployment's Bundle.
 	recorder record.EventRecorder
+	reviews  *reviews
 }
 
 // Register starts copying. A change of a Secret source re-copies it for every BundleDeployment
 // naming it; ConfigMap sources are read every configMapPoll.
 func Register(ctx context.Context, kube kubernetes.Interface, bds fleetcontrollers.BundleDeploymentController,
 	secrets corecontrollers.SecretController, guard secretuse.Guard, recorder record.EventRecorder) {
-	h := &handler{ctx: ctx, kube: kube, secrets: secrets.Cache(), bds: bds, guard: guard, recorder: recorder}
+	h := &handler{ctx: ctx, kube: kube, secrets: secrets.Cache(), bds: bds, guard: guard, recorder: recorder, reviews: newReviews(kube)}
 	bds.Cache().AddIndexer(bySource, func(bd *fleet.BundleDeployment) ([]string, error) {
 		var keys []string
 		for _, r := range bd.Spec.Options.DownstreamResources {
@@ -107,7 +108,7 @@ func (h *handler) onChange(_ string, bd *fleet.BundleDeployment) (*fleet.BundleD
 	if sec := helmOpSecret(bd); sec != "" {
 		meta := metav1.ObjectMeta{Name: names.DownstreamCopy(bd.Name, sec), Namespace: bd.Namespace, Labels: labels, OwnerReferences: owner}
 		// A refused Secret is not copied: the agent says the copy is missing.
-		if _, err := h.copySecret(src, sec, meta, "helmSecretName"); err != nil && !apierrors.IsNotFound(err) && !h.refused(bd, err) {
+		if _, err := h.copySecret(src, sec, meta, "helmSecretName", nil); err != nil && !apierrors.IsNotFound(err) && !h.refused(bd, err) {
 			return bd, fmt.Errorf("copying the chart credentials %s/%s for %s/%s: %w", src, sec, bd.Namespace, bd.Name, err)
 		}
 	}
@@ -118,23 +119,9 @@ func (h *handler) onChange(_ string, bd *fleet.BundleDeployment) (*fleet.BundleD
 	for _, r := range bd.Spec.Options.DownstreamResources {
 		poll = poll || r.Kind == KindConfigMap
 		meta := metav1.ObjectMeta{Name: names.DownstreamCopy(bd.Name, r.Name), Namespace: bd.Namespace, Labels: labels, OwnerReferences: owner}
-		var err error
-		var c bool
-		switch r.Kind {
-		case KindSecret:
-			c, err = h.copySecret(src, r.Name, meta, "downstreamResources")
-		case KindConfigMap:
-			c, err = h.copyConfigMap(src, r.Name, meta)
-		default:
-			// The agent reports the bad kind; there is nothing to copy.
-			continue
-		}
-		if apierrors.IsNotFound(err) || h.refused(bd, err) {
-			// The agent says which source is missing; a source created later is copied then.
-			continue
-		}
+		c, err := h.copyOne(bd, src, r, meta)
 		if err != nil {
-			return bd, fmt.Errorf("copying downstream %s %s/%s for %s/%s: %w", r.Kind, src, r.Name, bd.Namespace, bd.Name, err)
+			return bd, err
 		}
 		changed = changed || c
 	}
@@ -150,6 +137,42 @@ func (h *handler) onChange(_ string, bd *fleet.BundleDeployment) (*fleet.BundleD
 		h.bds.EnqueueAfter(bd.Namespace, bd.Name, configMapPoll)
 	}
 	return bd, nil
+}
+
+// copyOne copies the downstream resource r of bd from the namespace src as meta says, and says
+// whether the copy changed. A source missing or refused is not copied (the agent says which one
+// it waits for), and a copy made while a rule allowed it goes once none does.
+func (h *handler) copyOne(bd *fleet.BundleDeployment, src string, r fleet.DownstreamResource, meta metav1.ObjectMeta) (bool, error) {
+	var err error
+	var c bool
+	switch r.Kind {
+	case KindSecret:
+		c, err = h.copySecret(src, r.Name, meta, "downstreamResources", func(s *corev1.Secret) error { return h.allowed(bd, s) })
+		if err != nil && bd.Spec.Options.ServiceAccount != "" {
+			// A right granted later is seen within reviewTTL.
+			h.bds.EnqueueAfter(bd.Namespace, bd.Name, reviewTTL)
+		}
+	case KindConfigMap:
+		c, err = h.copyConfigMap(src, r.Name, meta)
+	default:
+		// The agent reports the bad kind; there is nothing to copy.
+		return false, nil
+	}
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if h.refused(bd, err) {
+		if r.Kind == KindSecret {
+			if derr := h.kube.CoreV1().Secrets(bd.Namespace).Delete(h.ctx, meta.Name, metav1.DeleteOptions{}); derr != nil && !apierrors.IsNotFound(derr) {
+				return false, fmt.Errorf("deleting the copy %s/%s of a refused secret: %w", bd.Namespace, meta.Name, derr)
+			}
+		}
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("copying downstream %s %s/%s for %s/%s: %w", r.Kind, src, r.Name, bd.Namespace, bd.Name, err)
+	}
+	return c, nil
 }
 
 // refused reports whether err is the guard's refusal of a Secret (which waiting does not mend:
@@ -168,13 +191,20 @@ func (h *handler) refused(bd *fleet.BundleDeployment, err error) bool {
 	return true
 }
 
-func (h *handler) copySecret(ns, name string, meta metav1.ObjectMeta, use string) (bool, error) {
+// copySecret copies the Secret ns/name as meta says, unless the guard refuses it for use or
+// allowed (nil: any use the guard takes) does not allow it.
+func (h *handler) copySecret(ns, name string, meta metav1.ObjectMeta, use string, allowed func(*corev1.Secret) error) (bool, error) {
 	s, err := h.secrets.Get(ns, name)
 	if err != nil {
 		return false, err
 	}
 	if err := h.guard.Check(s, use); err != nil {
 		return false, err
+	}
+	if allowed != nil {
+		if err := allowed(s); err != nil {
+			return false, err
+		}
 	}
 	want := &corev1.Secret{ObjectMeta: meta, Type: s.Type, Data: s.Data}
 	client := h.kube.CoreV1().Secrets(meta.Namespace)
