@@ -5,10 +5,13 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
+	"github.com/go-git/go-git/v5/plumbing/transport"
 )
 
 // Keys of a GitRepo's credentials Secret that make it a GitHub App's (as on Fleet), and ours:
@@ -47,6 +50,33 @@ func GitHubAppOf(data map[string][]byte) (*GitHubApp, error) {
 		return nil, fmt.Errorf("%s is empty", GitHubAppPrivateKeyKey)
 	}
 	return app, nil
+}
+
+// ServesURL says whether the App's installation tokens are for the repository at repoURL: its
+// scheme and host name are those of the GitHub the App belongs to (https://github.com, or a
+// GitHub Enterprise server as its BaseURL names it, with or without an "api." prefix). A token
+// is valid for every repository the installation may read, so it goes to no other host: a
+// GitRepo naming the App's Secret could otherwise send it to a server of its choosing.
+func (a *GitHubApp) ServesURL(repoURL string) error {
+	api := "https://api.github.com"
+	if a.BaseURL != "" {
+		api = a.BaseURL
+	}
+	u, err := url.Parse(api)
+	if err != nil || u.Hostname() == "" {
+		return fmt.Errorf("%s %q: not a URL", GitHubAppBaseURLKey, a.BaseURL)
+	}
+	apiHost := strings.ToLower(u.Hostname())
+	gitHost := strings.TrimPrefix(apiHost, "api.")
+	ep, err := transport.NewEndpoint(repoURL)
+	if err != nil {
+		return err
+	}
+	host := strings.ToLower(ep.Host)
+	if ep.Protocol != u.Scheme || (host != apiHost && host != gitHost) {
+		return fmt.Errorf("github app %d: its tokens are for %s://%s, not %s://%s: none is sent", a.ID, u.Scheme, gitHost, ep.Protocol, ep.Host)
+	}
+	return nil
 }
 
 // appTransports keeps one token source per App installation and key: a token lasts an hour,

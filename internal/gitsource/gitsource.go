@@ -59,6 +59,9 @@ var fullSHA = regexp.MustCompile(`^[0-9a-f]{40}$`)
 func (s Source) method(ctx context.Context) (transport.AuthMethod, error) {
 	a := s.Auth
 	if a.GitHubApp != nil {
+		if err := a.GitHubApp.ServesURL(s.URL); err != nil {
+			return nil, err
+		}
 		token, err := a.GitHubApp.token(ctx)
 		if err != nil {
 			return nil, err
