@@ -98,10 +98,7 @@ func Objects(c *fleet.Cluster, s Settings, ns string) ([]runtime.Object, error) 
 	if err != nil {
 		return nil, err
 	}
-	out := []runtime.Object{d}
-	if cm := withProxy(d, s, ns); cm != nil {
-		out = append(out, cm)
-	}
+	out := append([]runtime.Object{d}, withProxy(d, s, ns)...)
 	Customize(d, c)
 	if sc := c.Spec.AgentSchedulingCustomization; sc != nil {
 		if pc := sc.PriorityClass; pc != nil {
@@ -192,12 +189,32 @@ const (
 	proxyCAKey       = "proxy-ca.crt"
 )
 
+// ProxySecret holds the manager's proxy settings, in the agent's namespace, when they carry
+// credentials: the agent takes them from it, not from values of its Deployment's environment.
+const ProxySecret = "fleet-agent-proxy"
+
 // withProxy gives the agent the manager's proxy settings and, when there is one, the proxy's CA:
-// the ConfigMap it returns, mounted into the agent and named by SSL_CERT_DIR.
-func withProxy(d *appsv1.Deployment, s Settings, ns string) *corev1.ConfigMap {
+// the objects it returns are the ConfigMap mounted into the agent and named by SSL_CERT_DIR, and
+// the Secret the settings come from when they carry credentials (config.ProxyHasCredentials).
+func withProxy(d *appsv1.Deployment, s Settings, ns string) []runtime.Object {
 	var env []corev1.EnvVar
+	var out []runtime.Object
+	secret := config.ProxyHasCredentials(s.Proxy)
+	if secret {
+		data := map[string][]byte{}
+		for k, v := range s.Proxy {
+			data[k] = []byte(v)
+		}
+		out = append(out, &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+			ObjectMeta: metav1.ObjectMeta{Name: ProxySecret, Namespace: ns}, Data: data})
+	}
 	for _, name := range config.ProxyEnvNames {
-		if v := s.Proxy[name]; v != "" {
+		switch v := s.Proxy[name]; {
+		case v == "":
+		case secret:
+			env = append(env, corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: ProxySecret}, Key: name}}})
+		default:
 			env = append(env, corev1.EnvVar{Name: name, Value: v})
 		}
 	}
@@ -217,7 +234,10 @@ func withProxy(d *appsv1.Deployment, s Settings, ns string) *corev1.ConfigMap {
 			ct.VolumeMounts = append(ct.VolumeMounts, corev1.VolumeMount{Name: "proxy-ca", MountPath: ProxyCADir, ReadOnly: true})
 		}
 	}
-	return cm
+	if cm != nil {
+		out = append(out, cm)
+	}
+	return out
 }
 
 // Customize applies the Cluster's agent settings to the agent's Deployment d.

@@ -2,6 +2,7 @@ package agentmanifest
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -129,5 +130,43 @@ func TestObjectsCarryTheManagersProxy(t *testing.T) {
 		if e.Name == "HTTPS_PROXY" || e.Name == "SSL_CERT_DIR" {
 			t.Errorf("without a proxy the agent has %s", e.Name)
 		}
+	}
+}
+
+// A manager proxy with credentials reaches its agents from a Secret of the agent's namespace:
+// the Deployment's environment holds no password.
+func TestProxyCredentialsReachTheAgentFromASecret(t *testing.T) {
+	c := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "fleet-default"}}
+	s := Settings{Config: config.Config{APIServerURL: "https://manager"},
+		Proxy: map[string]string{"HTTPS_PROXY": "http://fleet:hunter2@proxy:3128", "NO_PROXY": "10.0.0.0/8"}}
+	objs, err := Objects(c, s, "agents")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dep *appsv1.Deployment
+	var secret *corev1.Secret
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *appsv1.Deployment:
+			dep = o
+		case *corev1.Secret:
+			secret = o
+		}
+	}
+	if dep == nil || secret == nil || secret.Name != ProxySecret || secret.Namespace != "agents" ||
+		string(secret.Data["HTTPS_PROXY"]) != "http://fleet:hunter2@proxy:3128" {
+		t.Fatalf("objects %v: want the Deployment and the proxy Secret", objs)
+	}
+	from := map[string]string{}
+	for _, e := range dep.Spec.Template.Spec.Containers[0].Env {
+		if strings.Contains(e.Value, "hunter2") {
+			t.Errorf("%s holds the proxy password", e.Name)
+		}
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			from[e.Name] = e.ValueFrom.SecretKeyRef.Name + "/" + e.ValueFrom.SecretKeyRef.Key
+		}
+	}
+	if from["HTTPS_PROXY"] != ProxySecret+"/HTTPS_PROXY" || from["NO_PROXY"] != ProxySecret+"/NO_PROXY" {
+		t.Errorf("proxy settings from %v", from)
 	}
 }

@@ -1,7 +1,9 @@
 package config
 
 import (
+	"net/url"
 	"os"
+	"strings"
 )
 
 // ProxyEnvNames are the proxy settings the manager passes on, as the fleet chart's proxy and
@@ -17,6 +19,24 @@ func ProxyEnv() map[string]string {
 		}
 	}
 	return out
+}
+
+// ProxyHasCredentials says whether a proxy setting carries credentials (a user name or password
+// in its URL): such settings reach Jobs and agents from a Secret, never as a plain value of a
+// pod's environment, which whoever may read the pod or its Deployment reads too.
+func ProxyHasCredentials(proxy map[string]string) bool {
+	for _, v := range proxy {
+		if u, err := url.Parse(v); err == nil && u.User != nil {
+			return true
+		}
+		if !strings.Contains(v, "://") {
+			// "user:pass@host:port" without a scheme, as some tools take it.
+			if u, err := url.Parse("http://" + v); err == nil && u.User != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // ProxyCAFileEnv names the file holding the proxy's CA: the fleet chart sets it to where it

@@ -172,8 +172,8 @@ func (h *handler) jobMessage(job *batchv1.Job) string {
 // replaces the Job and ConfigMap of the older one.
 const jobSet = "fleet-gitrepo-job"
 
-// createJob applies the GitRepo's ServiceAccount, Role and RoleBinding, the run's ConfigMap and
-// the Job, as one set owned by the GitRepo.
+// createJob applies the GitRepo's ServiceAccount, Role and RoleBinding, the run's ConfigMap (and
+// proxy Secret, for a proxy with credentials) and the Job, as one set owned by the GitRepo.
 func (h *handler) createJob(gr *fleet.GitRepo, commit, name string) error {
 	lbl := map[string]string{fleet.RepoLabel: gr.Name}
 	objs := jobIdentity(gr, lbl)
@@ -186,6 +186,9 @@ func (h *handler) createJob(gr *fleet.GitRepo, commit, name string) error {
 		return err
 	}
 	p.ServiceAccountName = objs[0].(*corev1.ServiceAccount).Name
+	if s := jobProxySecret(cm.Name, gr.Namespace, lbl); s != nil {
+		objs = append(objs, s)
+	}
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: gr.Namespace, Labels: lbl,
 			Annotations: map[string]string{fleet.CommitAnnotation: commit}},

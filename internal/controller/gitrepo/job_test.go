@@ -164,6 +164,46 @@ func TestJobPodProxy(t *testing.T) {
 	}
 }
 
+// A proxy with credentials reaches the Job's containers from the run's proxy Secret: no
+// container's environment holds the password, and a proxy without credentials makes no Secret.
+func TestJobPodProxyCredentialsComeFromASecret(t *testing.T) {
+	gr := &fleet.GitRepo{}
+	gr.Name, gr.Namespace, gr.Spec.Repo = "repo", "fleet-default", "https://git.example/repo"
+	cm, err := jobConfigMap(gr, "repo-abc", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HTTPS_PROXY", "http://proxy.example:3128")
+	if s := jobProxySecret(cm.Name, "fleet-default", nil); s != nil {
+		t.Fatalf("a proxy without credentials: %v", s.Name)
+	}
+	t.Setenv("HTTPS_PROXY", "http://fleet:hunter2@proxy.example:3128")
+	t.Setenv("NO_PROXY", ".svc")
+	h := &handler{Deps: Deps{Kube: fake.NewSimpleClientset(), JobRunner: &JobRunner{Image: "fleet:dev"}}}
+	p, err := h.jobPod(gr, "c1", cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := jobProxySecret(cm.Name, "fleet-default", nil)
+	if s == nil || string(s.Data["HTTPS_PROXY"]) != "http://fleet:hunter2@proxy.example:3128" || string(s.Data["NO_PROXY"]) != ".svc" {
+		t.Fatalf("proxy Secret %+v", s)
+	}
+	for _, c := range append(p.InitContainers, p.Containers...) {
+		from := map[string]string{}
+		for _, e := range c.Env {
+			if strings.Contains(e.Value, "hunter2") {
+				t.Errorf("%s: %s holds the proxy password", c.Name, e.Name)
+			}
+			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+				from[e.Name] = e.ValueFrom.SecretKeyRef.Name + "/" + e.ValueFrom.SecretKeyRef.Key
+			}
+		}
+		if from["HTTPS_PROXY"] != s.Name+"/HTTPS_PROXY" || from["NO_PROXY"] != s.Name+"/NO_PROXY" {
+			t.Errorf("%s: proxy settings from %v", c.Name, from)
+		}
+	}
+}
+
 // In a Job, as in-process, an SSH secret without known_hosts gets the shared known hosts (they
 // go with the run's ConfigMap), and insecureSkipHostKeyChecks reaches the clone step.
 func TestJobPodSharedKnownHosts(t *testing.T) {

@@ -9,10 +9,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fleetgo/fleet/internal/bundlereader"
 	"github.com/fleetgo/fleet/internal/config"
 	"github.com/fleetgo/fleet/internal/gitsource"
+	"github.com/fleetgo/fleet/internal/names"
 	"github.com/fleetgo/fleet/internal/ocistorage"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
@@ -176,11 +178,19 @@ func (b *podBuilder) ociStorage() error {
 }
 
 // proxy hands the manager's proxy settings (the fleet chart's proxy and noProxy) and the proxy's
-// CA to both steps, as they reach in-process runs.
+// CA to both steps, as they reach in-process runs. Settings with credentials come from the
+// run's proxy Secret (jobProxySecret), not as values of the pod's environment.
 func (b *podBuilder) proxy() {
 	proxy := config.ProxyEnv()
+	secret := config.ProxyHasCredentials(proxy)
 	for _, name := range config.ProxyEnvNames {
-		if v := proxy[name]; v != "" {
+		v := proxy[name]
+		switch {
+		case v == "":
+		case secret:
+			b.env = append(b.env, corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: jobProxySecretName(b.cm.Name)}, Key: name}}})
+		default:
 			b.env = append(b.env, corev1.EnvVar{Name: name, Value: v})
 		}
 	}
@@ -195,6 +205,23 @@ func (b *podBuilder) proxy() {
 	m := corev1.VolumeMount{Name: "proxy-ca", MountPath: jobProxyCA, ReadOnly: true}
 	b.mounts, b.applyMounts = append(b.mounts, m), append(b.applyMounts, m)
 	b.env = append(b.env, corev1.EnvVar{Name: "SSL_CERT_DIR", Value: jobProxyCA})
+}
+
+// jobProxySecretName is the name of the proxy Secret of the run whose ConfigMap is runConfig.
+func jobProxySecretName(runConfig string) string { return names.SafeConcatName(runConfig, "proxy") }
+
+// jobProxySecret is the Secret the pod of the run whose ConfigMap is runConfig takes the manager's
+// proxy settings from when they carry credentials (nil when they do not).
+func jobProxySecret(runConfig, namespace string, labels map[string]string) *corev1.Secret {
+	proxy := config.ProxyEnv()
+	if !config.ProxyHasCredentials(proxy) {
+		return nil
+	}
+	data := map[string][]byte{}
+	for k, v := range proxy {
+		data[k] = []byte(v)
+	}
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: jobProxySecretName(runConfig), Namespace: namespace, Labels: labels}, Data: data}
 }
 
 // spec is the pod: Pod Security "restricted", a read-only root with /tmp the one place to write
