@@ -47,9 +47,9 @@ func TestControllerManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The CRD chart also holds the admission policies that keep agents to status.agent and
-	// registrations to the token they came with.
-	if k := kinds(t, crds); len(k) != 3 || k["CustomResourceDefinition"] < 10 || k["ValidatingAdmissionPolicy"] != 2 || k["ValidatingAdmissionPolicyBinding"] != 2 {
+	// The CRD chart also holds the admission policies that keep agents to status.agent,
+	// registrations to the token they came with, and named Secrets to ones their writer may read.
+	if k := kinds(t, crds); len(k) != 3 || k["CustomResourceDefinition"] < 10 || k["ValidatingAdmissionPolicy"] != 3 || k["ValidatingAdmissionPolicyBinding"] != 3 {
 		t.Fatalf("--crds-only kinds: %v", k)
 	}
 }
