@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/fleetgo/fleet/integrationtests/testenv"
 	"github.com/fleetgo/fleet/internal/names"
@@ -87,6 +88,21 @@ var _ = Describe("a bundle with a serviceAccount", func() {
 	})
 })
 
+// refusedCopy waits for the manager's SecretRefused Event on the Bundle, saying why, and for the
+// Bundle's deployment to name the Secret (its first downstreamResources entry) it waits for.
+func refusedCopy(ctx context.Context, mgr kubernetes.Interface, bundle, secret, why string) {
+	GinkgoHelper()
+	Eventually(func() []string {
+		ev, _ := testenv.Events(ctx, mgr, fleet.DefaultNamespace, "Bundle", bundle)
+		return ev["SecretRefused"]
+	}).Should(ContainElement(ContainSubstring(why)))
+	Eventually(func(g Gomega) {
+		b := bd(bundle)
+		g.Expect(b).NotTo(BeNil())
+		g.Expect(b.Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring("downstreamResources[0]: Secret "+secret))))
+	}).Should(Succeed())
+}
+
 var _ = Describe("Secrets a Bundle names", func() {
 	It("copies no cluster's kubeconfig or manager credential downstream through downstreamResources", func(ctx context.Context) {
 		mgr, err := manager.Clientset()
@@ -107,15 +123,7 @@ var _ = Describe("Secrets a Bundle names", func() {
 				{Kind: "Secret", Name: kubeconfig}}},
 			Resources: []fleet.BundleResource{res("cm.yaml", configMap("app", "k", "v"))},
 		})
-		Eventually(func() []string {
-			ev, _ := testenv.Events(ctx, mgr, fleet.DefaultNamespace, "Bundle", name)
-			return ev["SecretRefused"]
-		}).Should(ContainElement(ContainSubstring("it is the kubeConfigSecret of a Cluster")))
-		Eventually(func(g Gomega) {
-			b := bd(name)
-			g.Expect(b).NotTo(BeNil())
-			g.Expect(b.Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring("downstreamResources[0]: Secret "+kubeconfig))))
-		}).Should(Succeed())
+		refusedCopy(ctx, mgr, name, kubeconfig, "it is the kubeConfigSecret of a Cluster")
 		copies, err := mgr.CoreV1().Secrets(clusterNS).List(ctx, metav1.ListOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		for _, s := range copies.Items {
@@ -147,15 +155,7 @@ var _ = Describe("Secrets a Bundle copies downstream", func() {
 				{Kind: "Secret", Name: secret}}},
 			Resources: []fleet.BundleResource{res("cm.yaml", configMap("app", "k", "v"))},
 		})
-		Eventually(func() []string {
-			ev, _ := testenv.Events(ctx, mgr, fleet.DefaultNamespace, "Bundle", name)
-			return ev["SecretRefused"]
-		}).Should(ContainElement(ContainSubstring("is not annotated fleet.cattle.io/allowed-uses=downstreamResources")))
-		Eventually(func(g Gomega) {
-			b := bd(name)
-			g.Expect(b).NotTo(BeNil())
-			g.Expect(b.Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring("downstreamResources[0]: Secret "+secret))))
-		}).Should(Succeed())
+		refusedCopy(ctx, mgr, name, secret, "is not annotated fleet.cattle.io/allowed-uses=downstreamResources")
 		Expect(copied(name)()).To(BeFalse(), "not copied into the cluster namespace")
 		Expect(cmData(ns, "app")()).To(BeNil(), "nothing deployed")
 

@@ -197,26 +197,11 @@ const ProxySecret = "fleet-agent-proxy"
 // the objects it returns are the ConfigMap mounted into the agent and named by SSL_CERT_DIR, and
 // the Secret the settings come from when they carry credentials (config.ProxyHasCredentials).
 func withProxy(d *appsv1.Deployment, s Settings, ns string) []runtime.Object {
-	var env []corev1.EnvVar
 	var out []runtime.Object
-	secret := config.ProxyHasCredentials(s.Proxy)
-	if secret {
-		data := map[string][]byte{}
-		for k, v := range s.Proxy {
-			data[k] = []byte(v)
-		}
+	env, data := config.ProxyEnvVars(s.Proxy, ProxySecret)
+	if data != nil {
 		out = append(out, &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 			ObjectMeta: metav1.ObjectMeta{Name: ProxySecret, Namespace: ns}, Data: data})
-	}
-	for _, name := range config.ProxyEnvNames {
-		switch v := s.Proxy[name]; {
-		case v == "":
-		case secret:
-			env = append(env, corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-				LocalObjectReference: corev1.LocalObjectReference{Name: ProxySecret}, Key: name}}})
-		default:
-			env = append(env, corev1.EnvVar{Name: name, Value: v})
-		}
 	}
 	var cm *corev1.ConfigMap
 	spec := &d.Spec.Template.Spec

@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/fleetgo/fleet/internal/config"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
@@ -77,6 +78,17 @@ func TestHash(t *testing.T) {
 	}
 }
 
+// objectOf is the first object of type T among objs (nil when there is none).
+func objectOf[T runtime.Object](objs []runtime.Object) T {
+	for _, o := range objs {
+		if t, ok := o.(T); ok {
+			return t
+		}
+	}
+	var zero T
+	return zero
+}
+
 // The agents the manager deploys get its proxy settings and trust its proxy's CA; a Cluster's
 // agentEnvVars win over the manager's settings.
 func TestObjectsCarryTheManagersProxy(t *testing.T) {
@@ -88,16 +100,7 @@ func TestObjectsCarryTheManagersProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dep *appsv1.Deployment
-	var cm *corev1.ConfigMap
-	for _, o := range objs {
-		switch o := o.(type) {
-		case *appsv1.Deployment:
-			dep = o
-		case *corev1.ConfigMap:
-			cm = o
-		}
-	}
+	dep, cm := objectOf[*appsv1.Deployment](objs), objectOf[*corev1.ConfigMap](objs)
 	if dep == nil || cm == nil {
 		t.Fatalf("objects %v: want the Deployment and the proxy CA ConfigMap", objs)
 	}
@@ -143,16 +146,7 @@ func TestProxyCredentialsReachTheAgentFromASecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dep *appsv1.Deployment
-	var secret *corev1.Secret
-	for _, o := range objs {
-		switch o := o.(type) {
-		case *appsv1.Deployment:
-			dep = o
-		case *corev1.Secret:
-			secret = o
-		}
-	}
+	dep, secret := objectOf[*appsv1.Deployment](objs), objectOf[*corev1.Secret](objs)
 	if dep == nil || secret == nil || secret.Name != ProxySecret || secret.Namespace != "agents" ||
 		string(secret.Data["HTTPS_PROXY"]) != "http://fleet:hunter2@proxy:3128" {
 		t.Fatalf("objects %v: want the Deployment and the proxy Secret", objs)

@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"os"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // ProxyEnvNames are the proxy settings the manager passes on, as the fleet chart's proxy and
@@ -37,6 +39,31 @@ func ProxyHasCredentials(proxy map[string]string) bool {
 		}
 	}
 	return false
+}
+
+// ProxyEnvVars are the proxy settings as a pod's environment: plain values, or, when they carry
+// credentials, references to the keys of the Secret secretName, whose data is the second result
+// (nil when no Secret is needed). GitRepo Jobs and the agents the manager deploys both take
+// them so.
+func ProxyEnvVars(proxy map[string]string, secretName string) ([]corev1.EnvVar, map[string][]byte) {
+	var data map[string][]byte
+	if ProxyHasCredentials(proxy) {
+		data = map[string][]byte{}
+	}
+	var env []corev1.EnvVar
+	for _, name := range ProxyEnvNames {
+		v := proxy[name]
+		switch {
+		case v == "":
+		case data != nil:
+			data[name] = []byte(v)
+			env = append(env, corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: secretName}, Key: name}}})
+		default:
+			env = append(env, corev1.EnvVar{Name: name, Value: v})
+		}
+	}
+	return env, data
 }
 
 // ProxyCAFileEnv names the file holding the proxy's CA: the fleet chart sets it to where it

@@ -45,7 +45,7 @@ func (g Guard) Check(s *corev1.Secret, use string) error {
 	default:
 		return nil
 	}
-	return &Refused{msg: fmt.Sprintf("%s: secret %s/%s cannot be used: %s", use, s.Namespace, s.Name, why)}
+	return NotAllowed(s, use, why)
 }
 
 // Refused is Check's error: the Secret may not be used, and waiting does not change that.
@@ -94,7 +94,7 @@ func AllowedUse(s *corev1.Secret, use string) bool {
 	return false
 }
 
-// NotAllowed is the refusal of a Secret no rule allows for a use.
+// NotAllowed is the refusal of the Secret s for use, saying why.
 func NotAllowed(s *corev1.Secret, use, why string) *Refused {
 	return &Refused{msg: fmt.Sprintf("%s: secret %s/%s cannot be used: %s", use, s.Namespace, s.Name, why)}
 }

@@ -87,8 +87,9 @@ type session struct {
 // user is one identity's UI: one Server, one set of watches, acting with the newest token
 // any of its sessions brought.
 type user struct {
+	// id is the identity (the key of Viewers.users).
+	id       string
 	srv      *Server
-	name     string
 	token    *tokenHolder
 	sessions int
 	cancel   context.CancelFunc
@@ -189,11 +190,7 @@ func (v *Viewers) endLocked(key string) {
 		return
 	}
 	s.user.cancel()
-	for id, u := range v.users {
-		if u == s.user {
-			delete(v.users, id)
-		}
-	}
+	delete(v.users, s.user.id)
 }
 
 // ServeHTTP signs viewers in and out and hands each request to the viewer's own UI.
@@ -309,7 +306,7 @@ func (v *Viewers) start(key, token string) (*user, error) {
 		if len(v.users) >= v.limits.Viewers {
 			return nil, errFull
 		}
-		if u, err = v.newUser(review.Status.UserInfo.Username, token); err != nil {
+		if u, err = v.newUser(id, token); err != nil {
 			return nil, err
 		}
 		v.users[id] = u
@@ -323,9 +320,9 @@ func (v *Viewers) start(key, token string) (*user, error) {
 	return u, nil
 }
 
-// newUser starts an identity's UI, acting with the newest token of its sessions (token, to begin
+// newUser starts the UI of identity id, acting with the newest token of its sessions (token, to begin
 // with).
-func (v *Viewers) newUser(name, token string) (*user, error) {
+func (v *Viewers) newUser(id, token string) (*user, error) {
 	holder := &tokenHolder{token: token}
 	cfg := rest.CopyConfig(v.base)
 	cfg.WrapTransport = holder.RoundTripper
@@ -337,7 +334,7 @@ func (v *Viewers) newUser(name, token string) (*user, error) {
 	}
 	srv.signOut = true
 	srv.streams = append(srv.streams, v.streams)
-	return &user{srv: srv, name: name, token: holder, cancel: cancel}, nil
+	return &user{id: id, srv: srv, token: holder, cancel: cancel}, nil
 }
 
 // leastRecent is u's session used longest ago.

@@ -267,7 +267,12 @@ func (h *handler) nameTaken(b *fleet.Bundle, ns string) error {
 
 // ownedBy says whether bd is b's deployment (by the labels the controller writes).
 func ownedBy(bd *fleet.BundleDeployment, b *fleet.Bundle) bool {
-	return bd.Labels[fleet.BundleNamespaceLabel] == b.Namespace && bd.Labels[fleet.BundleLabel] == b.Name
+	return sameBundle(bd, b.Namespace, b.Name)
+}
+
+// sameBundle says whether bd is the deployment of Bundle namespace/name.
+func sameBundle(bd *fleet.BundleDeployment, namespace, name string) bool {
+	return bd.Labels[fleet.BundleNamespaceLabel] == namespace && bd.Labels[fleet.BundleLabel] == name
 }
 
 // collision is the error of a Bundle whose deployment's name bd, another Bundle's, holds.

@@ -207,8 +207,7 @@ func (h *handler) write(cur, next *fleet.BundleDeployment) (*fleet.BundleDeploym
 			// the deployment there is another Bundle's (nameTaken, which the cache did not
 			// show yet when planning).
 			there, getErr := h.bds.Get(next.Namespace, next.Name, metav1.GetOptions{})
-			if getErr == nil && !labelsContain(there.Labels, map[string]string{
-				fleet.BundleNamespaceLabel: next.Labels[fleet.BundleNamespaceLabel], fleet.BundleLabel: next.Labels[fleet.BundleLabel]}) {
+			if getErr == nil && !sameBundle(there, next.Labels[fleet.BundleNamespaceLabel], next.Labels[fleet.BundleLabel]) {
 				return nil, collision(there)
 			}
 			return next, nil

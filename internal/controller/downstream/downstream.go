@@ -148,7 +148,8 @@ func (h *handler) copyOne(bd *fleet.BundleDeployment, src string, r fleet.Downst
 	switch r.Kind {
 	case KindSecret:
 		c, err = h.copySecret(src, r.Name, meta, "downstreamResources", func(s *corev1.Secret) error { return h.allowed(bd, s) })
-		if err != nil && bd.Spec.Options.ServiceAccount != "" {
+		var refused *secretuse.Refused
+		if errors.As(err, &refused) && bd.Spec.Options.ServiceAccount != "" {
 			// A right granted later is seen within reviewTTL.
 			h.bds.EnqueueAfter(bd.Namespace, bd.Name, reviewTTL)
 		}

@@ -181,19 +181,8 @@ func (b *podBuilder) ociStorage() error {
 // CA to both steps, as they reach in-process runs. Settings with credentials come from the
 // run's proxy Secret (jobProxySecret), not as values of the pod's environment.
 func (b *podBuilder) proxy() {
-	proxy := config.ProxyEnv()
-	secret := config.ProxyHasCredentials(proxy)
-	for _, name := range config.ProxyEnvNames {
-		v := proxy[name]
-		switch {
-		case v == "":
-		case secret:
-			b.env = append(b.env, corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-				LocalObjectReference: corev1.LocalObjectReference{Name: jobProxySecretName(b.cm.Name)}, Key: name}}})
-		default:
-			b.env = append(b.env, corev1.EnvVar{Name: name, Value: v})
-		}
-	}
+	env, _ := config.ProxyEnvVars(config.ProxyEnv(), jobProxySecretName(b.cm.Name))
+	b.env = append(b.env, env...)
 	ca := b.h.JobRunner.ProxyCA
 	if len(ca) == 0 {
 		return
@@ -213,15 +202,12 @@ func jobProxySecretName(runConfig string) string { return names.SafeConcatName(r
 // jobProxySecret is the Secret the pod of the run whose ConfigMap is runConfig takes the manager's
 // proxy settings from when they carry credentials (nil when they do not).
 func jobProxySecret(runConfig, namespace string, labels map[string]string) *corev1.Secret {
-	proxy := config.ProxyEnv()
-	if !config.ProxyHasCredentials(proxy) {
+	name := jobProxySecretName(runConfig)
+	_, data := config.ProxyEnvVars(config.ProxyEnv(), name)
+	if data == nil {
 		return nil
 	}
-	data := map[string][]byte{}
-	for k, v := range proxy {
-		data[k] = []byte(v)
-	}
-	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: jobProxySecretName(runConfig), Namespace: namespace, Labels: labels}, Data: data}
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels}, Data: data}
 }
 
 // spec is the pod: Pod Security "restricted", a read-only root with /tmp the one place to write
