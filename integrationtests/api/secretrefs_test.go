@@ -20,22 +20,28 @@ import (
 // tenantOf is a ServiceAccount of ns, with its own token, that may write Fleet's kinds in ns and
 // get only the Secrets readable names.
 func tenantOf(ctx context.Context, ns string, readable ...string) fleetcontrollers.Interface {
-	cs, err := cluster.Clientset()
-	Expect(err).NotTo(HaveOccurred())
-	_, err = cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "tenant"}}, metav1.CreateOptions{})
-	Expect(err).NotTo(HaveOccurred())
 	rules := []rbacv1.PolicyRule{{APIGroups: []string{"fleet.cattle.io"}, Resources: []string{"gitrepos", "helmops", "imagescans", "bundles"},
 		Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}}
 	if len(readable) > 0 {
 		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: readable, Verbs: []string{"get"}})
 	}
-	_, err = cs.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "tenant"}, Rules: rules}, metav1.CreateOptions{})
+	return identityOf(ctx, ns, "tenant", rules)
+}
+
+// identityOf is ServiceAccount name of ns, with its own token, holding rules in ns.
+func identityOf(ctx context.Context, ns, name string, rules []rbacv1.PolicyRule) fleetcontrollers.Interface {
+	cs, err := cluster.Clientset()
 	Expect(err).NotTo(HaveOccurred())
-	_, err = cs.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "tenant"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "tenant"},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "tenant", Namespace: ns}}}, metav1.CreateOptions{})
+	meta := metav1.ObjectMeta{Name: name}
+	_, err = cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: meta}, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())
-	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "tenant", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	_, err = cs.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: meta, Rules: rules}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	_, err = cs.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: meta,
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: ns}}}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())
 	cfg := rest.AnonymousClientConfig(cluster.RESTConfig())
 	cfg.BearerToken = tr.Status.Token

@@ -107,7 +107,8 @@ var _ = Describe("GitRepo as Jobs", Ordered, func() {
 		role, err := k.RbacV1().Roles(fleet.DefaultNamespace).Get(ctx, job.Spec.Template.Spec.ServiceAccountName, metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(role.Rules).To(Equal([]rbacv1.PolicyRule{{APIGroups: []string{"fleet.cattle.io"}, Resources: []string{"bundles", "imagescans"},
-			Verbs: []string{"get", "list", "create", "update", "delete"}}}))
+			Verbs: []string{"get", "list", "create", "update", "delete"}},
+			{APIGroups: []string{"fleet.cattle.io"}, Resources: []string{"gitrepos"}, ResourceNames: []string{"jobs"}, Verbs: []string{"publish"}}}))
 
 		publish("jobs", "main", map[string]string{"app/cm.yaml": configMap("app", "2"), "app/fleet.yaml": "helm:\n  values: [broken\n"})
 		Eventually(func(g Gomega) {

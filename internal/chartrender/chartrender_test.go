@@ -48,8 +48,9 @@ func TestControllerManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The CRD chart also holds the admission policies that keep agents to status.agent,
-	// registrations to the token they came with, and named Secrets to ones their writer may read.
-	if k := kinds(t, crds); len(k) != 3 || k["CustomResourceDefinition"] < 10 || k["ValidatingAdmissionPolicy"] != 3 || k["ValidatingAdmissionPolicyBinding"] != 3 {
+	// registrations to the token they came with, named Secrets to ones their writer may read, and
+	// claims on a GitRepo or HelmOp to its owner.
+	if k := kinds(t, crds); len(k) != 3 || k["CustomResourceDefinition"] < 10 || k["ValidatingAdmissionPolicy"] != 4 || k["ValidatingAdmissionPolicyBinding"] != 4 {
 		t.Fatalf("--crds-only kinds: %v", k)
 	}
 }

@@ -74,16 +74,24 @@ const (
 	jobTokenLifetime = 10 * time.Minute
 )
 
-// JobRules are all a GitRepo Job's ServiceAccount may do: `fleet apply` writes the Bundles (and
-// the ImageScans fleet.yaml declares) of the GitRepo's namespace and deletes those the commit no
-// longer has. Credentials reach the pod as mounted Secrets (the kubelet reads them), so the Role
-// grants no Secret, event or other right.
-func JobRules() []rbacv1.PolicyRule {
+// JobRules are all the ServiceAccount of GitRepo repo's Job may do: `fleet apply` writes the
+// Bundles (and the ImageScans fleet.yaml declares) of the GitRepo's namespace and deletes those
+// the commit no longer has. They claim that GitRepo, which admission (policy
+// fleet-owner-references) lets only its owner or a holder of "publish" on it do: the Job may
+// publish for its own GitRepo alone. Credentials reach the pod as mounted Secrets (the kubelet
+// reads them), so the Role grants no Secret, event or other right.
+func JobRules(repo string) []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{fleet.SchemeGroupVersion.Group}, Resources: []string{"bundles", "imagescans"},
 			Verbs: []string{"get", "list", "create", "update", "delete"}},
+		{APIGroups: []string{fleet.SchemeGroupVersion.Group}, Resources: []string{"gitrepos"}, ResourceNames: []string{repo},
+			Verbs: []string{PublishVerb}},
 	}
 }
+
+// PublishVerb is the verb on a GitRepo that lets its holder write Bundles and ImageScans
+// claiming that GitRepo.
+const PublishVerb = "publish"
 
 // JobName is the Job of a GitRepo's commit and spec generation.
 func JobName(gr *fleet.GitRepo, commit string) string {
@@ -207,7 +215,7 @@ func jobIdentity(gr *fleet.GitRepo, lbl map[string]string) []runtime.Object {
 	meta := metav1.ObjectMeta{Name: sa, Namespace: ns, Labels: lbl}
 	return []runtime.Object{
 		&corev1.ServiceAccount{ObjectMeta: meta},
-		&rbacv1.Role{ObjectMeta: meta, Rules: JobRules()},
+		&rbacv1.Role{ObjectMeta: meta, Rules: JobRules(gr.Name)},
 		&rbacv1.RoleBinding{ObjectMeta: meta,
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: sa},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}}},
