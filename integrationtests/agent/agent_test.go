@@ -262,7 +262,8 @@ var _ = Describe("agent", func() {
 		secret, cm := unique("creds"), unique("settings")
 		mgr, err := manager.Clientset()
 		Expect(err).NotTo(HaveOccurred())
-		_, err = mgr.CoreV1().ConfigMaps(fleet.DefaultNamespace).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cm},
+		_, err = mgr.CoreV1().ConfigMaps(fleet.DefaultNamespace).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cm,
+			Annotations: map[string]string{"fleet.cattle.io/allowed-uses": "downstreamResources"}},
 			Data: map[string]string{"mode": "fast"}}, metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		newBundle(name, fleet.BundleSpec{

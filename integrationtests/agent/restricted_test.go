@@ -135,7 +135,7 @@ var _ = Describe("Secrets a Bundle names", func() {
 })
 
 var _ = Describe("Secrets a Bundle copies downstream", func() {
-	It("copies a Secret only where a rule allows it: annotated for downstreamResources, or readable by the bundle's service account on the manager", func(ctx context.Context) {
+	It("copies a Secret or ConfigMap only where a rule allows it: annotated for downstreamResources, or readable by the bundle's service account on the manager", func(ctx context.Context) {
 		mgr, err := manager.Clientset()
 		Expect(err).NotTo(HaveOccurred())
 		secret, name, ns := unique("team-b-db"), unique("borrow"), unique("borrow-ns")
@@ -201,6 +201,34 @@ var _ = Describe("Secrets a Bundle copies downstream", func() {
 			return ev["SecretRefused"]
 		}).Should(ContainElement(ContainSubstring("service account " + fleet.DefaultNamespace + "/" + nobody + " may not get it")))
 		Expect(copied(withNobody)()).To(BeFalse())
+
+		// A ConfigMap by the same rules.
+		cm, cmBundle := unique("team-b-settings"), unique("borrow-cm")
+		_, err = mgr.CoreV1().ConfigMaps(fleet.DefaultNamespace).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cm},
+			Data: map[string]string{"endpoint": "team-b.internal"}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		cmCopied := func() bool {
+			c, err := mgr.CoreV1().ConfigMaps(clusterNS).Get(ctx, names.DownstreamCopy(cmBundle, cm), metav1.GetOptions{})
+			return err == nil && c.Data["endpoint"] == "team-b.internal"
+		}
+		newBundle(cmBundle, fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns,
+				DownstreamResources: []fleet.DownstreamResource{{Kind: "ConfigMap", Name: cm}}},
+			Resources: []fleet.BundleResource{res("cm.yaml", configMap("app-cm", "k", "v"))},
+		})
+		Eventually(func() []string {
+			ev, _ := testenv.Events(ctx, mgr, fleet.DefaultNamespace, "Bundle", cmBundle)
+			return ev["ConfigMapRefused"]
+		}).Should(ContainElement(And(ContainSubstring("configmap "+fleet.DefaultNamespace+"/"+cm+" cannot be used"),
+			ContainSubstring("is not annotated fleet.cattle.io/allowed-uses=downstreamResources"))))
+		Expect(cmCopied()).To(BeFalse(), "not copied into the cluster namespace")
+		srcCM, err := mgr.CoreV1().ConfigMaps(fleet.DefaultNamespace).Get(ctx, cm, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		srcCM.Annotations = map[string]string{"fleet.cattle.io/allowed-uses": "downstreamResources"}
+		_, err = mgr.CoreV1().ConfigMaps(fleet.DefaultNamespace).Update(ctx, srcCM, metav1.UpdateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(cmCopied, 2*time.Minute).Should(BeTrue(), "ConfigMaps are read again every 30s")
+		readyAndCurrent(cmBundle)
 	})
 })
 

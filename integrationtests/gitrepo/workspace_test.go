@@ -6,6 +6,7 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
+	"net/url"
 	"path/filepath"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fleetgo/fleet/internal/harness/localserver"
+	"github.com/fleetgo/fleet/internal/secretuse"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
@@ -72,7 +74,7 @@ var _ = Describe("a GitRepo without targets in a workspace without a ClusterGrou
 })
 
 var _ = Describe("a GitRepo naming no clientSecretName", func() {
-	It("clones with the namespace's Secret gitcredential, as on Fleet", func(ctx context.Context) {
+	It("clones with the namespace's Secret gitcredential, as on Fleet, where the Secret lists the repository's host, and sends it to no other", func(ctx context.Context) {
 		const ns = "default-credentials"
 		_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
@@ -80,23 +82,53 @@ var _ = Describe("a GitRepo naming no clientSecretName", func() {
 		_, err = api.GitRepo().Create(&fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "needs-auth", Namespace: ns},
 			Spec: fleet.GitRepoSpec{Repo: git.RepoURL("needs-auth"), Branch: "main", PollingInterval: &metav1.Duration{Duration: 2 * time.Second}}})
 		Expect(err).NotTo(HaveOccurred())
-		Eventually(func(g Gomega) {
+		polling := func(g Gomega) string {
 			gr, err := api.GitRepo().Get(ns, "needs-auth", metav1.GetOptions{})
 			g.Expect(err).NotTo(HaveOccurred())
 			c := fleet.FindCondition(gr.Status.Conditions, fleet.ConditionGitPolling)
 			g.Expect(c).NotTo(BeNil())
-			g.Expect(c.Status).To(Equal(corev1.ConditionFalse), "the server wants credentials")
-		}).Should(Succeed())
+			g.Expect(c.Status).To(Equal(corev1.ConditionFalse))
+			return c.Message
+		}
+		Eventually(polling).Should(Not(BeEmpty()), "the server wants credentials")
 
+		// A gitcredential that lists no hosts is used for none, and the condition says why.
 		_, err = kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "gitcredential"},
 			Type: corev1.SecretTypeBasicAuth, StringData: map[string]string{corev1.BasicAuthUsernameKey: gitUser, corev1.BasicAuthPasswordKey: gitPassword}},
 			metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
-		Eventually(func() string {
+		Eventually(polling).Should(And(ContainSubstring("secret "+ns+"/gitcredential lists no hosts"), ContainSubstring(secretuse.GitHostsAnnotation)))
+
+		// A tenant's GitRepo naming another server of its choosing gets no credentials sent there.
+		evil, err := localserver.StartGitServer(filepath.Join(GinkgoT().TempDir(), "evil"), localserver.BasicAuth{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(evil.Close)
+		_, err = evil.Publish(ctx, "bait", "main", files(map[string]string{"app/cm.yaml": configMap("bait", "1")}), "first")
+		Expect(err).NotTo(HaveOccurred())
+		_, err = api.GitRepo().Create(&fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "bait", Namespace: ns},
+			Spec: fleet.GitRepoSpec{Repo: evil.RepoURL("bait"), Branch: "main", PollingInterval: &metav1.Duration{Duration: 2 * time.Second}}})
+		Expect(err).NotTo(HaveOccurred())
+
+		u, err := url.Parse(git.URL)
+		Expect(err).NotTo(HaveOccurred())
+		s, err := kube.CoreV1().Secrets(ns).Get(ctx, "gitcredential", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		s.Annotations = map[string]string{secretuse.GitHostsAnnotation: u.Host}
+		_, err = kube.CoreV1().Secrets(ns).Update(ctx, s, metav1.UpdateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) {
 			gr, err := api.GitRepo().Get(ns, "needs-auth", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(gr.Status.Commit).To(Equal(commit), "%+v", gr.Status.Conditions)
+		}, time.Minute).Should(Succeed())
+
+		// The bait repository is public: it is cloned, without the credentials.
+		Eventually(func() string {
+			gr, err := api.GitRepo().Get(ns, "bait", metav1.GetOptions{})
 			Expect(err).NotTo(HaveOccurred())
 			return gr.Status.Commit
-		}, time.Minute).Should(Equal(commit))
+		}, time.Minute).ShouldNot(BeEmpty())
+		Expect(evil.CredentialedRequests()).To(BeZero(), "the credentials went to a host gitcredential does not list")
 	})
 })
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fleetgo/fleet/internal/registration"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
@@ -45,11 +46,15 @@ func (g Guard) Check(s *corev1.Secret, use string) error {
 	default:
 		return nil
 	}
-	return NotAllowed(s, use, why)
+	return NotAllowed("Secret", s, use, why)
 }
 
 // Refused is Check's error: the Secret may not be used, and waiting does not change that.
-type Refused struct{ msg string }
+type Refused struct {
+	msg string
+	// Kind is the refused object's kind: "Secret" unless NotAllowed said otherwise.
+	Kind string
+}
 
 func (r *Refused) Error() string { return r.msg }
 
@@ -84,9 +89,10 @@ const UsesAnnotation = "fleet.cattle.io/allowed-uses"
 // UseDownstream is the use of a Secret that a Bundle's downstreamResources names.
 const UseDownstream = "downstreamResources"
 
-// AllowedUse says whether the Secret's UsesAnnotation lists use.
-func AllowedUse(s *corev1.Secret, use string) bool {
-	for _, u := range strings.Split(s.Annotations[UsesAnnotation], ",") {
+// AllowedUse says whether the UsesAnnotation of obj (a Secret, or a ConfigMap a Bundle's
+// downstreamResources name) lists use.
+func AllowedUse(obj metav1.Object, use string) bool {
+	for _, u := range strings.Split(obj.GetAnnotations()[UsesAnnotation], ",") {
 		if strings.TrimSpace(u) == use {
 			return true
 		}
@@ -94,7 +100,7 @@ func AllowedUse(s *corev1.Secret, use string) bool {
 	return false
 }
 
-// NotAllowed is the refusal of the Secret s for use, saying why.
-func NotAllowed(s *corev1.Secret, use, why string) *Refused {
-	return &Refused{msg: fmt.Sprintf("%s: secret %s/%s cannot be used: %s", use, s.Namespace, s.Name, why)}
+// NotAllowed is the refusal of obj, a Secret or ConfigMap (kind), for use, saying why.
+func NotAllowed(kind string, obj metav1.Object, use, why string) *Refused {
+	return &Refused{Kind: kind, msg: fmt.Sprintf("%s: %s %s/%s cannot be used: %s", use, strings.ToLower(kind), obj.GetNamespace(), obj.GetName(), why)}
 }

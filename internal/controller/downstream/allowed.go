@@ -7,7 +7,6 @@ import (
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -16,43 +15,50 @@ import (
 )
 
 // reviewTTL is how long an answer of the apiserver on whether a service account may read a
-// Secret is used again, and how soon a Secret refused for want of that right is looked at again
-// (a RoleBinding granting it wakes nothing here).
+// Secret or ConfigMap is used again, and how soon one refused for want of that right is looked
+// at again (a RoleBinding granting it wakes nothing here).
 const reviewTTL = time.Minute
 
-// allowed says whether the Secret s, which bd's downstreamResources name, may be copied to bd's
-// cluster. Whoever may write a Bundle in a namespace names any Secret of it there, and the
-// manager reads with its own identity: a rule must allow the copy, or a tenant who may not read
-// a Secret of the namespace could ship it to a cluster where it can. The rules: the Secret lists
-// the use in its secretuse.UsesAnnotation, or the bundle's service account, as an identity of
-// the bundle's namespace on this cluster, may get it (a SubjectAccessReview).
-func (h *handler) allowed(bd *fleet.BundleDeployment, s *corev1.Secret) error {
-	if secretuse.AllowedUse(s, secretuse.UseDownstream) {
+// allowed says whether obj, a Secret or ConfigMap (kind) that bd's downstreamResources name, may
+// be copied to bd's cluster. Whoever may write a Bundle in a namespace names any of them there,
+// and the manager reads with its own identity: a rule must allow the copy, or a tenant who may
+// not read one could ship it to a cluster where it can. The rules: obj lists the use in its
+// secretuse.UsesAnnotation, or the bundle's service account, as an identity of the bundle's
+// namespace on this cluster, may get it (a SubjectAccessReview).
+func (h *handler) allowed(bd *fleet.BundleDeployment, kind string, obj metav1.Object) error {
+	if secretuse.AllowedUse(obj, secretuse.UseDownstream) {
 		return nil
 	}
 	use := fmt.Sprintf("downstreamResources of bundle %s/%s", bd.Labels[fleet.BundleNamespaceLabel], bd.Labels[fleet.BundleLabel])
 	sa := bd.Spec.Options.ServiceAccount
 	if sa == "" {
-		return secretuse.NotAllowed(s, use, fmt.Sprintf("it is not annotated %s=%s and the bundle names no serviceAccount that may read it",
+		return secretuse.NotAllowed(kind, obj, use, fmt.Sprintf("it is not annotated %s=%s and the bundle names no serviceAccount that may read it",
 			secretuse.UsesAnnotation, secretuse.UseDownstream))
 	}
-	ok, err := h.reviews.allowed(h.ctx, s.Namespace, sa, s.Name, time.Now())
+	ok, err := h.reviews.allowed(h.ctx, access{obj.GetNamespace(), sa, resourceOf[kind], obj.GetName()}, time.Now())
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return secretuse.NotAllowed(s, use, fmt.Sprintf("it is not annotated %s=%s and service account %s/%s may not get it",
-			secretuse.UsesAnnotation, secretuse.UseDownstream, s.Namespace, sa))
+		return secretuse.NotAllowed(kind, obj, use, fmt.Sprintf("it is not annotated %s=%s and service account %s/%s may not get it",
+			secretuse.UsesAnnotation, secretuse.UseDownstream, obj.GetNamespace(), sa))
 	}
 	return nil
 }
 
-// reviews remembers, for reviewTTL, whether a service account may get a Secret: every
-// BundleDeployment of a bundle on every cluster asks the same question.
+// resourceOf is the API resource of a kind downstreamResources copy.
+var resourceOf = map[string]string{KindSecret: "secrets", KindConfigMap: "configmaps"}
+
+// access is the question a review asks: may the service account namespace/serviceAccount get
+// the object name of resource in its namespace?
+type access struct{ namespace, serviceAccount, resource, name string }
+
+// reviews remembers, for reviewTTL, whether a service account may get a Secret or ConfigMap:
+// every BundleDeployment of a bundle on every cluster asks the same question.
 type reviews struct {
 	mu  sync.Mutex
-	m   map[string]review
-	ask func(ctx context.Context, namespace, serviceAccount, secret string) (bool, error)
+	m   map[access]review
+	ask func(ctx context.Context, a access) (bool, error)
 }
 
 type review struct {
@@ -61,24 +67,23 @@ type review struct {
 }
 
 func newReviews(kube kubernetes.Interface) *reviews {
-	return &reviews{m: map[string]review{}, ask: func(ctx context.Context, ns, sa, secret string) (bool, error) {
-		user := "system:serviceaccount:" + ns + ":" + sa
+	return &reviews{m: map[access]review{}, ask: func(ctx context.Context, a access) (bool, error) {
+		user := "system:serviceaccount:" + a.namespace + ":" + a.serviceAccount
 		r, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
 			Spec: authorizationv1.SubjectAccessReviewSpec{User: user,
-				Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
-				ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "secrets", Name: secret}}},
+				Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + a.namespace, "system:authenticated"},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: a.namespace, Verb: "get", Resource: a.resource, Name: a.name}}},
 			metav1.CreateOptions{})
 		if err != nil {
-			return false, fmt.Errorf("asking whether %s may get secret %s/%s: %w", user, ns, secret, err)
+			return false, fmt.Errorf("asking whether %s may get %s %s/%s: %w", user, a.resource, a.namespace, a.name, err)
 		}
 		return r.Status.Allowed, nil
 	}}
 }
 
-// allowed is the answer for the service account ns/sa and the Secret ns/secret: remembered when
-// younger than reviewTTL, else asked again.
-func (r *reviews) allowed(ctx context.Context, ns, sa, secret string, now time.Time) (bool, error) {
-	key := ns + "/" + sa + "/" + secret
+// allowed is the answer to the question key: remembered when younger than reviewTTL, else asked
+// again.
+func (r *reviews) allowed(ctx context.Context, key access, now time.Time) (bool, error) {
 	r.mu.Lock()
 	got, ok := r.m[key]
 	if ok && now.Sub(got.at) >= reviewTTL {
@@ -89,7 +94,7 @@ func (r *reviews) allowed(ctx context.Context, ns, sa, secret string, now time.T
 	if ok {
 		return got.allowed, nil
 	}
-	allowed, err := r.ask(ctx, ns, sa, secret)
+	allowed, err := r.ask(ctx, key)
 	if err != nil {
 		return false, err
 	}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corecontrollers "github.com/rancher/wrangler/v3/pkg/generated/controllers/core/v1"
@@ -147,14 +148,9 @@ func (h *handler) copyOne(bd *fleet.BundleDeployment, src string, r fleet.Downst
 	var c bool
 	switch r.Kind {
 	case KindSecret:
-		c, err = h.copySecret(src, r.Name, meta, "downstreamResources", func(s *corev1.Secret) error { return h.allowed(bd, s) })
-		var refused *secretuse.Refused
-		if errors.As(err, &refused) && bd.Spec.Options.ServiceAccount != "" {
-			// A right granted later is seen within reviewTTL.
-			h.bds.EnqueueAfter(bd.Namespace, bd.Name, reviewTTL)
-		}
+		c, err = h.copySecret(src, r.Name, meta, "downstreamResources", func(s *corev1.Secret) error { return h.allowed(bd, KindSecret, s) })
 	case KindConfigMap:
-		c, err = h.copyConfigMap(src, r.Name, meta)
+		c, err = h.copyConfigMap(src, r.Name, meta, func(cm *corev1.ConfigMap) error { return h.allowed(bd, KindConfigMap, cm) })
 	default:
 		// The agent reports the bad kind; there is nothing to copy.
 		return false, nil
@@ -163,12 +159,11 @@ func (h *handler) copyOne(bd *fleet.BundleDeployment, src string, r fleet.Downst
 		return false, nil
 	}
 	if h.refused(bd, err) {
-		if r.Kind == KindSecret {
-			if derr := h.kube.CoreV1().Secrets(bd.Namespace).Delete(h.ctx, meta.Name, metav1.DeleteOptions{}); derr != nil && !apierrors.IsNotFound(derr) {
-				return false, fmt.Errorf("deleting the copy %s/%s of a refused secret: %w", bd.Namespace, meta.Name, derr)
-			}
+		if bd.Spec.Options.ServiceAccount != "" {
+			// A right granted later is seen within reviewTTL.
+			h.bds.EnqueueAfter(bd.Namespace, bd.Name, reviewTTL)
 		}
-		return false, nil
+		return false, h.deleteCopy(r.Kind, meta)
 	}
 	if err != nil {
 		return false, fmt.Errorf("copying downstream %s %s/%s for %s/%s: %w", r.Kind, src, r.Name, bd.Namespace, bd.Name, err)
@@ -176,8 +171,24 @@ func (h *handler) copyOne(bd *fleet.BundleDeployment, src string, r fleet.Downst
 	return c, nil
 }
 
-// refused reports whether err is the guard's refusal of a Secret (which waiting does not mend:
-// it is not retried), and records it on the Bundle.
+// deleteCopy deletes the copy of a refused Secret or ConfigMap (kind) that meta names, made
+// while a rule allowed it.
+func (h *handler) deleteCopy(kind string, meta metav1.ObjectMeta) error {
+	var err error
+	if kind == KindSecret {
+		err = h.kube.CoreV1().Secrets(meta.Namespace).Delete(h.ctx, meta.Name, metav1.DeleteOptions{})
+	} else {
+		err = h.kube.CoreV1().ConfigMaps(meta.Namespace).Delete(h.ctx, meta.Name, metav1.DeleteOptions{})
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting the copy %s/%s of a refused %s: %w", meta.Namespace, meta.Name, strings.ToLower(kind), err)
+	}
+	return nil
+}
+
+// refused reports whether err is the refusal of a Secret or ConfigMap (which waiting does not
+// mend: it is not retried), and records it on the Bundle (reason SecretRefused or
+// ConfigMapRefused).
 func (h *handler) refused(bd *fleet.BundleDeployment, err error) bool {
 	var r *secretuse.Refused
 	if !errors.As(err, &r) {
@@ -187,7 +198,7 @@ func (h *handler) refused(bd *fleet.BundleDeployment, err error) bool {
 	if h.recorder != nil {
 		b := &fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: bd.Labels[fleet.BundleNamespaceLabel], Name: bd.Labels[fleet.BundleLabel]}}
 		b.SetGroupVersionKind(fleet.SchemeGroupVersion.WithKind("Bundle"))
-		h.recorder.Event(b, corev1.EventTypeWarning, "SecretRefused", err.Error())
+		h.recorder.Event(b, corev1.EventTypeWarning, r.Kind+"Refused", err.Error())
 	}
 	return true
 }
@@ -223,10 +234,14 @@ func (h *handler) copySecret(ns, name string, meta metav1.ObjectMeta, use string
 	return err == nil, err
 }
 
-func (h *handler) copyConfigMap(ns, name string, meta metav1.ObjectMeta) (bool, error) {
+// copyConfigMap copies the ConfigMap ns/name as meta says, when allowed allows it.
+func (h *handler) copyConfigMap(ns, name string, meta metav1.ObjectMeta, allowed func(*corev1.ConfigMap) error) (bool, error) {
 	ctx := h.ctx
 	cm, err := h.kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
+		return false, err
+	}
+	if err := allowed(cm); err != nil {
 		return false, err
 	}
 	want := &corev1.ConfigMap{ObjectMeta: meta, Data: cm.Data, BinaryData: cm.BinaryData}

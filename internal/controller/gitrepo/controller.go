@@ -142,11 +142,16 @@ func Register(ctx context.Context, d Deps) {
 	watchChildren(ctx, d)
 }
 
-// watchSecrets brings a GitRepo back when a Secret it names for credentials changes.
+// watchSecrets brings a GitRepo back when a Secret it names for credentials changes (or its
+// namespace's gitcredential, for one naming no clientSecretName).
 func watchSecrets(d Deps) {
 	d.GitRepos.Cache().AddIndexer(bySecret, func(gr *fleet.GitRepo) ([]string, error) {
 		var out []string
-		for _, name := range []string{gr.Spec.ClientSecretName, gr.Spec.HelmSecretName, gr.Spec.HelmSecretNameForPaths} {
+		client := gr.Spec.ClientSecretName
+		if client == "" {
+			client = DefaultClientSecretName
+		}
+		for _, name := range []string{client, gr.Spec.HelmSecretName, gr.Spec.HelmSecretNameForPaths} {
 			if name != "" {
 				out = append(out, gr.Namespace+"/"+name)
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fleetgo/fleet/internal/config"
 	"github.com/fleetgo/fleet/internal/ocistorage"
+	"github.com/fleetgo/fleet/internal/secretuse"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
@@ -238,7 +239,8 @@ func TestDefaultClientSecret(t *testing.T) {
 	if err != nil || src.Auth.Username != "" {
 		t.Fatalf("no default secret: auth %+v, %v", src.Auth, err)
 	}
-	def := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-default", Name: DefaultClientSecretName}, Type: corev1.SecretTypeBasicAuth,
+	def := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-default", Name: DefaultClientSecretName,
+		Annotations: map[string]string{secretuse.GitHostsAnnotation: "git.example"}}, Type: corev1.SecretTypeBasicAuth,
 		Data: map[string][]byte{corev1.BasicAuthUsernameKey: []byte("bot"), corev1.BasicAuthPasswordKey: []byte("pw")}}
 	h = &handler{Deps: Deps{Kube: fake.NewSimpleClientset(def), JobRunner: &JobRunner{Image: "fleet:dev"}}}
 	if src, err = h.source(gr); err != nil || src.Auth.Username != "bot" || src.Auth.Password != "pw" {
@@ -307,4 +309,56 @@ func podOf(t *testing.T, h *handler, gr *fleet.GitRepo) (*corev1.PodSpec, *corev
 		t.Fatal(err)
 	}
 	return p, cm
+}
+
+// Git credentials go only to the hosts their Secret lists (annotation fleet.cattle.io/git-hosts):
+// whoever may write a GitRepo picks spec.repo, so the namespace's default credentials, which a
+// GitRepo uses without naming them, go to no host unless listed; a named Secret that lists hosts
+// goes to no other.
+func TestGitCredentialsGoOnlyToTheirHosts(t *testing.T) {
+	secret := func(name, hosts string) *corev1.Secret {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: name}, Type: corev1.SecretTypeBasicAuth,
+			Data: map[string][]byte{corev1.BasicAuthUsernameKey: []byte("bot"), corev1.BasicAuthPasswordKey: []byte("pw")}}
+		if hosts != "" {
+			s.Annotations = map[string]string{secretuse.GitHostsAnnotation: hosts}
+		}
+		return s
+	}
+	for _, c := range []struct {
+		name, secretName, hosts, repo string
+		sent                          bool
+		fails                         string
+	}{
+		{"the default lists no hosts", "", "", "https://git.example/repo", false, "lists no hosts"},
+		{"the default lists the host", "", "git.example, other.example", "https://git.example/repo", true, ""},
+		{"the default for another host", "", "git.example", "https://evil.example/repo", false, ""},
+		{"the default for another port", "", "git.example:8443", "https://git.example/repo", false, ""},
+		{"the default for the port", "", "git.example:8443", "https://git.example:8443/repo", true, ""},
+		{"the default over ssh", "", "GIT.example", "git@git.example:org/repo.git", true, ""},
+		{"a named Secret listing no hosts", "creds", "", "https://evil.example/repo", true, ""},
+		{"a named Secret for another host", "creds", "git.example", "https://evil.example/repo", false, "not for spec.repo https://evil.example/repo"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			name := c.secretName
+			if name == "" {
+				name = DefaultClientSecretName
+			}
+			gr := &fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "repo", Namespace: "team"},
+				Spec: fleet.GitRepoSpec{Repo: c.repo, ClientSecretName: c.secretName}}
+			h := &handler{Deps: Deps{Kube: fake.NewSimpleClientset(secret(name, c.hosts))}}
+			src, err := h.source(gr)
+			if c.fails != "" {
+				if err == nil || !strings.Contains(err.Error(), c.fails) || !strings.Contains(err.Error(), secretuse.GitHostsAnnotation) {
+					t.Fatalf("want an error naming %q and the annotation, got %v", c.fails, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sent := src.Auth.Password == "pw"; sent != c.sent {
+				t.Errorf("credentials sent: %v, want %v", sent, c.sent)
+			}
+		})
+	}
 }

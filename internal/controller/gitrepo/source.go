@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fleetgo/fleet/internal/gitsource"
+	"github.com/fleetgo/fleet/internal/secretuse"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
@@ -62,26 +63,37 @@ func Source(gr *fleet.GitRepo, secret func(ns, name string) (*corev1.Secret, err
 }
 
 // DefaultClientSecretName is the Secret a GitRepo naming no clientSecretName clones with when
-// its namespace has one (as on Fleet).
+// its namespace has one (as on Fleet), for the hosts it lists (secretuse.GitHostsAnnotation).
 const DefaultClientSecretName = "gitcredential"
 
-// clientSecret is the GitRepo's git credentials: its clientSecretName, else the namespace's
-// Secret gitcredential when there is one (nil when there is none).
+// clientSecret is the GitRepo's git credentials (nil for none): its clientSecretName, else the
+// namespace's Secret gitcredential when there is one and it lists the repository's host. A
+// Secret that lists hosts goes to no other: a named one fails, the default one is left out.
 func clientSecret(gr *fleet.GitRepo, secret func(ns, name string) (*corev1.Secret, error)) (*corev1.Secret, error) {
-	name := gr.Spec.ClientSecretName
+	name, field := gr.Spec.ClientSecretName, "clientSecretName"
 	if name == "" {
-		s, err := secret(gr.Namespace, DefaultClientSecretName)
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("default credentials %s: %w", DefaultClientSecretName, err)
-		}
-		return s, nil
+		name, field = DefaultClientSecretName, "default credentials"
 	}
 	s, err := secret(gr.Namespace, name)
-	if err != nil {
-		return nil, fmt.Errorf("clientSecretName %s: %w", name, err)
+	if apierrors.IsNotFound(err) && field == "default credentials" {
+		return nil, nil
 	}
-	return s, nil
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", field, name, err)
+	}
+	annotated, listed, err := secretuse.GitHosts(s, gr.Spec.Repo)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s %s: %w", field, name, err)
+	case listed, !annotated && field == "clientSecretName":
+		return s, nil
+	case annotated && field == "default credentials":
+		return nil, nil // for other hosts: this repository is cloned without credentials
+	case annotated:
+		return nil, fmt.Errorf("clientSecretName %s: secret %s/%s is for the hosts %q (annotation %s), not for spec.repo %s: it is not sent",
+			name, gr.Namespace, name, s.Annotations[secretuse.GitHostsAnnotation], secretuse.GitHostsAnnotation, gr.Spec.Repo)
+	}
+	return nil, fmt.Errorf("default credentials %s: secret %s/%s lists no hosts (annotation %s): a GitRepo naming no clientSecretName is cloned with it only "+
+		"for a host it lists, as anyone who may write GitRepos here picks spec.repo; annotate it (%s: git.example.com) or name it in clientSecretName",
+		name, gr.Namespace, name, secretuse.GitHostsAnnotation, secretuse.GitHostsAnnotation)
 }

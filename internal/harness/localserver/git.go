@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -25,6 +26,22 @@ type GitServer struct {
 	// URL is the server's base URL; a repository is at URL/NAME.git.
 	URL string
 	srv *httptest.Server
+	// credentialed counts requests that carried an Authorization header.
+	credentialed atomic.Int64
+}
+
+// CredentialedRequests is how many requests to the server carried credentials (an
+// Authorization header), whether or not the server asked for them.
+func (g *GitServer) CredentialedRequests() int64 { return g.credentialed.Load() }
+
+// counting counts g's requests that carry credentials, then serves them with next.
+func (g *GitServer) counting(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			g.credentialed.Add(1)
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // StartGitServer serves the bare repositories under root (created if missing), requiring auth
@@ -40,11 +57,13 @@ func StartGitServerOn(root string, auth BasicAuth, ip net.IP) (*GitServer, error
 	if err != nil {
 		return nil, err
 	}
-	srv, err := serveOn(auth.wrap(h), ip)
+	g := &GitServer{Root: root}
+	srv, err := serveOn(g.counting(auth.wrap(h)), ip)
 	if err != nil {
 		return nil, err
 	}
-	return &GitServer{Root: root, URL: srv.URL, srv: srv}, nil
+	g.URL, g.srv = srv.URL, srv
+	return g, nil
 }
 
 // StartTLSGitServer is StartGitServer over HTTPS with a certificate of its own CA (valid for
