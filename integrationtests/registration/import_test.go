@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
@@ -95,7 +96,7 @@ users:
 })
 
 var _ = Describe("a registration for a Cluster whose agent checks in", func() {
-	It("is held while the agent is live, and granted once an admin allows it or the Cluster is Offline", func(ctx context.Context) {
+	It("is held while the agent is live and granted once an admin allows it; after that only with the registration key the grant gave, Offline or not", func(ctx context.Context) {
 		const id = "held-client-id"
 		v := newToken("held-token", 0)
 		// The token holder's own credential: all it may do is create ClusterRegistrations.
@@ -175,16 +176,46 @@ var _ = Describe("a registration for a Cluster whose agent checks in", func() {
 			return c.Annotations
 		}).ShouldNot(HaveKey(registration.AllowReregistrationAnnotation), "the allowance is used up")
 
-		// The next one is held again, until the Cluster's agent has been silent long enough.
+		// The grant gave the agent a registration key: the Cluster holds its hash.
+		hashOf := func() string {
+			c, err := api.Cluster().Get(fleet.DefaultNamespace, "held", metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			return c.Annotations[registration.KeyHashAnnotation]
+		}
+		Eventually(hashOf).ShouldNot(BeEmpty())
+
+		// From now on a registration without the key is refused, live or Offline: a token and
+		// a clientID no longer take the Cluster over once its agent goes quiet.
 		seen(time.Now().Add(time.Hour))
 		second := ask("second")
-		Eventually(func() int {
+		refusals := func() []string {
 			ev, _ := testenv.Events(ctx, managerKube, fleet.DefaultNamespace, "Cluster", "held")
-			return len(ev["RegistrationHeld"])
-		}).Should(BeNumerically(">=", 1))
-		Expect(apierrors.IsNotFound(credential("second"))).To(BeTrue())
+			return ev["RegistrationRefused"]
+		}
+		Eventually(refusals).Should(ContainElement(ContainSubstring("carries no registration key")))
 		seen(time.Now().Add(-time.Hour))
-		Eventually(granted(second)).Should(BeTrue(), "an Offline Cluster's reinstalled agent gets it back")
+		Consistently(granted(second), "5s").Should(BeFalse(), "an Offline Cluster is not given to a registration without its key")
+		Expect(apierrors.IsNotFound(credential("second"))).To(BeTrue())
+
+		// The agent holding the key gets it back at once, even while an agent checks in; the key
+		// is then a new one, so the same key is refused afterwards.
+		const key = "the-key-given-with-the-last-credential"
+		_, err = api.Cluster().Patch(fleet.DefaultNamespace, "held", types.MergePatchType,
+			[]byte(`{"metadata":{"annotations":{"`+registration.KeyHashAnnotation+`":"`+registration.KeyHash(key)+`"}}}`))
+		Expect(err).NotTo(HaveOccurred())
+		seen(time.Now().Add(time.Hour))
+		askWith := func(random, key string) *fleet.ClusterRegistration {
+			reg, err := regs.Create(&fleet.ClusterRegistration{ObjectMeta: metav1.ObjectMeta{GenerateName: "request-", Namespace: fleet.DefaultNamespace,
+				Annotations: map[string]string{registration.KeyAnnotation: key}},
+				Spec: fleet.ClusterRegistrationSpec{ClientID: id, ClientRandom: random}})
+			Expect(err).NotTo(HaveOccurred())
+			return reg
+		}
+		Eventually(granted(askWith("third", key))).Should(BeTrue(), "the key proves the registration")
+		Eventually(hashOf).ShouldNot(Equal(registration.KeyHash(key)), "a new key with the new credential")
+		fourth := askWith("fourth", key)
+		Eventually(refusals).Should(ContainElement(ContainSubstring("carries another registration key")))
+		Expect(granted(fourth)()).To(BeFalse())
 	})
 })
 

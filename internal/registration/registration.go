@@ -13,7 +13,9 @@
 package registration
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"strings"
 
@@ -30,6 +32,10 @@ const (
 	BootstrapSecret = "fleet-agent-bootstrap"
 	// AgentSecret (downstream, agent namespace) holds the agent's own credential.
 	AgentSecret = "fleet-agent"
+	// KeySecret (downstream, agent namespace; key KeyRegistrationKey) holds the registration key
+	// of the agent's last registration, apart from the credential: an agent registering again
+	// after its credential was deleted or expired presents it.
+	KeySecret = "fleet-agent-registration-key"
 	// AgentConfigMap (downstream, agent namespace) holds the agent's configuration: key
 	// ConfigKey, JSON {"labels": {...}, "clientID": "..."}.
 	AgentConfigMap = "fleet-agent"
@@ -110,7 +116,42 @@ const (
 	// IdentityAnnotation on a Cluster names the agent identity this manager gave it (set at
 	// registration, or when taking over a Cluster a Fleet manager registered).
 	IdentityAnnotation = "fleet.cattle.io/agent-identity"
+	// KeyHashAnnotation on a Cluster is the SHA-256 (hex) of the registration key the manager
+	// gave that Cluster's agent: with each granted registration (in the credential Secret, key
+	// KeyRegistrationKey, which the agent keeps with its credential) and with each agent it
+	// installs itself (an imported cluster's bootstrap Secret). A registration for a Cluster that
+	// has one is granted only with that key (KeyAnnotation) or an administrator's
+	// AllowReregistrationAnnotation: a registration token and a clientID (an imported Cluster's
+	// is its UID, which every reader of Clusters sees) are not enough to take it over, nor is
+	// the Cluster being Offline.
+	KeyHashAnnotation = "fleet.cattle.io/registration-key-hash"
+	// KeyAnnotation on a ClusterRegistration is the registration key the agent holds.
+	KeyAnnotation = "fleet.cattle.io/registration-key"
+	// KeyRegistrationKey is the key of the bootstrap, credential and agent Secrets holding the
+	// cluster's registration key.
+	KeyRegistrationKey = "registrationKey"
 )
+
+// NewKey is a fresh registration key and its KeyHashAnnotation value.
+func NewKey() (key, hash string, err error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", "", err
+	}
+	key = hex.EncodeToString(b)
+	return key, KeyHash(key), nil
+}
+
+// KeyHash is the KeyHashAnnotation value of key.
+func KeyHash(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}
+
+// KeyMatches says whether key is the one whose hash is hash (in constant time).
+func KeyMatches(key, hash string) bool {
+	return key != "" && subtle.ConstantTimeCompare([]byte(KeyHash(key)), []byte(hash)) == 1
+}
 
 // AgentServiceAccount is the name of the agent ServiceAccount (in AgentIdentityNamespace) of the
 // cluster whose cluster namespace is clusterNS.
@@ -136,6 +177,9 @@ type Values struct {
 	APIServerCA                 string `json:"apiServerCA"`
 	ClusterNamespace            string `json:"clusterNamespace"`
 	SystemRegistrationNamespace string `json:"systemRegistrationNamespace"`
+	// RegistrationKey (ours) is the Cluster's registration key, when the manager installs the
+	// agent itself (KeyHashAnnotation); a token's values have none.
+	RegistrationKey string `json:"registrationKey,omitempty"`
 }
 
 // ImportServiceAccount names a token's import identity (in the token's namespace).

@@ -64,6 +64,9 @@ type Credential struct {
 	Token, APIServerURL, APIServerCA                      string
 	ClusterNamespace, ClusterName, ClusterObjectNamespace string
 	SA, SANamespace                                       string
+	// RegistrationKey, given with the credential, proves a later registration of this cluster is
+	// its own (registration.KeyHashAnnotation); it is kept in registration.KeySecret.
+	RegistrationKey string
 }
 
 // toTrade says the credential is not of the agent identity the manager now gives.
@@ -204,6 +207,13 @@ func Register(ctx context.Context, local kubernetes.Interface, o Options) (*Cred
 	if err := Store(ctx, local, ns, c); err != nil {
 		return nil, err
 	}
+	if c.RegistrationKey != "" {
+		if err := storeKey(ctx, local, ns, c.RegistrationKey); err != nil {
+			// The credential works without it; only registering again will need an
+			// administrator's allowance.
+			logrus.WithError(err).Warn("keeping the registration key")
+		}
+	}
 	if err := local.CoreV1().Secrets(ns).Delete(ctx, registration.BootstrapSecret, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("deleting the registration token (secret %s/%s): %w", ns, registration.BootstrapSecret, err)
 	}
@@ -225,7 +235,11 @@ func bootstrapValues(ctx context.Context, local kubernetes.Interface, ns string)
 	d := boot.Data
 	v = registration.Values{Token: string(d[registration.KeyToken]), APIServerURL: string(d[registration.KeyAPIServerURL]),
 		APIServerCA: string(d[registration.KeyAPIServerCA]), ClusterNamespace: string(d[registration.KeyClusterNamespace]),
-		SystemRegistrationNamespace: string(d[registration.KeySystemRegistrationNS])}
+		SystemRegistrationNamespace: string(d[registration.KeySystemRegistrationNS]), RegistrationKey: string(d[registration.KeyRegistrationKey])}
+	if v.RegistrationKey == "" {
+		// An agent registering again presents the key of its earlier registration, if it kept it.
+		v.RegistrationKey = storedKey(ctx, local, ns)
+	}
 	for key, val := range map[string]string{registration.KeyToken: v.Token, registration.KeyAPIServerURL: v.APIServerURL} {
 		if val == "" {
 			return v, nil, fmt.Errorf("secret %s/%s: key %s is empty", ns, registration.BootstrapSecret, key)
@@ -238,6 +252,23 @@ func bootstrapValues(ctx context.Context, local kubernetes.Interface, ns string)
 		v.SystemRegistrationNamespace = fleet.ClustersSystemNamespace
 	}
 	return v, d[registration.KeyLabels], nil
+}
+
+// storedKey is the registration key of the agent's earlier registration ("" for none).
+func storedKey(ctx context.Context, local kubernetes.Interface, ns string) string {
+	s, err := local.CoreV1().Secrets(ns).Get(ctx, registration.KeySecret, metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	return string(s.Data[registration.KeyRegistrationKey])
+}
+
+// storeKey keeps the registration key given with a credential in registration.KeySecret.
+func storeKey(ctx context.Context, local kubernetes.Interface, ns, key string) error {
+	if err := putSecret(ctx, local, ns, registration.KeySecret, map[string][]byte{registration.KeyRegistrationKey: []byte(key)}); err != nil {
+		return fmt.Errorf("storing the registration key in secret %s/%s: %w", ns, registration.KeySecret, err)
+	}
+	return nil
 }
 
 // identity is who the agent registers as: its clientID (the option, the agent ConfigMap's, or
@@ -297,8 +328,14 @@ func request(ctx context.Context, cfg *rest.Config, v registration.Values, clien
 	}
 	// Who the token is, so the manager knows which token's rules apply (the admission policy
 	// checks the claim against the apiserver's own view of the request).
+	want.Annotations = map[string]string{}
 	if who := tokenSubject(v.Token); who != "" {
-		want.Annotations = map[string]string{registration.RequesterAnnotation: who}
+		want.Annotations[registration.RequesterAnnotation] = who
+	}
+	// The key the manager gave this cluster, if any: without it the manager grants no
+	// registration for a Cluster that has one.
+	if v.RegistrationKey != "" {
+		want.Annotations[registration.KeyAnnotation] = v.RegistrationKey
 	}
 	backoff := wait.Backoff{Duration: createRetry, Factor: 2, Steps: math.MaxInt32}
 	for try := 1; ; try++ {
@@ -389,7 +426,7 @@ func granted(d map[string][]byte, v registration.Values) *Credential {
 	c := &Credential{Token: string(d[registration.KeyToken]), APIServerURL: v.APIServerURL, APIServerCA: v.APIServerCA,
 		ClusterNamespace: string(d[registration.KeyClusterNamespace]), ClusterName: string(d[registration.KeyClusterName]),
 		ClusterObjectNamespace: string(d[registration.KeyClusterObjectNamespace]), SA: string(d[registration.KeyServiceAccount]),
-		SANamespace: string(d[registration.KeyServiceAccountNamespace])}
+		SANamespace: string(d[registration.KeyServiceAccountNamespace]), RegistrationKey: string(d[registration.KeyRegistrationKey])}
 	if u := string(d[registration.KeyAPIServerURL]); u != "" {
 		c.APIServerURL = u
 		if ca := string(d[registration.KeyAPIServerCA]); ca != "" {
@@ -445,18 +482,26 @@ func Store(ctx context.Context, local kubernetes.Interface, ns string, c *Creden
 		return err
 	}
 	data[registration.KeyKubeconfig] = raw
-	s, err := local.CoreV1().Secrets(ns).Get(ctx, registration.AgentSecret, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		_, err = local.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: registration.AgentSecret, Namespace: ns},
-			Data: data}, metav1.CreateOptions{})
-	} else if err == nil {
-		s.Data = data
-		_, err = local.CoreV1().Secrets(ns).Update(ctx, s, metav1.UpdateOptions{})
-	}
-	if err != nil {
+	if err := putSecret(ctx, local, ns, registration.AgentSecret, data); err != nil {
 		return fmt.Errorf("storing the agent's credential in secret %s/%s: %w", ns, registration.AgentSecret, err)
 	}
 	return nil
+}
+
+// putSecret makes the data of the Secret ns/name data, creating the Secret if missing.
+func putSecret(ctx context.Context, local kubernetes.Interface, ns, name string, data map[string][]byte) error {
+	s, err := local.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = local.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Data: data}, metav1.CreateOptions{})
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	s.Data = data
+	_, err = local.CoreV1().Secrets(ns).Update(ctx, s, metav1.UpdateOptions{})
+	return err
 }
 
 // Session is a live credential: the REST config of every upstream client reads its token from

@@ -65,6 +65,15 @@ type handler struct {
 	ctx context.Context
 	// failed maps a Cluster's key to when its import last failed, at which generation.
 	failed sync.Map
+	// keys maps a Cluster's key to the registration key (issued) of its import at a
+	// redeployAgentGeneration: the status write after an import conflicts with the key's
+	// annotation patch, and the import's retry must give the same key.
+	keys sync.Map
+}
+
+type issued struct {
+	generation int64
+	key        string
 }
 
 type failure struct {
@@ -165,6 +174,9 @@ func (h *handler) importCluster(c *fleet.Cluster) error {
 	if values.APIServerURL == "" {
 		return fmt.Errorf("no apiServerURL for the agent: set it in the fleet-controller configuration or in %s", where)
 	}
+	if values.RegistrationKey, err = h.newKey(c); err != nil {
+		return err
+	}
 	objs, agentNS, err := h.agentObjects(c, values)
 	if err != nil {
 		return err
@@ -176,16 +188,36 @@ func (h *handler) importCluster(c *fleet.Cluster) error {
 	if err := a.WithDynamicLookup().WithSetID("fleet-agent-import").WithDefaultNamespace(agentNS).ApplyObjects(objs...); err != nil {
 		return fmt.Errorf("installing the agent through %s: %w", where, err)
 	}
-	if c.Status.Agent.LastSeen.IsZero() || c.Annotations[registration.AllowReregistrationAnnotation] == "true" {
-		return nil
-	}
-	// The manager itself installed a new agent: its registration need not wait for the old
-	// agent to go Offline.
-	patch := []byte(`{"metadata":{"annotations":{"` + registration.AllowReregistrationAnnotation + `":"true"}}}`)
-	if _, err := h.Clusters.Patch(c.Namespace, c.Name, types.MergePatchType, patch); err != nil {
-		return fmt.Errorf("letting the new agent of cluster %s/%s register: %w", c.Namespace, c.Name, err)
-	}
 	return nil
+}
+
+// newKey gives the agent the manager is about to install a registration key, recorded on the
+// Cluster first: its registration is granted with it at once, even while an earlier agent
+// checks in, and no other registration (a token holder who read the Cluster's clientID, its UID)
+// is granted without it. Retries of one redeployAgentGeneration's import give the same key (the
+// patch then changes nothing).
+func (h *handler) newKey(c *fleet.Cluster) (string, error) {
+	id := c.Namespace + "/" + c.Name
+	var key string
+	if v, ok := h.keys.Load(id); ok && v.(issued).generation == c.Spec.RedeployAgentGeneration {
+		key = v.(issued).key
+	} else {
+		k, _, err := registration.NewKey()
+		if err != nil {
+			return "", err
+		}
+		key = k
+		h.keys.Store(id, issued{generation: c.Spec.RedeployAgentGeneration, key: key})
+	}
+	hash := registration.KeyHash(key)
+	if c.Annotations[registration.KeyHashAnnotation] == hash {
+		return key, nil
+	}
+	patch := []byte(`{"metadata":{"annotations":{"` + registration.KeyHashAnnotation + `":"` + hash + `"}}}`)
+	if _, err := h.Clusters.Patch(c.Namespace, c.Name, types.MergePatchType, patch); err != nil {
+		return "", fmt.Errorf("recording the registration key of cluster %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	return key, nil
 }
 
 // kubeconfig reads the Cluster's kubeConfigSecret (from a namespace it may take it from, and
@@ -228,7 +260,7 @@ func (h *handler) agentObjects(c *fleet.Cluster, values registration.Values) ([]
 	chartValues := agentmanifest.Values(c, settings)
 	for k, v := range map[string]any{"token": values.Token, "apiServerURL": values.APIServerURL, "apiServerCA": values.APIServerCA,
 		"clusterNamespace": values.ClusterNamespace, "systemRegistrationNamespace": values.SystemRegistrationNamespace,
-		"clientID": c.Spec.ClientID, "createNamespace": true, "agentConfig": true} {
+		"registrationKey": values.RegistrationKey, "clientID": c.Spec.ClientID, "createNamespace": true, "agentConfig": true} {
 		chartValues[k] = v
 	}
 	manifest, err := chartrender.Render(charts.Agent, "fleet-agent", agentNS, chartValues)

@@ -240,7 +240,15 @@ func (r *registrations) grantRegistration(reg *fleet.ClusterRegistration, status
 	if err != nil {
 		return status, err
 	}
-	if wait, held := r.held(cluster, time.Now()); held {
+	proven, why := keyProof(reg, cluster)
+	if why != "" {
+		r.log(reg).WithField("cluster", cluster.Name).Warn("registration refused: " + why)
+		if r.Recorder != nil {
+			r.Recorder.Eventf(cluster, corev1.EventTypeWarning, "RegistrationRefused", "registration %s/%s asks for this cluster: %s", reg.Namespace, reg.Name, why)
+		}
+		return status, nil // looked at again when the Cluster changes (an allowance)
+	}
+	if wait, held := r.held(cluster, time.Now()); held && !proven {
 		r.log(reg).WithField("cluster", cluster.Name).Warn("registration held: the cluster's agent still checks in")
 		if r.Recorder != nil {
 			r.Recorder.Eventf(cluster, corev1.EventTypeWarning, "RegistrationHeld",
@@ -255,10 +263,14 @@ func (r *registrations) grantRegistration(reg *fleet.ClusterRegistration, status
 		r.ClusterRegistrations.EnqueueAfter(reg.Namespace, reg.Name, namespacePendingRetry)
 		return status, nil
 	}
-	if err := r.credential(reg, cluster); err != nil {
+	key, hash, err := registration.NewKey()
+	if err != nil {
 		return status, err
 	}
-	if err := r.allowed(cluster); err != nil {
+	if err := r.credential(reg, cluster, key); err != nil {
+		return status, err
+	}
+	if err := r.keyed(cluster, hash); err != nil {
 		return status, err
 	}
 	r.forgetOlder(reg)
@@ -275,8 +287,9 @@ func (r *registrations) grantRegistration(reg *fleet.ClusterRegistration, status
 // has checked in and is not Offline, and no administrator allowed a new registration. Anyone
 // with a registration token of the namespace can ask for any clientID, and every Cluster shows
 // its own, so a registration is no proof of being the cluster's agent: a live Cluster keeps its
-// agent. A reinstalled agent gets its Cluster back once the old agent's silence makes the
-// Cluster Offline (three check-in intervals), or at once with AllowReregistrationAnnotation.
+// agent. For a Cluster holding no registration key (keyProof decides for the others), a
+// reinstalled agent gets its Cluster back once the old agent's silence makes the Cluster
+// Offline (three check-in intervals), or at once with AllowReregistrationAnnotation.
 func (r *registrations) held(c *fleet.Cluster, now time.Time) (time.Duration, bool) {
 	seen := c.Status.Agent.LastSeen
 	if seen.IsZero() || c.Annotations[registration.AllowReregistrationAnnotation] == "true" {
@@ -289,21 +302,46 @@ func (r *registrations) held(c *fleet.Cluster, now time.Time) (time.Duration, bo
 	return seen.Add(summary.OfflineAfter*interval).Sub(now) + time.Second, true
 }
 
-// allowed removes the one-time AllowReregistrationAnnotation once a registration has used it.
-func (r *registrations) allowed(c *fleet.Cluster) error {
-	if _, ok := c.Annotations[registration.AllowReregistrationAnnotation]; !ok {
-		return nil
+// keyProof says whether reg may have cluster as far as its registration key goes: proven when
+// it carries the key whose hash the Cluster holds (granted at once, even while an agent checks
+// in), else why it is refused ("" when the Cluster holds no key, as one never registered by this
+// manager, or an administrator allowed the next registration).
+func keyProof(reg *fleet.ClusterRegistration, cluster *fleet.Cluster) (proven bool, why string) {
+	hash := cluster.Annotations[registration.KeyHashAnnotation]
+	if hash == "" {
+		return false, ""
 	}
-	patch := []byte(`{"metadata":{"annotations":{"` + registration.AllowReregistrationAnnotation + `":null}}}`)
+	if registration.KeyMatches(reg.Annotations[registration.KeyAnnotation], hash) {
+		return true, ""
+	}
+	if cluster.Annotations[registration.AllowReregistrationAnnotation] == "true" {
+		return false, ""
+	}
+	what := "carries no registration key"
+	if reg.Annotations[registration.KeyAnnotation] != "" {
+		what = "carries another registration key than the one"
+	}
+	return false, fmt.Sprintf("it %s (annotation %s) the manager gave this cluster's agent; a registration token and the clientID are not enough. "+
+		"An agent that lost its key is let in once an administrator annotates the Cluster %s=true", what, registration.KeyAnnotation, registration.AllowReregistrationAnnotation)
+}
+
+// keyed records the hash of the registration key just given to cluster's agent, and removes
+// the one-time AllowReregistrationAnnotation if a registration used it.
+func (r *registrations) keyed(c *fleet.Cluster, hash string) error {
+	allowance := ""
+	if _, ok := c.Annotations[registration.AllowReregistrationAnnotation]; ok {
+		allowance = `,"` + registration.AllowReregistrationAnnotation + `":null`
+	}
+	patch := []byte(`{"metadata":{"annotations":{"` + registration.KeyHashAnnotation + `":"` + hash + `"` + allowance + `}}}`)
 	if _, err := r.Clusters.Patch(c.Namespace, c.Name, types.MergePatchType, patch); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("removing %s from cluster %s/%s: %w", registration.AllowReregistrationAnnotation, c.Namespace, c.Name, err)
+		return fmt.Errorf("recording the registration key of cluster %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	return nil
 }
 
 // credential grants the Cluster's agent its identity and applies the Secret its agent picks the
-// credential up from.
-func (r *registrations) credential(reg *fleet.ClusterRegistration, cluster *fleet.Cluster) error {
+// credential (and its new registration key) up from.
+func (r *registrations) credential(reg *fleet.ClusterRegistration, cluster *fleet.Cluster, key string) error {
 	token, err := r.grant(r.ctx, cluster)
 	if err != nil {
 		return err
@@ -319,6 +357,7 @@ func (r *registrations) credential(reg *fleet.ClusterRegistration, cluster *flee
 			registration.KeyClusterName: []byte(cluster.Name), registration.KeyClusterObjectNamespace: []byte(cluster.Namespace),
 			registration.KeyServiceAccount:          []byte(registration.AgentServiceAccount(cluster.Status.Namespace)),
 			registration.KeyServiceAccountNamespace: []byte(registration.AgentIdentityNamespace),
+			registration.KeyRegistrationKey:         []byte(key),
 		}}
 	if err := r.Apply.WithSetID(credentialSet).WithOwner(reg).ApplyObjects(secret); err != nil {
 		return fmt.Errorf("writing the credential of registration %s/%s: %w", reg.Namespace, reg.Name, err)
