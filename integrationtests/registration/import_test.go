@@ -11,6 +11,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/releaseutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,9 +20,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetgo/fleet/integrationtests/testenv"
+	"github.com/fleetgo/fleet/internal/cli/install"
 	"github.com/fleetgo/fleet/internal/registration"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
+	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 )
 
 var _ = Describe("importing a cluster through a tenant's kubeconfig", func() {
@@ -95,6 +98,28 @@ users:
 	})
 })
 
+// askFor creates, with regs (a token holder's client), a ClusterRegistration for clientID with
+// nonce random, presenting key when set.
+func askFor(regs fleetcontrollers.ClusterRegistrationClient, clientID, random, key string) *fleet.ClusterRegistration {
+	GinkgoHelper()
+	reg := &fleet.ClusterRegistration{ObjectMeta: metav1.ObjectMeta{GenerateName: "request-", Namespace: fleet.DefaultNamespace},
+		Spec: fleet.ClusterRegistrationSpec{ClientID: clientID, ClientRandom: random}}
+	if key != "" {
+		reg.Annotations = map[string]string{registration.KeyAnnotation: key}
+	}
+	reg, err := regs.Create(reg)
+	Expect(err).NotTo(HaveOccurred())
+	return reg
+}
+
+// granted says whether the manager granted reg.
+func granted(reg *fleet.ClusterRegistration) func() bool {
+	return func() bool {
+		got, err := api.ClusterRegistration().Get(reg.Namespace, reg.Name, metav1.GetOptions{})
+		return err == nil && got.Status.Granted
+	}
+}
+
 var _ = Describe("a registration for a Cluster whose agent checks in", func() {
 	It("is held while the agent is live and granted once an admin allows it; after that only with the registration key the grant gave, Offline or not", func(ctx context.Context) {
 		const id = "held-client-id"
@@ -130,18 +155,7 @@ var _ = Describe("a registration for a Cluster whose agent checks in", func() {
 			}
 			return c.Annotations[registration.IdentityAnnotation]
 		}).ShouldNot(BeEmpty())
-		ask := func(random string) *fleet.ClusterRegistration {
-			reg, err := regs.Create(&fleet.ClusterRegistration{ObjectMeta: metav1.ObjectMeta{GenerateName: "request-", Namespace: fleet.DefaultNamespace},
-				Spec: fleet.ClusterRegistrationSpec{ClientID: id, ClientRandom: random}})
-			Expect(err).NotTo(HaveOccurred())
-			return reg
-		}
-		granted := func(reg *fleet.ClusterRegistration) func() bool {
-			return func() bool {
-				got, err := api.ClusterRegistration().Get(reg.Namespace, reg.Name, metav1.GetOptions{})
-				return err == nil && got.Status.Granted
-			}
-		}
+		ask := func(random string) *fleet.ClusterRegistration { return askFor(regs, id, random, "") }
 		credential := func(random string) error {
 			_, err := managerKube.CoreV1().Secrets(fleet.ClustersSystemNamespace).Get(ctx, registration.CredentialSecret(id, random), metav1.GetOptions{})
 			return err
@@ -204,16 +218,9 @@ var _ = Describe("a registration for a Cluster whose agent checks in", func() {
 			[]byte(`{"metadata":{"annotations":{"`+registration.KeyHashAnnotation+`":"`+registration.KeyHash(key)+`"}}}`))
 		Expect(err).NotTo(HaveOccurred())
 		seen(time.Now().Add(time.Hour))
-		askWith := func(random, key string) *fleet.ClusterRegistration {
-			reg, err := regs.Create(&fleet.ClusterRegistration{ObjectMeta: metav1.ObjectMeta{GenerateName: "request-", Namespace: fleet.DefaultNamespace,
-				Annotations: map[string]string{registration.KeyAnnotation: key}},
-				Spec: fleet.ClusterRegistrationSpec{ClientID: id, ClientRandom: random}})
-			Expect(err).NotTo(HaveOccurred())
-			return reg
-		}
-		Eventually(granted(askWith("third", key))).Should(BeTrue(), "the key proves the registration")
+		Eventually(granted(askFor(regs, id, "third", key))).Should(BeTrue(), "the key proves the registration")
 		Eventually(hashOf).ShouldNot(Equal(registration.KeyHash(key)), "a new key with the new credential")
-		fourth := askWith("fourth", key)
+		fourth := askFor(regs, id, "fourth", key)
 		Eventually(refusals).Should(ContainElement(ContainSubstring("carries another registration key")))
 		Expect(granted(fourth)()).To(BeFalse())
 	})
@@ -290,5 +297,44 @@ var _ = Describe("a registration token made for a cluster group", func() {
 		Eventually(func(g Gomega) {
 			g.Expect(labelsOf("grouped-c")(g)).To(BeEmpty(), "no group's label, none of the agent's")
 		}).Should(Succeed())
+	})
+})
+
+var _ = Describe("a Cluster made ahead of time with spec.clientID, its agent's manifest made by fleet install agent-token --cluster", func() {
+	It("is registered only with the key that manifest carries: its clientID and any token are not enough, though it never checked in", func(ctx context.Context) {
+		const id = "made-ahead-client-id"
+		_, err := api.Cluster().Create(&fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "made-ahead", Namespace: fleet.DefaultNamespace},
+			Spec: fleet.ClusterSpec{ClientID: id}})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { _ = api.Cluster().Delete(fleet.DefaultNamespace, "made-ahead", &metav1.DeleteOptions{}) })
+		manifest, err := install.AgentToken(ctx, api, managerKube, install.AgentTokenOptions{Namespace: fleet.DefaultNamespace, Name: "made-ahead-token",
+			Cluster: "made-ahead", SystemNamespace: fleet.SystemNamespace, Timeout: time.Minute})
+		Expect(err).NotTo(HaveOccurred())
+		var boot *corev1.Secret
+		for _, doc := range releaseutil.SplitManifests(manifest) {
+			s := &corev1.Secret{}
+			if yaml.Unmarshal([]byte(doc), s) == nil && s.Kind == "Secret" && s.Name == registration.BootstrapSecret {
+				boot = s
+			}
+		}
+		Expect(boot).NotTo(BeNil(), manifest)
+		key, token := boot.StringData[registration.KeyRegistrationKey], boot.StringData[registration.KeyToken]
+		Expect(key).NotTo(BeEmpty())
+		c, err := api.Cluster().Get(fleet.DefaultNamespace, "made-ahead", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c.Annotations).To(HaveKeyWithValue(registration.KeyHashAnnotation, registration.KeyHash(key)))
+
+		// Anyone holding a token of the namespace (here the very same one) asks without the key.
+		holder, err := fleetfactory.NewFactoryFromConfig(&rest.Config{Host: boot.StringData[registration.KeyAPIServerURL], BearerToken: token,
+			TLSClientConfig: rest.TLSClientConfig{CAData: []byte(boot.StringData[registration.KeyAPIServerCA])}})
+		Expect(err).NotTo(HaveOccurred())
+		regs := holder.Fleet().V1alpha1().ClusterRegistration()
+		thief := askFor(regs, id, "thief", "")
+		Eventually(func() []string {
+			ev, _ := testenv.Events(ctx, managerKube, fleet.DefaultNamespace, "Cluster", "made-ahead")
+			return ev["RegistrationRefused"]
+		}).Should(ContainElement(ContainSubstring("carries no registration key")))
+		Expect(granted(thief)()).To(BeFalse())
+		Eventually(granted(askFor(regs, id, "agent", key))).Should(BeTrue())
 	})
 })

@@ -76,6 +76,7 @@ func newInstallAgentToken() *cobra.Command {
 	fl.StringVar(&o.AgentImage, "agent-image", "", "image of the agent (repository[:tag])")
 	fl.StringVar(&o.Group, "group", "", "ClusterGroup (in the token's namespace) the registered clusters join: they get the labels its selector matches and, of the agent's own, only those --label-keys lists")
 	fl.StringSliceVar(&o.LabelKeys, "label-keys", nil, "with --group: label keys whose values the agent may choose (agent-config labels), as long as they join no other ClusterGroup")
+	fl.StringVar(&o.Cluster, "cluster", "", "a Cluster made ahead of time with spec.clientID (in the token's namespace): the manifest carries a registration key for it, and no registration without that key gets the Cluster")
 	return c
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
@@ -39,6 +40,10 @@ type AgentTokenOptions struct {
 	// LabelKeys (with Group) are the label keys whose values the registering agent may choose
 	// (its agent-config labels); of the rest it sets none.
 	LabelKeys []string
+	// Cluster names a Cluster made ahead of time (with spec.clientID) in Namespace: the manifest
+	// carries a new registration key for it, whose hash the Cluster is given, so that only the
+	// agent installed with it registers as that Cluster.
+	Cluster string
 	// Timeout bounds the wait for the manager to issue the token.
 	Timeout time.Duration
 }
@@ -81,13 +86,42 @@ func AgentToken(ctx context.Context, api fleetcontrollers.Interface, kube kubern
 	if v.APIServerURL == "" {
 		return "", fmt.Errorf("the manager has no apiServerURL configured (fleet-controller ConfigMap): pass --server-url")
 	}
+	if v.RegistrationKey, err = keyFor(api, o); err != nil {
+		return "", err
+	}
 	values := map[string]any{"token": v.Token, "apiServerURL": v.APIServerURL, "apiServerCA": v.APIServerCA,
 		"clusterNamespace": v.ClusterNamespace, "systemRegistrationNamespace": v.SystemRegistrationNamespace,
-		"createNamespace": true, "agentConfig": false, "groupLabels": groupLabels}
+		"registrationKey": v.RegistrationKey, "createNamespace": true, "agentConfig": false, "groupLabels": groupLabels}
 	if err := chartrender.SetImage(values, "image", o.AgentImage); err != nil {
 		return "", err
 	}
 	return chartrender.Render(charts.Agent, "fleet-agent", o.SystemNamespace, values)
+}
+
+// keyFor gives the Cluster --cluster names a new registration key, recording its hash on the
+// Cluster, and returns it ("" without --cluster). A key the Cluster held before no longer
+// registers it.
+func keyFor(api fleetcontrollers.Interface, o AgentTokenOptions) (string, error) {
+	if o.Cluster == "" {
+		return "", nil
+	}
+	c, err := api.Cluster().Get(o.Namespace, o.Cluster, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("--cluster %s: %w", o.Cluster, err)
+	}
+	if c.Spec.ClientID == "" {
+		return "", fmt.Errorf("--cluster %s: cluster %s/%s has no spec.clientID: an agent registers as the Cluster of its clientID, so set one (and give the agent the same, fleet install agent-config --client-id)",
+			o.Cluster, o.Namespace, o.Cluster)
+	}
+	key, hash, err := registration.NewKey()
+	if err != nil {
+		return "", err
+	}
+	patch := []byte(`{"metadata":{"annotations":{"` + registration.KeyHashAnnotation + `":"` + hash + `"}}}`)
+	if _, err := api.Cluster().Patch(o.Namespace, o.Cluster, types.MergePatchType, patch); err != nil {
+		return "", fmt.Errorf("--cluster %s: recording its registration key: %w", o.Cluster, err)
+	}
+	return key, nil
 }
 
 // groupLabelsOf are the labels --group's ClusterGroup selects by, which registering clusters are
