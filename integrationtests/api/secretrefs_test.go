@@ -92,7 +92,37 @@ var _ = Describe("Secrets a GitRepo, HelmOp, ImageScan or Bundle names", func() 
 		gr, err = tenant.GitRepo().Get(ns, "team-b-repo", metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		gr.Spec.Paused = true
-		_, err = tenant.GitRepo().Update(gr)
+		gr, err = tenant.GitRepo().Update(gr)
 		Expect(err).NotTo(HaveOccurred())
+		// ... but not send it elsewhere: another repository, or charts of other hosts.
+		moved := func(err error, field string) {
+			GinkgoHelper()
+			Expect(err).To(HaveOccurred())
+			Expect(err.Error()).To(And(ContainSubstring(field+": secret "+ns+"/team-b"), ContainSubstring("may not change where it is sent")))
+		}
+		repo := gr.DeepCopy()
+		repo.Spec.Repo = "https://attacker.example/x"
+		_, err = tenant.GitRepo().Update(repo)
+		moved(err, "spec.clientSecretName")
+		_, err = clients.GitRepo().Create(&fleet.GitRepo{ObjectMeta: meta("team-b-charts"), Spec: fleet.GitRepoSpec{Repo: "https://git.example/b",
+			HelmSecretName: "team-b", HelmRepoURLRegex: "^https://charts\\.example/"}})
+		Expect(err).NotTo(HaveOccurred())
+		charts, err := tenant.GitRepo().Get(ns, "team-b-charts", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		charts.Spec.HelmRepoURLRegex = ".*"
+		_, err = tenant.GitRepo().Update(charts)
+		moved(err, "spec.helmSecretName")
+		_, err = clients.HelmOp().Create(&fleet.HelmOp{ObjectMeta: meta("team-b-db"), Spec: fleet.HelmOpSpec{HelmSecretName: "team-b",
+			BundleSpec: fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{Helm: &fleet.HelmOptions{Chart: "db", Repo: "https://charts.example"}}}}})
+		Expect(err).NotTo(HaveOccurred())
+		op, err := tenant.HelmOp().Get(ns, "team-b-db", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		op.Spec.Helm.Repo = "https://attacker.example"
+		_, err = tenant.HelmOp().Update(op)
+		moved(err, "spec.helmSecretName")
+		op.Spec.Helm.Repo = "https://charts.example"
+		op.Spec.Paused = true
+		_, err = tenant.HelmOp().Update(op)
+		Expect(err).NotTo(HaveOccurred(), "a write that keeps where it is sent passes")
 	})
 })
