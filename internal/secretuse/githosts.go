@@ -28,6 +28,10 @@ func GitHosts(s *corev1.Secret, repoURL string) (annotated, listed bool, err err
 	}
 	host := strings.ToLower(ep.Host)
 	port := fmt.Sprint(ep.Port)
+	if ep.Port == 0 {
+		// The protocol's own: "git.example:443" lists https://git.example/ too.
+		port = fmt.Sprint(map[string]int{"http": 80, "https": 443, "ssh": 22, "git": 9418}[strings.ToLower(ep.Protocol)])
+	}
 	for _, h := range strings.Split(v, ",") {
 		h = strings.ToLower(strings.TrimSpace(h))
 		name, p, hasPort := strings.Cut(h, ":")

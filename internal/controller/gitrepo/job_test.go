@@ -334,6 +334,7 @@ func TestGitCredentialsGoOnlyToTheirHosts(t *testing.T) {
 		{"the default for another host", "", "git.example", "https://evil.example/repo", false, ""},
 		{"the default for another port", "", "git.example:8443", "https://git.example/repo", false, ""},
 		{"the default for the port", "", "git.example:8443", "https://git.example:8443/repo", true, ""},
+		{"the default for the protocol's own port", "", "git.example:443", "https://git.example/repo", true, ""},
 		{"the default over ssh", "", "GIT.example", "git@git.example:org/repo.git", true, ""},
 		{"a named Secret listing no hosts", "creds", "", "https://evil.example/repo", true, ""},
 		{"a named Secret for another host", "creds", "git.example", "https://evil.example/repo", false, "not for spec.repo https://evil.example/repo"},
