@@ -72,6 +72,18 @@ var _ = Describe("agent", func() {
 		Expect(b.Status.Release).To(HaveSuffix(":2"))
 	})
 
+	It("counts a Deployment whose manifest sets only strategy.type as not modified, as Fleet does", func() {
+		name, ns := unique("strategy"), unique("strategy-ns")
+		manifest := strings.Replace(deployment("web", ""), "spec:\n  replicas: 1\n", "spec:\n  replicas: 1\n  strategy:\n    type: RollingUpdate\n", 1)
+		newBundle(name, fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns},
+			Resources:               []fleet.BundleResource{res("deploy.yaml", manifest)},
+		})
+		b := readyAndCurrent(name)
+		Expect(b.Status.NonModified).To(BeTrue(), "modified: %+v", b.Status.ModifiedStatus)
+		Consistently(func() []fleet.ModifiedStatus { return bd(name).Status.ModifiedStatus }, "5s").Should(BeEmpty())
+	})
+
 	It("installs a Helm chart with per-cluster templated values and a release name", func() {
 		name, ns := unique("chart"), unique("chart-ns")
 		newBundle(name, fleet.BundleSpec{

@@ -182,13 +182,16 @@ func ignored(cond map[string]any, rules []map[string]string) bool {
 }
 
 // NormalizePatch removes from a dry-run patch what is not drift: wrangler's own object-set
-// annotations (the "applied" record it adds to the desired side), status, and empty leftovers.
-// It returns "" when nothing remains.
+// annotations (the "applied" record it adds to the desired side), status, strategic-merge
+// directives that only order or retain (as Fleet, which counts a patch of nothing else as no
+// drift: a chart setting a Deployment's strategy.type alone yields $retainKeys), and empty
+// leftovers. It returns "" when nothing remains.
 func NormalizePatch(patch string) string {
 	data := map[string]any{}
 	if err := json.Unmarshal([]byte(patch), &data); err != nil {
 		return patch
 	}
+	dropDirectives(data)
 	delete(data, "status")
 	delete(data, "kind")
 	delete(data, "apiVersion")
@@ -216,6 +219,62 @@ func NormalizePatch(patch string) string {
 		return patch
 	}
 	return string(out)
+}
+
+// dropDirectives removes from m, at every depth, the strategic-merge directives that change
+// no value ($retainKeys, $setElementOrder/...), then what they leave empty: maps without keys,
+// lists without elements, and list elements left with one plain value (their merge key alone,
+// which names an element without changing it). $patch and $deleteFromPrimitiveList stay.
+func dropDirectives(m map[string]any) {
+	for k, v := range m {
+		if k == "$retainKeys" || strings.HasPrefix(k, "$setElementOrder/") {
+			delete(m, k)
+			continue
+		}
+		if cleaned, gone := clean(v); gone {
+			delete(m, k)
+		} else {
+			m[k] = cleaned
+		}
+	}
+}
+
+// clean is v (a map or a list; anything else as it is) as dropDirectives leaves it, and
+// whether nothing is left of a map or list that held something.
+func clean(v any) (any, bool) {
+	switch t := v.(type) {
+	case map[string]any:
+		had := len(t)
+		dropDirectives(t)
+		return t, had > 0 && len(t) == 0
+	case []any:
+		var kept []any
+		for _, e := range t {
+			em, isMap := e.(map[string]any)
+			if !isMap {
+				kept = append(kept, e)
+				continue
+			}
+			had := len(em)
+			if _, gone := clean(em); gone || (len(em) < had && len(em) == 1 && plain(em)) {
+				continue
+			}
+			kept = append(kept, em)
+		}
+		return kept, len(t) > 0 && len(kept) == 0
+	}
+	return v, false
+}
+
+// plain says whether every value of m is a scalar.
+func plain(m map[string]any) bool {
+	for _, v := range m {
+		switch v.(type) {
+		case map[string]any, []any:
+			return false
+		}
+	}
+	return true
 }
 
 func modified(gvk schema.GroupVersionKind, k objectset.ObjectKey, set func(*fleet.ModifiedStatus)) fleet.ModifiedStatus {

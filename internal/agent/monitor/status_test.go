@@ -70,6 +70,14 @@ func TestNormalizePatch(t *testing.T) {
 		`{"data":{"a":"1"},"metadata":{"annotations":{"objectset.rio.cattle.io/applied":"x"}}}`: `{"data":{"a":"1"}}`,
 		`{"metadata":{"annotations":{"team":"a","objectset.rio.cattle.io/id":"x"}}}`:            `{"metadata":{"annotations":{"team":"a"}}}`,
 		`{"spec":{"replicas":3}}`: `{"spec":{"replicas":3}}`,
+		// Strategic-merge directives that change no value are no drift (a chart setting only a
+		// Deployment's strategy.type, while the apiserver defaulted rollingUpdate).
+		`{"spec":{"strategy":{"$retainKeys":["type"]}}}`: "",
+		`{"spec":{"template":{"spec":{"$setElementOrder/containers":[{"name":"web"}],"containers":[{"name":"web","$setElementOrder/env":[{"name":"A"}]}]}}}}`: "",
+		`{"spec":{"$setElementOrder/ports":[{"port":80}],"ports":[{"port":80,"targetPort":8080}]}}`:                                                           `{"spec":{"ports":[{"port":80,"targetPort":8080}]}}`,
+		`{"spec":{"strategy":{"$retainKeys":["type"],"type":"Recreate"}}}`:                                                                                    `{"spec":{"strategy":{"type":"Recreate"}}}`,
+		`{"spec":{"template":{"spec":{"containers":[{"$patch":"delete","name":"sidecar"}]}}}}`:                                                                `{"spec":{"template":{"spec":{"containers":[{"$patch":"delete","name":"sidecar"}]}}}}`,
+		`{"spec":{"args":["a"]}}`: `{"spec":{"args":["a"]}}`,
 	}
 	for in, want := range cases {
 		if got := NormalizePatch(in); got != want {
