@@ -191,6 +191,10 @@ var _ = Describe("fleet apply", func() {
 
 		root := repo(map[string]string{
 			"api/fleet.yaml": "helm:\n  chart: oci://" + registryHost() + "/charts/api\n  version: \">=0.3.0\"\n",
+			// As Fleet takes them: helm.repo an oci:// reference, the chart's whole reference when
+			// helm.chart is empty, the repository the chart lies under when it is not.
+			"whole/fleet.yaml": "helm:\n  repo: oci://" + registryHost() + "/charts/api\n  version: \">=0.3.0\"\n",
+			"under/fleet.yaml": "helm:\n  repo: oci://" + registryHost() + "/charts\n  chart: api\n  version: 0.3.1\n",
 		})
 		o := bundlebuild.Options{Root: root, Options: bundlereader.Options{Name: "repo", Namespace: ns,
 			ChartAuth: bundlereader.ChartAuth{Username: repoAuth.Username, Password: repoAuth.Password, PlainHTTP: true}},
@@ -201,6 +205,12 @@ var _ = Describe("fleet apply", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(b.Spec.Helm.Version).To(Equal("0.3.1"))
 		Expect(strings.HasSuffix(b.Spec.Helm.Chart, "/api-0.3.1.tgz")).To(BeTrue(), b.Spec.Helm.Chart)
+		for _, name := range []string{"repo-whole", "repo-under"} {
+			b, err := clients.Bundle().Get(ns, name, metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(b.Spec.Helm.Version).To(Equal("0.3.1"), name)
+			Expect(strings.HasSuffix(b.Spec.Helm.Chart, "/api-0.3.1.tgz")).To(BeTrue(), "%s: %s", name, b.Spec.Helm.Chart)
+		}
 	})
 
 	It("writes YAML with -o and needs no cluster", func(ctx context.Context) {

@@ -111,6 +111,22 @@ func isRemoteChart(h *fleet.HelmOptions) bool {
 		strings.HasPrefix(h.Chart, "http://") || strings.HasPrefix(h.Chart, "https://"))
 }
 
+// ociChartRef is the OCI reference of the chart h names ("" for none): helm.chart itself when
+// it is one, else helm.repo when that is an oci:// reference, the chart's whole reference when
+// helm.chart is empty (as Fleet takes it) and the repository under which helm.chart lies when
+// not.
+func ociChartRef(h *fleet.HelmOptions) string {
+	switch {
+	case registry.IsOCI(h.Chart):
+		return h.Chart
+	case !registry.IsOCI(h.Repo):
+		return ""
+	case h.Chart == "":
+		return h.Repo
+	}
+	return strings.TrimSuffix(h.Repo, "/") + "/" + h.Chart
+}
+
 // fetchChart downloads the chart that h names (from a chart repository index, an OCI registry
 // or a URL), resolving a version constraint, and returns it packaged.
 func fetchChart(ctx context.Context, h *fleet.HelmOptions, auth ChartAuth) (*embeddedChart, error) {
@@ -167,7 +183,9 @@ func downloadChart(h *fleet.HelmOptions, auth ChartAuth) (*embeddedChart, error)
 		return nil, err
 	}
 	ref, version := h.Chart, h.Version
-	if h.Repo != "" && !registry.IsOCI(h.Chart) {
+	if oci := ociChartRef(h); oci != "" {
+		ref = oci
+	} else if h.Repo != "" {
 		ref, err = repo.FindChartInAuthAndTLSAndPassRepoURL(h.Repo, auth.Username, auth.Password, h.Chart, h.Version,
 			"", "", auth.CAFile, auth.InsecureSkipTLSVerify, false, getters)
 		if err != nil {
