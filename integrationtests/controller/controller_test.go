@@ -498,7 +498,7 @@ var _ = Describe("bad input", func() {
 				return ""
 			}
 			return c.Message
-		}).Should(And(ContainSubstring("cluster a"), ContainSubstring("helm.values")))
+		}).Should(And(HavePrefix("targeting error: cluster a"), ContainSubstring("helm.values")), "in Fleet's words, as a selector error")
 		Eventually(clusterNames(ns, "fine")).Should(Equal([]string{"a"}))
 		Expect(deployments(ns, "broken")).To(BeEmpty())
 

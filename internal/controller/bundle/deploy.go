@@ -245,7 +245,8 @@ func (h *handler) plan(b *fleet.Bundle, contentName string) ([]planned, error) {
 		}
 		fp := clusterFingerprint(facts.hash, ci, m)
 		if err := h.mem.renders.check(b, ci, m, contentName, fp); err != nil {
-			errs = append(errs, fmt.Errorf("cluster %s: %w", c.Name, err))
+			// A per-cluster values template that fails is a targeting error to Fleet too.
+			errs = append(errs, fmt.Errorf("targeting error: cluster %s: %w", c.Name, err))
 			continue
 		}
 		out = append(out, planned{cluster: c, info: ci, match: m, fingerprint: fp, namespace: ns})
