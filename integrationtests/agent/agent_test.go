@@ -313,6 +313,23 @@ var _ = Describe("agent", func() {
 		_, err = mgr.CoreV1().Secrets(fleet.DefaultNamespace).Update(ctx, src, metav1.UpdateOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(secretData).Should(HaveKeyWithValue("token", []byte("rotated")))
+
+		// The copies go with the bundle, as on Fleet, but a keepResources bundle's stay.
+		kept, keptNS := unique("copies-kept"), unique("copies-kept-ns")
+		newBundle(kept, fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: keptNS, KeepResources: true,
+				DownstreamResources: []fleet.DownstreamResource{{Kind: "ConfigMap", Name: cm}}},
+			Resources: []fleet.BundleResource{res("cm.yaml", configMap("app", "k", "v"))},
+		})
+		readyAndCurrent(kept)
+		Expect(cmData(keptNS, cm)()).To(HaveKeyWithValue("mode", "fast"))
+		for _, b := range []string{name, kept} {
+			Expect(api.Bundle().Delete(fleet.DefaultNamespace, b, nil)).To(Succeed())
+		}
+		Eventually(secretData).Should(BeNil(), "the Secret copy goes with its bundle")
+		Eventually(cmData(ns, cm)).Should(BeNil(), "the ConfigMap copy goes with its bundle")
+		Eventually(cmData(ns, "app")).Should(BeNil())
+		Consistently(cmData(keptNS, cm), "3s").Should(HaveKeyWithValue("mode", "fast"), "keepResources keeps the copies")
 	})
 
 	It("deploys again when a resource it took over from another bundle (overwrites) is gone", func(ctx context.Context) {

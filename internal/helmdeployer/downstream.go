@@ -14,8 +14,9 @@ import (
 // downstreamResources, with the BundleDeployment's name.
 const DownstreamLabel = "fleet.cattle.io/downstream-resource-of"
 
-// applyDownstream creates or updates the bundle's downstreamResources in namespace ns.
-func applyDownstream(ctx context.Context, kube kubernetes.Interface, ns, bundleID string, objs []metav1.Object) error {
+// applyDownstream creates or updates the bundle's downstreamResources in namespace ns; with keep
+// (keepResources) they stay when the bundle's release goes, else they go with it.
+func applyDownstream(ctx context.Context, kube kubernetes.Interface, ns, bundleID string, keep bool, objs []metav1.Object) error {
 	for _, o := range objs {
 		o.SetNamespace(ns)
 		labels := o.GetLabels()
@@ -24,6 +25,14 @@ func applyDownstream(ctx context.Context, kube kubernetes.Interface, ns, bundleI
 		}
 		labels[DownstreamLabel] = bundleID
 		o.SetLabels(labels)
+		if keep {
+			ann := o.GetAnnotations()
+			if ann == nil {
+				ann = map[string]string{}
+			}
+			ann[KeepPolicyAnnotation] = KeepPolicy
+			o.SetAnnotations(ann)
+		}
 		var err error
 		switch obj := o.(type) {
 		case *corev1.Secret:
@@ -60,4 +69,40 @@ func createOrUpdate[T metav1.Object](ctx context.Context, c namespacedClient[T],
 	obj.SetResourceVersion(cur.GetResourceVersion())
 	_, err = c.Update(ctx, obj, metav1.UpdateOptions{})
 	return err
+}
+
+// deleteDownstream deletes the copies of bundleID's downstreamResources in namespace ns, but
+// those of a keepResources bundle (annotated KeepPolicyAnnotation), as Fleet's agent does with its
+// BundleDeployment.
+func deleteDownstream(ctx context.Context, kube kubernetes.Interface, ns, bundleID string) error {
+	sel := metav1.ListOptions{LabelSelector: DownstreamLabel + "=" + bundleID}
+	secrets, err := kube.CoreV1().Secrets(ns).List(ctx, sel)
+	if err != nil {
+		return fmt.Errorf("listing the downstream resources of %s in %s: %w", bundleID, ns, err)
+	}
+	cms, err := kube.CoreV1().ConfigMaps(ns).List(ctx, sel)
+	if err != nil {
+		return fmt.Errorf("listing the downstream resources of %s in %s: %w", bundleID, ns, err)
+	}
+	var objs []metav1.Object
+	for i := range secrets.Items {
+		objs = append(objs, &secrets.Items[i])
+	}
+	for i := range cms.Items {
+		objs = append(objs, &cms.Items[i])
+	}
+	for _, o := range objs {
+		if o.GetAnnotations()[KeepPolicyAnnotation] == KeepPolicy {
+			continue
+		}
+		if _, isSecret := o.(*corev1.Secret); isSecret {
+			err = kube.CoreV1().Secrets(ns).Delete(ctx, o.GetName(), metav1.DeleteOptions{})
+		} else {
+			err = kube.CoreV1().ConfigMaps(ns).Delete(ctx, o.GetName(), metav1.DeleteOptions{})
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting downstream resource %s/%s: %w", ns, o.GetName(), err)
+		}
+	}
+	return nil
 }

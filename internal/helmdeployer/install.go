@@ -151,7 +151,7 @@ func (d *Deployer) prepare(ctx context.Context, ns string, in Input) (ac *action
 	if err != nil {
 		return nil, false, "", err
 	}
-	if err := applyDownstream(ctx, as, ns, in.BundleID, in.Downstream); err != nil {
+	if err := applyDownstream(ctx, as, ns, in.BundleID, opts.KeepResources, in.Downstream); err != nil {
 		return nil, created, "", err
 	}
 	ac, err = d.actionConfig(ns, sa)

@@ -167,6 +167,9 @@ func (d *Deployer) Uninstall(ctx context.Context, r *Release) error {
 	if _, err := un.Run(r.Name); err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
 		return fmt.Errorf("uninstalling release %s/%s: %w", r.Namespace, r.Name, err)
 	}
+	if err := deleteDownstream(ctx, as, r.Namespace, e.BundleID); err != nil {
+		return err
+	}
 	// The namespace goes only when the bundle asked for it and the agent created it.
 	if e.DeleteNamespace && e.CreatedNamespace && r.Namespace != "default" && !strings.HasPrefix(r.Namespace, "kube-") &&
 		r.Namespace != d.agentNamespace {
