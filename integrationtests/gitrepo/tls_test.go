@@ -8,10 +8,13 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fleetgo/fleet/internal/bundlereader"
 	"github.com/fleetgo/fleet/internal/harness/localserver"
+	"github.com/fleetgo/fleet/internal/rancherca"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
@@ -49,6 +52,49 @@ var _ = Describe("a GitRepo on a git server of its own CA", func() {
 			g.Expect(names).To(ContainElement(HavePrefix(bundlereader.EmbeddedChartDir+"/")), "the chart from git is embedded")
 			g.Expect(b.Spec.Helm.Chart).To(HavePrefix(bundlereader.EmbeddedChartDir + "/"))
 			g.Expect(strings.Join(names, " ")).To(ContainSubstring("web"))
+		}, time.Minute).Should(Succeed())
+	})
+})
+
+var _ = Describe("a GitRepo without a caBundle, on a server signed by Rancher's CA", func() {
+	It("trusts Rancher's CA bundle (cattle-system/tls-ca, tls-ca-additional), as on Fleet", func(ctx context.Context) {
+		tlsGit, ca, err := localserver.StartTLSGitServer(filepath.Join(GinkgoT().TempDir(), "rancher-git"), localserver.BasicAuth{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(tlsGit.Close)
+		commit, err := tlsGit.Publish(ctx, "apps", "main", files(map[string]string{"app/cm.yaml": configMap("app", "1")}), "app")
+		Expect(err).NotTo(HaveOccurred())
+		_, err = api.GitRepo().Create(&fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "rancher-ca", Namespace: fleet.DefaultNamespace},
+			Spec: fleet.GitRepoSpec{Repo: tlsGit.RepoURL("apps"), Branch: "main", PollingInterval: &metav1.Duration{Duration: 2 * time.Second}}})
+		Expect(err).NotTo(HaveOccurred())
+		polling := func(g Gomega) string {
+			gr, err := api.GitRepo().Get(fleet.DefaultNamespace, "rancher-ca", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			c := fleet.FindCondition(gr.Status.Conditions, fleet.ConditionGitPolling)
+			g.Expect(c).NotTo(BeNil())
+			return c.Message
+		}
+		Eventually(polling).Should(ContainSubstring("certificate"), "an unknown CA")
+
+		// (Joining tls-ca-additional to it is rancherca's unit test: httptest servers share one
+		// certificate.)
+		_, err = kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: rancherca.Namespace}}, metav1.CreateOptions{})
+		if !apierrors.IsAlreadyExists(err) {
+			Expect(err).NotTo(HaveOccurred())
+		}
+		_, err = kube.CoreV1().Secrets(rancherca.Namespace).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: rancherca.Secret},
+			Data: map[string][]byte{rancherca.Key: ca}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func(ctx context.Context) {
+			for _, name := range []string{rancherca.Secret, rancherca.SecretExtra} {
+				_ = kube.CoreV1().Secrets(rancherca.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
+			}
+		})
+		Eventually(func(g Gomega) {
+			gr, err := api.GitRepo().Get(fleet.DefaultNamespace, "rancher-ca", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(gr.Status.Commit).To(Equal(commit), "status: %+v", gr.Status.Conditions)
+			_, err = api.Bundle().Get(fleet.DefaultNamespace, "rancher-ca-app", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred(), "the Job cloned it too")
 		}, time.Minute).Should(Succeed())
 	})
 })

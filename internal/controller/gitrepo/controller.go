@@ -263,6 +263,7 @@ func (h *handler) reconcile(gr *fleet.GitRepo, st fleet.GitRepoStatus) (fleet.Gi
 		return st, nil
 	}
 	fleet.SetCondition(&status.Conditions, fleet.ConditionAccepted, corev1.ConditionTrue, "", "", now)
+	gr = h.withRancherCA(gr)
 	src, err := h.source(gr)
 	if err != nil {
 		// A credentials Secret that is missing or wrong: the user must fix it.

@@ -8,20 +8,42 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fleetgo/fleet/internal/gitsource"
+	"github.com/fleetgo/fleet/internal/rancherca"
 	"github.com/fleetgo/fleet/internal/secretuse"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
-// secret returns a Secret of the GitRepo's namespace from the cache (from the apiserver when
-// the handler has no cache).
-func (h *handler) secret(ns, name string) (*corev1.Secret, error) {
-	var s *corev1.Secret
-	var err error
+// lookup returns a Secret from the cache (from the apiserver when the handler has no cache).
+func (h *handler) lookup(ns, name string) (*corev1.Secret, error) {
 	if h.Secrets != nil {
-		s, err = h.Secrets.Cache().Get(ns, name)
-	} else {
-		s, err = h.Kube.CoreV1().Secrets(ns).Get(h.context(), name, metav1.GetOptions{})
+		return h.Secrets.Cache().Get(ns, name)
 	}
+	return h.Kube.CoreV1().Secrets(ns).Get(h.context(), name, metav1.GetOptions{})
+}
+
+// withRancherCA is gr trusting Rancher's CA bundle (package rancherca) when it names no CA of
+// its own (spec.caBundle) and checks certificates, as on Fleet: for its clone and polls, and in
+// its Job for the clone and the charts its bundles take from Helm repositories and git.
+func (h *handler) withRancherCA(gr *fleet.GitRepo) *fleet.GitRepo {
+	if len(gr.Spec.CABundle) > 0 || gr.Spec.InsecureSkipTLSVerify {
+		return gr
+	}
+	ca, err := rancherca.Bundle(h.lookup)
+	if err != nil {
+		h.log(gr).WithError(err).Warn("trusting the system's CAs only")
+	}
+	if len(ca) == 0 {
+		return gr
+	}
+	out := gr.DeepCopy()
+	out.Spec.CABundle = ca
+	return out
+}
+
+// secret returns a Secret of the GitRepo's namespace that the GitRepo names, unless the guard
+// refuses it.
+func (h *handler) secret(ns, name string) (*corev1.Secret, error) {
+	s, err := h.lookup(ns, name)
 	if err != nil {
 		return nil, err
 	}

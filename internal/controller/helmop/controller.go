@@ -24,6 +24,7 @@ import (
 	"github.com/fleetgo/fleet/internal/bundlereader"
 	"github.com/fleetgo/fleet/internal/controller/index"
 	"github.com/fleetgo/fleet/internal/policy"
+	"github.com/fleetgo/fleet/internal/rancherca"
 	"github.com/fleetgo/fleet/internal/secretuse"
 	"github.com/fleetgo/fleet/internal/summary"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
@@ -122,7 +123,12 @@ func (h *handler) generate(op *fleet.HelmOp, status fleet.HelmOpStatus) ([]runti
 	h.poll(op, &status, now)
 	var objs []runtime.Object
 	if status.Version != "" {
-		objs = append(objs, bundle(op, status.Version))
+		b := bundle(op, status.Version)
+		// Agents fetch the chart too: they trust what the manager does.
+		if _, rancher, err := h.chartCA(op); err == nil {
+			b.Spec.HelmOpOptions.CABundle = rancher
+		}
+		objs = append(objs, b)
 	}
 	h.rollup(op, &status, now)
 	return objs, status, nil
@@ -227,23 +233,58 @@ func (h *handler) resolve(op *fleet.HelmOp) (string, error) {
 	return version, nil
 }
 
-// auth reads helmSecretName (username, password, cacerts) for the chart source.
+// auth reads helmSecretName (username, password, cacerts) for the chart source, and trusts
+// Rancher's CA bundle when the Secret holds no CA (see chartCA).
 func (h *handler) auth(op *fleet.HelmOp) (bundlereader.ChartAuth, func(), error) {
 	auth := bundlereader.ChartAuth{InsecureSkipTLSVerify: op.Spec.InsecureSkipTLSVerify, PlainHTTP: op.Spec.InsecureSkipTLSVerify}
 	cleanup := func() {}
+	s, err := h.helmSecret(op)
+	if err != nil {
+		return auth, cleanup, err
+	}
+	if s != nil {
+		auth.Username, auth.Password = string(s.Data["username"]), string(s.Data["password"])
+	}
+	own, rancher, err := h.chartCA(op)
+	if err != nil {
+		return auth, cleanup, err
+	}
+	cleanup, err = auth.TrustCA(append(own, rancher...))
+	return auth, cleanup, err
+}
+
+// helmSecret is the HelmOp's helmSecretName Secret (nil when it names none), unless the guard
+// refuses it.
+func (h *handler) helmSecret(op *fleet.HelmOp) (*corev1.Secret, error) {
 	if op.Spec.HelmSecretName == "" {
-		return auth, cleanup, nil
+		return nil, nil
 	}
 	s, err := h.Secrets.Get(op.Namespace, op.Spec.HelmSecretName)
 	if err != nil {
-		return auth, cleanup, fmt.Errorf("spec.helmSecretName %s: %w", op.Spec.HelmSecretName, err)
+		return nil, fmt.Errorf("spec.helmSecretName %s: %w", op.Spec.HelmSecretName, err)
 	}
 	if err := h.Guard.Check(s, "spec.helmSecretName"); err != nil {
-		return auth, cleanup, err
+		return nil, err
 	}
-	auth.Username, auth.Password = string(s.Data["username"]), string(s.Data["password"])
-	cleanup, err = auth.TrustCA(s.Data["cacerts"])
-	return auth, cleanup, err
+	return s, nil
+}
+
+// chartCA is the CA bundle the HelmOp's chart source is trusted with: its helmSecretName's
+// cacerts (own), else, when it checks certificates, Rancher's CA bundle (package rancherca), as
+// on Fleet.
+func (h *handler) chartCA(op *fleet.HelmOp) (own, rancher []byte, err error) {
+	s, err := h.helmSecret(op)
+	if err != nil {
+		return nil, nil, err
+	}
+	if s != nil && len(s.Data["cacerts"]) > 0 {
+		return s.Data["cacerts"], nil, nil
+	}
+	if op.Spec.InsecureSkipTLSVerify || h.Secrets == nil {
+		return nil, nil, nil
+	}
+	rancher, err = rancherca.Bundle(h.Secrets.Get)
+	return nil, rancher, err
 }
 
 // bundle is the HelmOp's Bundle: its spec with the resolved version, labelled with the HelmOp's
