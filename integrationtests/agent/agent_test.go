@@ -346,6 +346,27 @@ var _ = Describe("agent", func() {
 		readyAndCurrent(name)
 	})
 
+	It("loses no resource that moves from a deleted bundle to a new one listing it in overwrites, whichever release acts first", func(ctx context.Context) {
+		from, to, ns := unique("move-from"), unique("move-to"), unique("move-ns")
+		newBundle(from, fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns},
+			Resources:               []fleet.BundleResource{res("shared.yaml", configMap("shared", "a", "1"))},
+		})
+		readyAndCurrent(from)
+		// As fleet apply writes them when a GitRepo's path moves: the new Bundle, listing what
+		// it takes over, and the old one deleted in the same run.
+		newBundle(to, fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns,
+				OverwrittenResources: []fleet.OverwrittenResource{{Kind: "ConfigMap", Name: "shared", Namespace: ns}}},
+			Resources: []fleet.BundleResource{res("shared.yaml", configMap("shared", "a", "1"))},
+		})
+		Expect(api.Bundle().Delete(fleet.DefaultNamespace, from, nil)).To(Succeed())
+		Eventually(func() *fleet.BundleDeployment { return bd(from) }).Should(BeNil())
+		Eventually(cmData(ns, "shared"), 2*time.Minute).Should(HaveKeyWithValue("a", "1"))
+		readyAndCurrent(to)
+		Consistently(cmData(ns, "shared"), "5s").Should(HaveKeyWithValue("a", "1"))
+	})
+
 	It("deploys a bundle only once the bundles it depends on are Ready", func() {
 		first, second, ns := unique("dep-first"), unique("dep-second"), unique("dep-ns")
 		newBundle(first, fleet.BundleSpec{

@@ -95,6 +95,41 @@ var _ = Describe("fleet apply", func() {
 		Expect(b.Labels).To(HaveKeyWithValue(fleet.RepoLabel, "repo"))
 	})
 
+	It("lists on the Bundles it writes the resources they take over from the Bundles it deletes (overwrites), as Fleet's apply does", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		shared := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: shared\ndata: {a: \"1\"}\n"
+		root := repo(map[string]string{"old/fleet.yaml": "defaultNamespace: default\n", "old/cm.yaml": shared})
+		o := bundlebuild.Options{Root: root, Options: bundlereader.Options{Name: "moves", Namespace: ns}}
+		_, err := run(ctx, o)
+		Expect(err).NotTo(HaveOccurred())
+		// What the manager reports the old Bundle deployed.
+		old, err := clients.Bundle().Get(ns, "moves-old", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		old.Status.ResourceKey = []fleet.ResourceKey{{Kind: "ConfigMap", APIVersion: "v1", Namespace: "default", Name: "shared"},
+			{Kind: "ConfigMap", APIVersion: "v1", Namespace: "default", Name: "only-old"}}
+		_, err = clients.Bundle().UpdateStatus(old)
+		Expect(err).NotTo(HaveOccurred())
+
+		// The path moves to a folder holding the same ConfigMap; a chart's folder comes too.
+		Expect(os.RemoveAll(filepath.Join(root, "old"))).To(Succeed())
+		for name, content := range map[string]string{
+			"new/fleet.yaml": "defaultNamespace: default\n", "chart/fleet.yaml": "defaultNamespace: default\n",
+			"new/cm.yaml": shared + "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: new-only\n",
+			"chart/Chart.yaml": "apiVersion: v2\nname: moved\nversion: 1.0.0\n", "chart/templates/cm.yaml": "{{ .Values.anything }}\n"} {
+			Expect(os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755)).To(Succeed())
+			Expect(os.WriteFile(filepath.Join(root, name), []byte(content), 0o644)).To(Succeed())
+		}
+		_, err = run(ctx, o)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(bundleNames(ns)).To(ConsistOf("moves-new", "moves-chart"))
+		moved, err := clients.Bundle().Get(ns, "moves-new", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(moved.Spec.OverwrittenResources).To(ConsistOf(fleet.OverwrittenResource{Kind: "ConfigMap", Namespace: "default", Name: "shared"}))
+		chart, err := clients.Bundle().Get(ns, "moves-chart", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(chart.Spec.OverwrittenResources).To(HaveLen(2), "a chart's resources are known once rendered: the agent looks at those its release holds")
+	})
+
 	It("writes nothing and keeps existing Bundles when one folder is broken", func(ctx context.Context) {
 		ns := newNamespace(ctx)
 		root := repo(map[string]string{

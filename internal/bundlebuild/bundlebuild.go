@@ -82,6 +82,9 @@ func Run(ctx context.Context, o Options, bundles fleetcontrollers.BundleClient, 
 	if o.Output != "" {
 		return writeYAML(o.Output, read, out)
 	}
+	if err := markOverwrites(bundles, o.Namespace, o.Name, read); err != nil {
+		return err
+	}
 	if err := write(ctx, o, bundles, read, out); err != nil {
 		return err
 	}
