@@ -114,7 +114,7 @@ var _ = Describe("fleet apply", func() {
 		Expect(os.RemoveAll(filepath.Join(root, "old"))).To(Succeed())
 		for name, content := range map[string]string{
 			"new/fleet.yaml": "defaultNamespace: default\n", "chart/fleet.yaml": "defaultNamespace: default\n",
-			"new/cm.yaml": shared + "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: new-only\n",
+			"new/cm.yaml":      shared + "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: new-only\n",
 			"chart/Chart.yaml": "apiVersion: v2\nname: moved\nversion: 1.0.0\n", "chart/templates/cm.yaml": "{{ .Values.anything }}\n"} {
 			Expect(os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755)).To(Succeed())
 			Expect(os.WriteFile(filepath.Join(root, name), []byte(content), 0o644)).To(Succeed())
