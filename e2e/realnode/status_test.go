@@ -231,7 +231,8 @@ func statusContext() {
 		onDev := []fleet.GitTarget{{Name: "dev", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "dev"}}}}
 
 		_, err = clientset(mgmt).CoreV1().ConfigMaps(fleet.DefaultNamespace).Create(ctx, &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: "sf-source"}, Data: map[string]string{"from": "manager"}}, metav1.CreateOptions{})
+			ObjectMeta: metav1.ObjectMeta{Name: "sf-source", Annotations: map[string]string{"fleet.cattle.io/allowed-uses": "downstreamResources"}},
+			Data:       map[string]string{"from": "manager"}}, metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		// prod is paused: what targets it waits to be applied there.
 		setClusterPaused := func(paused bool) {
