@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/fleetgo/fleet/integrationtests/testenv"
 	"github.com/fleetgo/fleet/internal/harness/localserver"
 	"github.com/fleetgo/fleet/internal/rancherca"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
@@ -231,16 +232,7 @@ var _ = Describe("HelmOps", Ordered, func() {
 
 		// Without a CA of its own, it trusts Rancher's CA bundle, as on Fleet: the manager to
 		// poll, the agent to fetch.
-		_, err = kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: rancherca.Namespace}}, metav1.CreateOptions{})
-		if !apierrors.IsAlreadyExists(err) {
-			Expect(err).NotTo(HaveOccurred())
-		}
-		_, err = kube.CoreV1().Secrets(rancherca.Namespace).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: rancherca.SecretExtra},
-			Data: map[string][]byte{rancherca.KeyExtra: ca}}, metav1.CreateOptions{})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func(ctx context.Context) {
-			_ = kube.CoreV1().Secrets(rancherca.Namespace).Delete(ctx, rancherca.SecretExtra, metav1.DeleteOptions{})
-		})
+		testenv.RancherCA(ctx, kube, rancherca.SecretExtra, rancherca.KeyExtra, ca)
 		Eventually(cmData("helmop-tls-noca", "helmop-web"), 2*time.Minute).Should(HaveKeyWithValue("chart", "4.0.0"))
 	})
 

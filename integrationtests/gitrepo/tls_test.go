@@ -8,10 +8,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/fleetgo/fleet/integrationtests/testenv"
 	"github.com/fleetgo/fleet/internal/bundlereader"
 	"github.com/fleetgo/fleet/internal/harness/localserver"
 	"github.com/fleetgo/fleet/internal/rancherca"
@@ -77,18 +76,7 @@ var _ = Describe("a GitRepo without a caBundle, on a server signed by Rancher's 
 
 		// (Joining tls-ca-additional to it is rancherca's unit test: httptest servers share one
 		// certificate.)
-		_, err = kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: rancherca.Namespace}}, metav1.CreateOptions{})
-		if !apierrors.IsAlreadyExists(err) {
-			Expect(err).NotTo(HaveOccurred())
-		}
-		_, err = kube.CoreV1().Secrets(rancherca.Namespace).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: rancherca.Secret},
-			Data: map[string][]byte{rancherca.Key: ca}}, metav1.CreateOptions{})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func(ctx context.Context) {
-			for _, name := range []string{rancherca.Secret, rancherca.SecretExtra} {
-				_ = kube.CoreV1().Secrets(rancherca.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
-			}
-		})
+		testenv.RancherCA(ctx, kube, rancherca.Secret, rancherca.Key, ca)
 		Eventually(func(g Gomega) {
 			gr, err := api.GitRepo().Get(fleet.DefaultNamespace, "rancher-ca", metav1.GetOptions{})
 			g.Expect(err).NotTo(HaveOccurred())

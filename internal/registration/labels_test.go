@@ -72,3 +72,17 @@ func TestRegisteredLabels(t *testing.T) {
 		})
 	}
 }
+
+// The registration key's patch records the hash and, only when an allowance was used, removes it.
+func TestKeyPatch(t *testing.T) {
+	if got := string(KeyPatch("abc", false)); got != `{"metadata":{"annotations":{"fleet.cattle.io/registration-key-hash":"abc"}}}` {
+		t.Errorf("without allowance: %s", got)
+	}
+	if got := string(KeyPatch("abc", true)); got != `{"metadata":{"annotations":{"fleet.cattle.io/allow-reregistration":null,"fleet.cattle.io/registration-key-hash":"abc"}}}` {
+		t.Errorf("with allowance: %s", got)
+	}
+	key, hash, err := NewKey()
+	if err != nil || !KeyMatches(key, hash) || KeyMatches(hash, hash) || KeyMatches("", KeyHash("")) {
+		t.Errorf("NewKey/KeyMatches: %v", err)
+	}
+}

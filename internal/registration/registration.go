@@ -17,6 +17,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"encoding/json"
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -146,6 +147,17 @@ func NewKey() (key, hash string, err error) {
 func KeyHash(key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return hex.EncodeToString(sum[:])
+}
+
+// KeyPatch is the merge patch that records hash as a Cluster's KeyHashAnnotation and, with
+// allowanceUsed, removes the one-time AllowReregistrationAnnotation.
+func KeyPatch(hash string, allowanceUsed bool) []byte {
+	ann := map[string]any{KeyHashAnnotation: hash}
+	if allowanceUsed {
+		ann[AllowReregistrationAnnotation] = nil
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+	return patch
 }
 
 // KeyMatches says whether key is the one whose hash is hash (in constant time).

@@ -117,8 +117,7 @@ func keyFor(api fleetcontrollers.Interface, o AgentTokenOptions) (string, error)
 	if err != nil {
 		return "", err
 	}
-	patch := []byte(`{"metadata":{"annotations":{"` + registration.KeyHashAnnotation + `":"` + hash + `"}}}`)
-	if _, err := api.Cluster().Patch(o.Namespace, o.Cluster, types.MergePatchType, patch); err != nil {
+	if _, err := api.Cluster().Patch(o.Namespace, o.Cluster, types.MergePatchType, registration.KeyPatch(hash, false)); err != nil {
 		return "", fmt.Errorf("--cluster %s: recording its registration key: %w", o.Cluster, err)
 	}
 	return key, nil

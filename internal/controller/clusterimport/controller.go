@@ -213,8 +213,7 @@ func (h *handler) newKey(c *fleet.Cluster) (string, error) {
 	if c.Annotations[registration.KeyHashAnnotation] == hash {
 		return key, nil
 	}
-	patch := []byte(`{"metadata":{"annotations":{"` + registration.KeyHashAnnotation + `":"` + hash + `"}}}`)
-	if _, err := h.Clusters.Patch(c.Namespace, c.Name, types.MergePatchType, patch); err != nil {
+	if _, err := h.Clusters.Patch(c.Namespace, c.Name, types.MergePatchType, registration.KeyPatch(hash, false)); err != nil {
 		return "", fmt.Errorf("recording the registration key of cluster %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	return key, nil

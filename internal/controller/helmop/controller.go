@@ -125,8 +125,8 @@ func (h *handler) generate(op *fleet.HelmOp, status fleet.HelmOpStatus) ([]runti
 	if status.Version != "" {
 		b := bundle(op, status.Version)
 		// Agents fetch the chart too: they trust what the manager does.
-		if _, rancher, err := h.chartCA(op); err == nil {
-			b.Spec.HelmOpOptions.CABundle = rancher
+		if sec, err := h.helmSecret(op); err == nil {
+			b.Spec.HelmOpOptions.CABundle, _ = h.rancherCA(op, sec)
 		}
 		objs = append(objs, b)
 	}
@@ -234,7 +234,7 @@ func (h *handler) resolve(op *fleet.HelmOp) (string, error) {
 }
 
 // auth reads helmSecretName (username, password, cacerts) for the chart source, and trusts
-// Rancher's CA bundle when the Secret holds no CA (see chartCA).
+// Rancher's CA bundle when the Secret holds no CA (see rancherCA).
 func (h *handler) auth(op *fleet.HelmOp) (bundlereader.ChartAuth, func(), error) {
 	auth := bundlereader.ChartAuth{InsecureSkipTLSVerify: op.Spec.InsecureSkipTLSVerify, PlainHTTP: op.Spec.InsecureSkipTLSVerify}
 	cleanup := func() {}
@@ -242,14 +242,16 @@ func (h *handler) auth(op *fleet.HelmOp) (bundlereader.ChartAuth, func(), error)
 	if err != nil {
 		return auth, cleanup, err
 	}
+	var ca []byte
 	if s != nil {
-		auth.Username, auth.Password = string(s.Data["username"]), string(s.Data["password"])
+		auth.Username, auth.Password, ca = string(s.Data["username"]), string(s.Data["password"]), s.Data["cacerts"]
 	}
-	own, rancher, err := h.chartCA(op)
-	if err != nil {
-		return auth, cleanup, err
+	if len(ca) == 0 {
+		if ca, err = h.rancherCA(op, s); err != nil {
+			return auth, cleanup, err
+		}
 	}
-	cleanup, err = auth.TrustCA(append(own, rancher...))
+	cleanup, err = auth.TrustCA(ca)
 	return auth, cleanup, err
 }
 
@@ -269,22 +271,13 @@ func (h *handler) helmSecret(op *fleet.HelmOp) (*corev1.Secret, error) {
 	return s, nil
 }
 
-// chartCA is the CA bundle the HelmOp's chart source is trusted with: its helmSecretName's
-// cacerts (own), else, when it checks certificates, Rancher's CA bundle (package rancherca), as
-// on Fleet.
-func (h *handler) chartCA(op *fleet.HelmOp) (own, rancher []byte, err error) {
-	s, err := h.helmSecret(op)
-	if err != nil {
-		return nil, nil, err
+// rancherCA is Rancher's CA bundle (package rancherca) when the HelmOp trusts it, as on Fleet:
+// it checks certificates and its helmSecretName Secret s (nil for none) holds no cacerts.
+func (h *handler) rancherCA(op *fleet.HelmOp, s *corev1.Secret) ([]byte, error) {
+	if (s != nil && len(s.Data["cacerts"]) > 0) || op.Spec.InsecureSkipTLSVerify || h.Secrets == nil {
+		return nil, nil
 	}
-	if s != nil && len(s.Data["cacerts"]) > 0 {
-		return s.Data["cacerts"], nil, nil
-	}
-	if op.Spec.InsecureSkipTLSVerify || h.Secrets == nil {
-		return nil, nil, nil
-	}
-	rancher, err = rancherca.Bundle(h.Secrets.Get)
-	return nil, rancher, err
+	return rancherca.Bundle(h.Secrets.Get)
 }
 
 // bundle is the HelmOp's Bundle: its spec with the resolved version, labelled with the HelmOp's

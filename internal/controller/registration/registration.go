@@ -328,12 +328,8 @@ func keyProof(reg *fleet.ClusterRegistration, cluster *fleet.Cluster) (proven bo
 // keyed records the hash of the registration key just given to cluster's agent, and removes
 // the one-time AllowReregistrationAnnotation if a registration used it.
 func (r *registrations) keyed(c *fleet.Cluster, hash string) error {
-	allowance := ""
-	if _, ok := c.Annotations[registration.AllowReregistrationAnnotation]; ok {
-		allowance = `,"` + registration.AllowReregistrationAnnotation + `":null`
-	}
-	patch := []byte(`{"metadata":{"annotations":{"` + registration.KeyHashAnnotation + `":"` + hash + `"` + allowance + `}}}`)
-	if _, err := r.Clusters.Patch(c.Namespace, c.Name, types.MergePatchType, patch); err != nil && !apierrors.IsNotFound(err) {
+	_, allowed := c.Annotations[registration.AllowReregistrationAnnotation]
+	if _, err := r.Clusters.Patch(c.Namespace, c.Name, types.MergePatchType, registration.KeyPatch(hash, allowed)); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("recording the registration key of cluster %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	return nil
