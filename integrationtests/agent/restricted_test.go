@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -116,6 +117,14 @@ var _ = Describe("Secrets a Bundle names", func() {
 			Spec: fleet.ClusterSpec{KubeConfigSecret: kubeconfig}})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() { _ = api.Cluster().Delete(fleet.DefaultNamespace, imported, nil) })
+		// The manager has seen the Cluster (it gave it a namespace), so the refusal names it.
+		Eventually(func() string {
+			c, err := api.Cluster().Get(fleet.DefaultNamespace, imported, metav1.GetOptions{})
+			if err != nil {
+				return ""
+			}
+			return c.Status.Namespace
+		}).ShouldNot(BeEmpty())
 
 		ns := unique("exfil-ns")
 		newBundle(name, fleet.BundleSpec{
@@ -131,6 +140,31 @@ var _ = Describe("Secrets a Bundle names", func() {
 		}
 		_, err = local.CoreV1().Secrets(ns).Get(ctx, kubeconfig, metav1.GetOptions{})
 		Expect(err).To(HaveOccurred(), "nothing reached the downstream cluster")
+
+		// A Secret the namespace's owner allowed for downstreamResources, copied, and then named
+		// by an administrator as the kubeconfig of a cluster being imported: the copy goes.
+		later, laterBundle := unique("later-kubeconfig"), unique("exfil-later")
+		_, err = mgr.CoreV1().Secrets(fleet.DefaultNamespace).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: later,
+			Annotations: map[string]string{"fleet.cattle.io/allowed-uses": "downstreamResources"}},
+			Data: map[string][]byte{"value": []byte("app settings")}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		newBundle(laterBundle, fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns, DownstreamResources: []fleet.DownstreamResource{
+				{Kind: "Secret", Name: later}}},
+			Resources: []fleet.BundleResource{res("cm.yaml", configMap("later", "k", "v"))},
+		})
+		copied := func() error {
+			_, err := mgr.CoreV1().Secrets(clusterNS).Get(ctx, names.DownstreamCopy(laterBundle, later), metav1.GetOptions{})
+			return err
+		}
+		Eventually(copied).Should(Succeed())
+		importedLater := unique("edge-later")
+		_, err = api.Cluster().Create(&fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: importedLater, Namespace: fleet.DefaultNamespace},
+			Spec: fleet.ClusterSpec{KubeConfigSecret: later}})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { _ = api.Cluster().Delete(fleet.DefaultNamespace, importedLater, nil) })
+		Eventually(copied).Should(WithTransform(apierrors.IsNotFound, BeTrue()), "the copy in the cluster namespace goes")
+		refusedCopy(ctx, mgr, laterBundle, later, "it is the kubeConfigSecret of a Cluster")
 	})
 })
 

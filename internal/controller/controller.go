@@ -256,7 +256,7 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 			Secrets: c.Secret().Cache(), Apply: bundles.WithSetOwnerReference(false, false), Policies: f.Policy(), Guard: w.guard})
 	}
 	observe(ctx, w, o)
-	downstream.Register(ctx, kube, f.BundleDeployment(), c.Secret(), w.guard, w.recorder)
+	downstream.Register(ctx, kube, f.BundleDeployment(), c.Secret(), f.Cluster(), w.guard, w.recorder)
 	if !sharded {
 		if err := startManagement(ctx, w, o); err != nil {
 			return err

@@ -58,9 +58,10 @@ type handler struct {
 }
 
 // Register starts copying. A change of a Secret source re-copies it for every BundleDeployment
-// naming it; ConfigMap sources are read every configMapPoll.
+// naming it, and so does a Cluster naming it as its kubeConfigSecret (the guard then refuses it
+// and an earlier copy goes); ConfigMap sources are read every configMapPoll.
 func Register(ctx context.Context, kube kubernetes.Interface, bds fleetcontrollers.BundleDeploymentController,
-	secrets corecontrollers.SecretController, guard secretuse.Guard, recorder record.EventRecorder) {
+	secrets corecontrollers.SecretController, clusters fleetcontrollers.ClusterController, guard secretuse.Guard, recorder record.EventRecorder) {
 	h := &handler{ctx: ctx, kube: kube, secrets: secrets.Cache(), bds: bds, guard: guard, recorder: recorder, reviews: newReviews(kube)}
 	bds.Cache().AddIndexer(bySource, func(bd *fleet.BundleDeployment) ([]string, error) {
 		var keys []string
@@ -87,6 +88,16 @@ func Register(ctx context.Context, kube kubernetes.Interface, bds fleetcontrolle
 			enqueue(s.Namespace, KindSecret, s.Name)
 		}
 		return s, nil
+	})
+	clusters.OnChange(ctx, "downstream-source-kubeconfig", func(key string, c *fleet.Cluster) (*fleet.Cluster, error) {
+		if c != nil && c.Spec.KubeConfigSecret != "" {
+			ns := c.Spec.KubeConfigSecretNamespace
+			if ns == "" {
+				ns = c.Namespace
+			}
+			enqueue(ns, KindSecret, c.Spec.KubeConfigSecret)
+		}
+		return c, nil
 	})
 }
 
