@@ -9,8 +9,6 @@ package migration_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"os"
 	"path/filepath"
 
@@ -19,8 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/fleetgo/fleet/internal/agent/deployer"
-	"github.com/fleetgo/fleet/internal/controller/bundle"
+	"github.com/fleetgo/fleet/internal/bundlevalues"
 	"github.com/fleetgo/fleet/internal/harness/chartinstall"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
@@ -46,9 +43,11 @@ var valuesChart = []string{"Chart.yaml", "templates/cm.yaml", "values.yaml"}
 var gitValues = []byte(`{"greeting":"from-git"}`)
 
 func valuesHash() string {
-	sum := sha256.Sum256(gitValues)
-	return hex.EncodeToString(sum[:])
+	return bundlevalues.BundleHash(map[string][]byte{"values.yaml": gitValues})
 }
+
+// deploymentValues is the data of a BundleDeployment's options Secret as Fleet writes it.
+var deploymentValues = map[string][]byte{"values": gitValues, "stagedValues": gitValues}
 
 // valuesFrom is the bundle's helm.valuesFrom.
 var valuesFrom = []fleet.ValuesFrom{{ConfigMapKeyRef: &fleet.ConfigMapKeySelector{Name: "values-cm", Key: "values.yaml"}}}
@@ -85,7 +84,7 @@ func writeValuesBundle() string {
 	_, err = api.Bundle().UpdateStatus(b)
 	Expect(err).NotTo(HaveOccurred())
 	_, err = managerKube.CoreV1().Secrets(fleet.DefaultNamespace).Create(context.Background(), &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: valuesBundle}, Type: bundle.ValuesSecretType,
+		ObjectMeta: metav1.ObjectMeta{Name: valuesBundle}, Type: fleet.SecretTypeBundleValues,
 		Data: map[string][]byte{"values.yaml": gitValues}}, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())
 	return content
@@ -95,10 +94,10 @@ func writeValuesBundle() string {
 // it (its values in the Secret named as it, in the cluster namespace), reported applied.
 func writeValuesDeployment(d *downstream, content string) {
 	opts := fleet.BundleDeploymentOptions{DefaultNamespace: valuesNamespace, Helm: &fleet.HelmOptions{ValuesFrom: valuesFrom}}
-	writeDeployment(d, valuesBundle, valuesNamespace, opts, content, valuesHash())
+	writeDeployment(d, valuesBundle, valuesNamespace, opts, content, bundlevalues.DeploymentHash(deploymentValues))
 	_, err := managerKube.CoreV1().Secrets(d.clusterNS).Create(context.Background(), &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: valuesBundle}, Type: deployer.OptionsSecretType,
-		Data: map[string][]byte{"values": gitValues}}, metav1.CreateOptions{})
+		ObjectMeta: metav1.ObjectMeta{Name: valuesBundle}, Type: fleet.SecretTypeBundleDeploymentOptions,
+		Data: deploymentValues}, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())
 }
 

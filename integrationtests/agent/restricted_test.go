@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"time"
 
@@ -281,17 +283,25 @@ var _ = Describe("a BundleDeployment whose Helm values Fleet 0.13+ keeps in a Se
 		_, err = api.Content().Create(&fleet.Content{ObjectMeta: metav1.ObjectMeta{Name: content}, Content: gz.Bytes()})
 		Expect(err).NotTo(HaveOccurred())
 		// As Fleet's manager writes them: no values in the BundleDeployment, its options Secret.
+		values := []byte(`{"from":"secret"}`)
 		_, err = mgr.CoreV1().Secrets(clusterNS).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Type: "fleet.cattle.io/bundle-deployment/v1alpha1",
-			Data: map[string][]byte{"values": []byte(`{"from":"secret"}`), "stagedValues": []byte(`{"from":"secret"}`)}}, metav1.CreateOptions{})
+			Data: map[string][]byte{"values": values, "stagedValues": values}}, metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		opts := fleet.BundleDeploymentOptions{DefaultNamespace: ns, Helm: &fleet.HelmOptions{}}
 		_, err = api.BundleDeployment().Create(&fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: clusterNS,
 			Labels: map[string]string{fleet.ContentNameLabel: content}},
-			Spec: fleet.BundleDeploymentSpec{DeploymentID: content + ":1", StagedDeploymentID: content + ":1", ValuesHash: "0123abcd",
+			Spec: fleet.BundleDeploymentSpec{DeploymentID: content + ":1", StagedDeploymentID: content + ":1", ValuesHash: valuesHashOf(values, values),
 				Options: opts, StagedOptions: opts}})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() { _ = api.BundleDeployment().Delete(clusterNS, name, nil) })
 		Eventually(cmData(ns, "moved"), 60*time.Second).Should(HaveKeyWithValue("from", "secret"))
 	})
 })
+
+// valuesHashOf is a BundleDeployment's valuesHash as Fleet's manager computes it: the hex SHA-256
+// of its values' JSON followed by its staged values'.
+func valuesHashOf(values, staged []byte) string {
+	sum := sha256.Sum256(append(append([]byte{}, values...), staged...))
+	return hex.EncodeToString(sum[:])
+}

@@ -30,6 +30,14 @@ func tenantOf(ctx context.Context, ns string, readable ...string) fleetcontrolle
 
 // identityOf is ServiceAccount name of ns, with its own token, holding rules in ns.
 func identityOf(ctx context.Context, ns, name string, rules []rbacv1.PolicyRule) fleetcontrollers.Interface {
+	f, err := fleetfactory.NewFactoryFromConfig(identityConfig(ctx, ns, name, rules))
+	Expect(err).NotTo(HaveOccurred())
+	return f.Fleet().V1alpha1()
+}
+
+// identityConfig is the client configuration of ServiceAccount name of ns, with its own token,
+// holding rules in ns.
+func identityConfig(ctx context.Context, ns, name string, rules []rbacv1.PolicyRule) *rest.Config {
 	cs, err := cluster.Clientset()
 	Expect(err).NotTo(HaveOccurred())
 	meta := metav1.ObjectMeta{Name: name}
@@ -45,9 +53,7 @@ func identityOf(ctx context.Context, ns, name string, rules []rbacv1.PolicyRule)
 	Expect(err).NotTo(HaveOccurred())
 	cfg := rest.AnonymousClientConfig(cluster.RESTConfig())
 	cfg.BearerToken = tr.Status.Token
-	f, err := fleetfactory.NewFactoryFromConfig(cfg)
-	Expect(err).NotTo(HaveOccurred())
-	return f.Fleet().V1alpha1()
+	return cfg
 }
 
 var _ = Describe("Secrets a GitRepo, HelmOp, ImageScan or Bundle names", func() {

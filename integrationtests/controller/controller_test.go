@@ -2,6 +2,9 @@ package controller_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"time"
@@ -151,10 +154,10 @@ var _ = Describe("targeting", func() {
 		})
 		Eventually(clusterNames(ns, "app")).Should(Equal([]string{"a", "b"}))
 		bds := deployments(ns, "app")
-		Expect(bds["a"].Spec.Options.Helm.Values.Data).To(HaveKeyWithValue("name", "a-prod"))
-		Expect(bds["a"].Spec.Options.Helm.Values.Data).To(HaveKeyWithValue("replicas", float64(3)))
-		Expect(bds["b"].Spec.Options.Helm.Values.Data).To(HaveKeyWithValue("name", "b-dev"))
-		Expect(bds["b"].Spec.Options.Helm.Values.Data).To(HaveKeyWithValue("replicas", float64(1)))
+		Eventually(func() map[string]any { return deploymentValues(ctx, deployments(ns, "app")["a"]) }).Should(And(
+			HaveKeyWithValue("name", "a-prod"), HaveKeyWithValue("replicas", float64(3))))
+		Eventually(func() map[string]any { return deploymentValues(ctx, deployments(ns, "app")["b"]) }).Should(And(
+			HaveKeyWithValue("name", "b-dev"), HaveKeyWithValue("replicas", float64(1))))
 		Expect(bds["a"].Spec.DeploymentID).NotTo(Equal(bds["b"].Spec.DeploymentID))
 		Expect(bds["a"].Labels[fleet.ContentNameLabel]).To(Equal(bds["b"].Labels[fleet.ContentNameLabel]), "one manifest, one Content")
 	})
@@ -164,20 +167,75 @@ var _ = Describe("a Bundle whose Helm values Fleet 0.13+ keeps in a Secret (spec
 	It("deploys with the values of the Secret, the Bundle's and each target's", func(ctx context.Context) {
 		ns := newNamespace(ctx)
 		newCluster(ns, "a", map[string]string{"env": "prod"})
+		data := map[string][]byte{"values.yaml": []byte(`{"name":"shop","replicas":1}`), "prod": []byte(`{"replicas":3}`)}
 		_, err := kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "moved"},
-			Type: "fleet.cattle.io/bundle-values/v1alpha1",
-			Data: map[string][]byte{"values.yaml": []byte(`{"name":"shop","replicas":1}`), "prod": []byte(`{"replicas":3}`)}}, metav1.CreateOptions{})
+			Type: "fleet.cattle.io/bundle-values/v1alpha1", Data: data}, metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
-		// As Fleet's apply leaves it: no values in the Bundle, the hash of the Secret's.
-		newBundle(ns, "moved", fleet.BundleSpec{ValuesHash: "0123abcd",
+		// As Fleet's apply leaves it: no values in the Bundle, the hash of the Secret's (the
+		// SHA-256 of its data's JSON).
+		raw, err := json.Marshal(data)
+		Expect(err).NotTo(HaveOccurred())
+		sum := sha256.Sum256(raw)
+		newBundle(ns, "moved", fleet.BundleSpec{ValuesHash: hex.EncodeToString(sum[:]),
 			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "app", Helm: &fleet.HelmOptions{}},
 			Targets:                 []fleet.BundleTarget{{Name: "prod", ClusterSelector: sel("env", "prod")}}})
 		Eventually(clusterNames(ns, "moved")).Should(Equal([]string{"a"}))
-		values := deployments(ns, "moved")["a"].Spec.Options.Helm.Values.Data
+		values := deploymentValues(ctx, deployments(ns, "moved")["a"])
 		Expect(values).To(HaveKeyWithValue("name", "shop"))
 		Expect(values).To(HaveKeyWithValue("replicas", float64(3)), "the target's values win")
 	})
+
+	It("keeps each BundleDeployment's values in its options Secret, as Fleet's manager does, and follows their changes", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		newCluster(ns, "a", map[string]string{"env": "prod"})
+		newCluster(ns, "b", map[string]string{"env": "dev"})
+		spec := func(replicas int) fleet.BundleSpec {
+			return fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "app",
+				Helm: &fleet.HelmOptions{Values: &fleet.GenericMap{Data: map[string]any{"replicas": replicas}}}},
+				Targets: []fleet.BundleTarget{{ClusterSelector: sel("env", "prod")}, {Name: "dev", ClusterSelector: sel("env", "dev"),
+					BundleDeploymentOptions: fleet.BundleDeploymentOptions{Helm: &fleet.HelmOptions{Values: &fleet.GenericMap{Data: map[string]any{"debug": true}}}}}}}
+		}
+		newBundle(ns, "inline", spec(2))
+		Eventually(clusterNames(ns, "inline")).Should(Equal([]string{"a", "b"}))
+		Eventually(func(g Gomega) {
+			bds := deployments(ns, "inline")
+			g.Expect(deploymentValues(ctx, bds["a"])).To(Equal(map[string]any{"replicas": float64(2)}))
+			g.Expect(deploymentValues(ctx, bds["b"])).To(Equal(map[string]any{"replicas": float64(2), "debug": true}))
+		}).Should(Succeed())
+		for _, bd := range deployments(ns, "inline") {
+			Expect(bd.Spec.Options.Helm.Values).To(BeNil(), "no values in the BundleDeployment of %s", bd.Namespace)
+			Expect(bd.Spec.StagedOptions.Helm.Values).To(BeNil())
+		}
+		b, err := api.Bundle().Get(ns, "inline", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		b.Spec = spec(5)
+		_, err = api.Bundle().Update(b)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() map[string]any { return deploymentValues(ctx, deployments(ns, "inline")["a"]) }).Should(Equal(map[string]any{"replicas": float64(5)}))
+	})
 })
+
+// deploymentValues are the Helm values of bd's options Secret, after checking that it is Fleet's
+// form: named as bd, in its namespace, of type fleet.cattle.io/bundle-deployment/v1alpha1, owned
+// by bd, keys values and stagedValues, spec.valuesHash the SHA-256 of the two one after the other.
+func deploymentValues(ctx context.Context, bd *fleet.BundleDeployment) map[string]any {
+	GinkgoHelper()
+	Expect(bd).NotTo(BeNil())
+	s, err := kube.CoreV1().Secrets(bd.Namespace).Get(ctx, bd.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	Expect(err).NotTo(HaveOccurred())
+	Expect(string(s.Type)).To(Equal("fleet.cattle.io/bundle-deployment/v1alpha1"))
+	Expect(s.OwnerReferences).To(ConsistOf(And(HaveField("Kind", "BundleDeployment"), HaveField("UID", bd.UID))))
+	sum := sha256.Sum256(append(append([]byte{}, s.Data["values"]...), s.Data["stagedValues"]...))
+	if bd.Spec.ValuesHash != hex.EncodeToString(sum[:]) {
+		return nil // written, the BundleDeployment not yet
+	}
+	values := map[string]any{}
+	Expect(json.Unmarshal(s.Data["values"], &values)).To(Succeed())
+	return values
+}
 
 var _ = Describe("BundleNamespaceMapping", func() {
 	It("lets Bundles target Clusters of the namespaces it maps", func(ctx context.Context) {

@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 
@@ -48,6 +49,9 @@ type Options struct {
 	// ImageScans, when set, gets the ImageScans the fleet.yaml files declare (imageScans[]), and
 	// those of the GitRepo no longer declared are deleted; unset, they are not written.
 	ImageScans fleetcontrollers.ImageScanClient
+	// Secrets, when set, keeps each Bundle's Helm values in its values Secret (spec.valuesHash),
+	// as Fleet 0.13 and later do; unset (as with Output), the Bundles hold them.
+	Secrets corev1client.SecretsGetter
 	// OCI, when set, keeps the Bundles' contents in that registry: each manifest is pushed
 	// there and the Bundle names it (spec.contentsId) instead of holding its resources.
 	OCI *ocistorage.Storage
@@ -71,7 +75,7 @@ func Run(ctx context.Context, o Options, bundles fleetcontrollers.BundleClient, 
 		return err
 	}
 	if o.BundleReader != nil {
-		return applyOne(o, bundles, out)
+		return applyOne(ctx, o, bundles, out)
 	}
 	res, err := bundlereader.ReadAll(ctx, o.Root, o.Paths, o.Options)
 	if err != nil {
@@ -159,7 +163,7 @@ func write(ctx context.Context, o Options, bundles fleetcontrollers.BundleClient
 		}
 	}
 	for _, b := range read {
-		if err := createOrUpdate(bundles, b); err != nil {
+		if err := publish(ctx, o, bundles, b); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "bundle %s/%s applied\n", b.Namespace, b.Name)
@@ -208,7 +212,7 @@ func applyImageScans(client fleetcontrollers.ImageScanClient, namespace, repo st
 	keep := map[string]bool{}
 	for _, want := range scans {
 		keep[want.Name] = true
-		err := upsert(client.Get, client.Create, client.Update, want, func(existing *fleet.ImageScan) (*fleet.ImageScan, error) {
+		_, err := upsert(client.Get, client.Create, client.Update, want, func(existing *fleet.ImageScan) (*fleet.ImageScan, error) {
 			updated := existing.DeepCopy()
 			updated.Labels = mergeLabels(existing.Labels, want.Labels)
 			updated.Spec = want.Spec
@@ -236,7 +240,7 @@ func applyImageScans(client fleetcontrollers.ImageScanClient, namespace, repo st
 
 // applyOne writes the Bundle read from o.BundleReader under o.Name in o.Namespace, with the
 // run's labels and commit.
-func applyOne(o Options, bundles fleetcontrollers.BundleClient, out io.Writer) error {
+func applyOne(ctx context.Context, o Options, bundles fleetcontrollers.BundleClient, out io.Writer) error {
 	data, err := io.ReadAll(o.BundleReader)
 	if err != nil {
 		return fmt.Errorf("reading the bundle: %w", err)
@@ -262,7 +266,7 @@ func applyOne(o Options, bundles fleetcontrollers.BundleClient, out io.Writer) e
 	if o.Output != "" {
 		return writeYAML(o.Output, []*fleet.Bundle{b}, out)
 	}
-	if err := createOrUpdate(bundles, b); err != nil {
+	if err := publish(ctx, o, bundles, b); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "bundle %s/%s applied\n", b.Namespace, b.Name)
@@ -287,7 +291,7 @@ func writeYAML(dest string, bundles []*fleet.Bundle, out io.Writer) error {
 
 // createOrUpdate writes one Bundle, retrying when another writer changed it in between. A
 // Bundle something else owns is not written over (see owner).
-func createOrUpdate(client fleetcontrollers.BundleClient, want *fleet.Bundle) error {
+func createOrUpdate(client fleetcontrollers.BundleClient, want *fleet.Bundle) (*fleet.Bundle, error) {
 	return upsert(client.Get, client.Create, client.Update, want, func(existing *fleet.Bundle) (*fleet.Bundle, error) {
 		if who := owner(existing); who != "" && who != owner(want) {
 			return nil, fmt.Errorf("bundle %s/%s belongs to %s: a bundle of %s cannot take it over (fleet.yaml name: picks the Bundle's name)",
@@ -322,13 +326,15 @@ func or(s, otherwise string) string {
 	return s
 }
 
-// upsert creates want, or updates the object there to merged(existing), retrying conflicts.
+// upsert creates want, or updates the object there to merged(existing), retrying conflicts;
+// it returns the object written.
 func upsert[T metav1.Object](get func(ns, name string, o metav1.GetOptions) (T, error), create, update func(T) (T, error),
-	want T, merged func(existing T) (T, error)) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	want T, merged func(existing T) (T, error)) (T, error) {
+	var written T
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		existing, err := get(want.GetNamespace(), want.GetName(), metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			_, err = create(want)
+			written, err = create(want)
 			return err
 		}
 		if err != nil {
@@ -338,9 +344,10 @@ func upsert[T metav1.Object](get func(ns, name string, o metav1.GetOptions) (T, 
 		if err != nil {
 			return err
 		}
-		_, err = update(updated)
+		written, err = update(updated)
 		return err
 	})
+	return written, err
 }
 
 func mergeLabels(existing, want map[string]string) map[string]string {

@@ -50,7 +50,7 @@ func TestControllerManifest(t *testing.T) {
 	// The CRD chart also holds the admission policies that keep agents to status.agent,
 	// registrations to the token they came with, named Secrets to ones their writer may read, and
 	// claims on a GitRepo or HelmOp to its owner.
-	if k := kinds(t, crds); len(k) != 3 || k["CustomResourceDefinition"] < 10 || k["ValidatingAdmissionPolicy"] != 4 || k["ValidatingAdmissionPolicyBinding"] != 4 {
+	if k := kinds(t, crds); len(k) != 3 || k["CustomResourceDefinition"] < 10 || k["ValidatingAdmissionPolicy"] != 5 || k["ValidatingAdmissionPolicyBinding"] != 5 {
 		t.Fatalf("--crds-only kinds: %v", k)
 	}
 }

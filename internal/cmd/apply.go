@@ -150,6 +150,11 @@ func runApply(cmd *cobra.Command, o *bundlebuild.Options, f *applyFlags, args []
 		return err
 	}
 	o.ImageScans = fac.Fleet().V1alpha1().ImageScan()
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	o.Secrets = kube.CoreV1()
 	return bundlebuild.Run(cmd.Context(), *o, fac.Fleet().V1alpha1().Bundle(), cmd.OutOrStdout())
 }
 

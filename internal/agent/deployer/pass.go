@@ -3,7 +3,7 @@ package deployer
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/fleetgo/fleet/internal/agent/gates"
 	"github.com/fleetgo/fleet/internal/bdstatus"
+	"github.com/fleetgo/fleet/internal/bundlevalues"
 	"github.com/fleetgo/fleet/internal/helmdeployer"
 	"github.com/fleetgo/fleet/internal/metrics"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
@@ -173,12 +174,9 @@ func (h *handler) inputs(bd *fleet.BundleDeployment) (inputs, error) {
 	return inputs{values: values, valuesHash: valuesHash, downstream: downstream}, nil
 }
 
-// OptionsSecretType is the type of the Secret Fleet 0.13 and later keep a BundleDeployment's Helm
-// values in (named as it, in its namespace; spec.valuesHash says it is there).
-const OptionsSecretType = "fleet.cattle.io/bundle-deployment/v1alpha1"
-
 // storedValues is the BundleDeployment's options with the Helm values of its options Secret
-// (key values, JSON) when the manager keeps them there, as Fleet 0.13 and later do.
+// (bundlevalues) when the manager keeps them there, as it and Fleet 0.13 and later do. A Secret
+// that does not match spec.valuesHash is being written: the pass is retried.
 func (h *handler) storedValues(bd *fleet.BundleDeployment) (*fleet.BundleDeploymentOptions, error) {
 	opts := &bd.Spec.Options
 	if bd.Spec.ValuesHash == "" || h.upstream == nil {
@@ -188,16 +186,15 @@ func (h *handler) storedValues(bd *fleet.BundleDeployment) (*fleet.BundleDeploym
 	if err != nil {
 		return nil, fmt.Errorf("the Helm values of bundledeployment %s (spec.valuesHash): %w", bd.Name, err)
 	}
-	if s.Type != OptionsSecretType {
-		return nil, helmdeployer.Permanent(fmt.Errorf("the Helm values of bundledeployment %s: secret %s is of type %s, not %s", bd.Name, s.Name, s.Type, OptionsSecretType))
+	values, err := bundlevalues.DeploymentValues(bd, s)
+	if errors.Is(err, bundlevalues.ErrStale) {
+		return nil, err
 	}
-	data := s.Data["values"]
-	if len(data) == 0 || string(data) == "null" {
+	if err != nil {
+		return nil, helmdeployer.Permanent(err)
+	}
+	if values == nil {
 		return opts, nil
-	}
-	values := map[string]any{}
-	if err := json.Unmarshal(data, &values); err != nil {
-		return nil, helmdeployer.Permanent(fmt.Errorf("the Helm values of bundledeployment %s: secret %s, key values: %w", bd.Name, s.Name, err))
 	}
 	opts = opts.DeepCopy()
 	if opts.Helm == nil {

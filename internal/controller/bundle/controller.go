@@ -21,6 +21,7 @@ import (
 	"github.com/rancher/wrangler/v3/pkg/relatedresource"
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -65,11 +66,12 @@ type Deps struct {
 	Policies fleetcontrollers.PolicyController
 	// Restrictions are the namespaces' GitRepoRestrictions (package restriction); nil checks none.
 	Restrictions fleetcontrollers.GitRepoRestrictionController
-	// Secrets holds the Helm values Fleet 0.13+ keeps outside Bundles (spec.valuesHash) and the
-	// registries of Bundles whose contents one keeps (spec.contentsId).
+	// Secrets holds the Helm values kept outside Bundles (spec.valuesHash) and the registries of
+	// Bundles whose contents one keeps (spec.contentsId).
 	Secrets corecontrollers.SecretCache
-	// SecretWriter writes the agents' copies of those registries' Secrets.
-	SecretWriter corecontrollers.SecretClient
+	// SecretWriter writes the agents' copies of those registries' Secrets and the
+	// BundleDeployments' options Secrets; a change of a Bundle's values Secret passes the Bundle.
+	SecretWriter corecontrollers.SecretController
 	// GitRepos name the registry Secret of their Bundles (ociRegistrySecret); nil: the
 	// namespace's Secret ocistorage.
 	GitRepos fleetcontrollers.GitRepoCache
@@ -144,6 +146,14 @@ func Register(ctx context.Context, d Deps) {
 	h.watchDeployments(ctx, d)
 	h.watchTargeting(ctx, d)
 	h.watchRollouts(ctx, d)
+	if d.SecretWriter != nil {
+		d.SecretWriter.OnChange(ctx, "bundle-from-values", func(_ string, s *corev1.Secret) (*corev1.Secret, error) {
+			if s != nil && s.Type == fleet.SecretTypeBundleValues {
+				d.Bundles.Enqueue(s.Namespace, s.Name)
+			}
+			return s, nil
+		})
+	}
 }
 
 // watchRollouts passes a Bundle when its Rollout changes (an approval, a pause, an abort, a

@@ -86,8 +86,16 @@ func JobRules(repo string) []rbacv1.PolicyRule {
 			Verbs: []string{"get", "list", "create", "update", "delete"}},
 		{APIGroups: []string{fleet.SchemeGroupVersion.Group}, Resources: []string{"gitrepos"}, ResourceNames: []string{repo},
 			Verbs: []string{PublishVerb}},
+		// The Bundles' values Secrets (package bundlevalues), written blind: no get or list. The
+		// admission policy fleet-bundle-values limits a holder of ValuesVerb who may not get
+		// Secrets to values Secrets of GitRepos it publishes for.
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create", "update", "delete", ValuesVerb}},
 	}
 }
+
+// ValuesVerb is the verb on Secrets that marks its holder as a writer of Bundles' values
+// Secrets and nothing else, when it may not get Secrets (a GitRepo's Job).
+const ValuesVerb = "write-bundle-values"
 
 // PublishVerb is the verb on a GitRepo that lets its holder write Bundles and ImageScans
 // claiming that GitRepo.

@@ -161,6 +161,9 @@ func (h *handler) cloneAndApplyIn(ctx context.Context, gr *fleet.GitRepo, src gi
 	}
 	o.Root = dir
 	o.ImageScans = h.ImageScans
+	if h.Kube != nil {
+		o.Secrets = h.Kube.CoreV1()
+	}
 	return bundlebuild.Run(ctx, o, h.Bundles, io.Discard)
 }
 

@@ -1,0 +1,79 @@
+package bundlebuild
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"github.com/fleetgo/fleet/internal/bundlevalues"
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+)
+
+// publish writes want. With o.Secrets set, its Helm values go into its values Secret
+// (bundlevalues), written before the Bundle so that the manager finds them when it reads the
+// Bundle's valuesHash, and owned by the Bundle once it has a UID; a Bundle that no longer has
+// values loses its Secret. The Secrets are written without being read: a GitRepo's Job may
+// write values Secrets, not read any.
+func publish(ctx context.Context, o Options, bundles fleetcontrollers.BundleClient, want *fleet.Bundle) error {
+	if o.Secrets == nil {
+		_, err := createOrUpdate(bundles, want)
+		return err
+	}
+	b := want.DeepCopy()
+	values, err := bundlevalues.TakeFromBundle(b)
+	if err != nil {
+		return err
+	}
+	var uid types.UID
+	had := false
+	existing, err := bundles.Get(b.Namespace, b.Name, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		uid, had = existing.UID, existing.Spec.ValuesHash != ""
+	case !apierrors.IsNotFound(err):
+		return err
+	}
+	secrets := o.Secrets.Secrets(b.Namespace)
+	if values != nil {
+		if err := putValues(ctx, secrets, b, uid, values); err != nil {
+			return err
+		}
+	}
+	written, err := createOrUpdate(bundles, b)
+	if err != nil {
+		return err
+	}
+	if values != nil && written.UID != uid {
+		return putValues(ctx, secrets, b, written.UID, values)
+	}
+	if values == nil && had {
+		if err := secrets.Delete(ctx, b.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("bundle %s/%s: deleting its values Secret: %w", b.Namespace, b.Name, err)
+		}
+	}
+	return nil
+}
+
+// putValues creates or overwrites b's values Secret, owned by the Bundle of uid (none when
+// empty).
+func putValues(ctx context.Context, secrets corev1client.SecretInterface, b *fleet.Bundle, uid types.UID, values map[string][]byte) error {
+	owner := b.DeepCopy()
+	owner.UID = uid
+	s := bundlevalues.BundleSecret(owner, values)
+	if uid == "" {
+		s.OwnerReferences = nil
+	}
+	_, err := secrets.Create(ctx, s, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		_, err = secrets.Update(ctx, s, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("bundle %s/%s: writing its values Secret: %w", b.Namespace, b.Name, err)
+	}
+	return nil
+}
