@@ -46,7 +46,7 @@ var _ = Describe("GitRepo as Jobs", Ordered, func() {
 				StringData: map[string]string{corev1.BasicAuthUsernameKey: gitUser, corev1.BasicAuthPasswordKey: gitPassword}}, metav1.CreateOptions{})
 			return err
 		}).Should(Succeed())
-		commit := publish("jobs", "main", map[string]string{"app/cm.yaml": configMap("app", "1")})
+		commit := publish("jobs", "main", map[string]string{"app/cm.yaml": configMap("app", "1"), "app/fleet.yaml": "helm:\n  values:\n    greeting: hello\n"})
 		_, err = fapi.GitRepo().Create(&fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "jobs", Namespace: fleet.DefaultNamespace},
 			Spec: fleet.GitRepoSpec{Repo: git.RepoURL("jobs"), Branch: "main", ClientSecretName: credentials,
 				PollingInterval: &metav1.Duration{Duration: 2 * time.Second},
@@ -63,8 +63,18 @@ var _ = Describe("GitRepo as Jobs", Ordered, func() {
 			g.Expect(gr.Status.GitJobStatus).To(Equal("Current"))
 		}, 90*time.Second).Should(Succeed())
 
+		// The Job kept the Helm values in the Bundle's values Secret, with its own token.
+		b, err := fapi.Bundle().Get(fleet.DefaultNamespace, "jobs-app", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(b.Spec.ValuesHash).NotTo(BeEmpty())
+		Expect(b.Spec.Helm == nil || b.Spec.Helm.Values == nil).To(BeTrue(), "no values in the Bundle")
+		values, err := k.CoreV1().Secrets(fleet.DefaultNamespace).Get(ctx, "jobs-app", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(values.Data["values.yaml"]).To(MatchJSON(`{"greeting":"hello"}`))
+
 		// The Job is bounded in time and requests resources; its ServiceAccount may write the
-		// namespace's Bundles and nothing else (no Secrets, events or GitRepos).
+		// namespace's Bundles and values Secrets and nothing else (no other Secrets, events or
+		// GitRepos).
 		jobs, err := k.BatchV1().Jobs(fleet.DefaultNamespace).List(ctx, metav1.ListOptions{LabelSelector: fleet.RepoLabel + "=jobs"})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(jobs.Items).NotTo(BeEmpty())
@@ -108,7 +118,8 @@ var _ = Describe("GitRepo as Jobs", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(role.Rules).To(Equal([]rbacv1.PolicyRule{{APIGroups: []string{"fleet.cattle.io"}, Resources: []string{"bundles", "imagescans"},
 			Verbs: []string{"get", "list", "create", "update", "delete"}},
-			{APIGroups: []string{"fleet.cattle.io"}, Resources: []string{"gitrepos"}, ResourceNames: []string{"jobs"}, Verbs: []string{"publish"}}}))
+			{APIGroups: []string{"fleet.cattle.io"}, Resources: []string{"gitrepos"}, ResourceNames: []string{"jobs"}, Verbs: []string{"publish"}},
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create", "update", "delete", "write-bundle-values"}}}))
 
 		publish("jobs", "main", map[string]string{"app/cm.yaml": configMap("app", "2"), "app/fleet.yaml": "helm:\n  values: [broken\n"})
 		Eventually(func(g Gomega) {
@@ -121,7 +132,7 @@ var _ = Describe("GitRepo as Jobs", Ordered, func() {
 			g.Expect(c.Message).To(ContainSubstring("container fleet"))
 			g.Expect(c.Message).To(ContainSubstring("app/fleet.yaml"))
 		}, 90*time.Second).Should(Succeed())
-		b, err := fapi.Bundle().Get(fleet.DefaultNamespace, "jobs-app", metav1.GetOptions{})
+		b, err = fapi.Bundle().Get(fleet.DefaultNamespace, "jobs-app", metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(b.Labels).To(HaveKeyWithValue(fleet.CommitLabel, commit), "the failed commit changed no Bundle")
 		jobs, err = k.BatchV1().Jobs(fleet.DefaultNamespace).List(ctx, metav1.ListOptions{})
