@@ -20,6 +20,7 @@ import (
 	"github.com/fleetgo/fleet/internal/controller/gitrepo"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
+	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 )
 
 // fleetValuesHash is a Bundle's valuesHash as Fleet 0.13+ computes it: the hex SHA-256 of the
@@ -49,12 +50,15 @@ var _ = Describe("A GitRepo's Job applying Helm values", func() {
 		dir := GinkgoT().TempDir()
 		Expect(os.MkdirAll(filepath.Join(dir, "app"), 0o755)).To(Succeed())
 		Expect(os.WriteFile(filepath.Join(dir, "app", "cm.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n"), 0o644)).To(Succeed())
-		apply := func(fleetYAML string) {
-			GinkgoHelper()
+		applyAs := func(kube kubernetes.Interface, bundles fleetcontrollers.BundleClient, fleetYAML string) error {
 			Expect(os.WriteFile(filepath.Join(dir, "app", "fleet.yaml"), []byte(fleetYAML), 0o644)).To(Succeed())
 			o := bundlebuild.FromGitRepo(gr, "c1")
-			o.Root, o.Secrets = dir, jobKube.CoreV1()
-			Expect(bundlebuild.Run(ctx, o, jobFleet.Fleet().V1alpha1().Bundle(), io.Discard)).To(Succeed())
+			o.Root, o.Secrets = dir, kube.CoreV1()
+			return bundlebuild.Run(ctx, o, bundles, io.Discard)
+		}
+		apply := func(fleetYAML string) {
+			GinkgoHelper()
+			Expect(applyAs(jobKube, jobFleet.Fleet().V1alpha1().Bundle(), fleetYAML)).To(Succeed())
 		}
 		apply("helm:\n  values:\n    password: s3cret\n    replicas: 2\ntargetCustomizations:\n- name: prod\n  clusterSelector:\n    matchLabels:\n      env: prod\n  helm:\n    values:\n      replicas: 3\n")
 
@@ -112,5 +116,16 @@ var _ = Describe("A GitRepo's Job applying Helm values", func() {
 		kept, err := admin.CoreV1().Secrets(ns).Get(ctx, "gitcredential", metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(string(kept.Data["password"])).To(Equal("team"))
+
+		// A Secret of another kind under the Bundle's name is not written over: not by the Job,
+		// nor by whoever may read it (fleet apply by an administrator, the manager's own runs).
+		_, err = admin.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "team-a-app"},
+			Data: map[string][]byte{"password": []byte("app")}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(applyAs(jobKube, jobFleet.Fleet().V1alpha1().Bundle(), "helm:\n  values:\n    replicas: 5\n")).To(HaveOccurred())
+		Expect(applyAs(admin, clients.Bundle(), "helm:\n  values:\n    replicas: 5\n")).To(MatchError(ContainSubstring("not a values Secret")))
+		kept, err = admin.CoreV1().Secrets(ns).Get(ctx, "team-a-app", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(kept.Data).To(Equal(map[string][]byte{"password": []byte("app")}))
 	})
 })

@@ -150,9 +150,10 @@ func (o *Options) complete() error {
 func write(ctx context.Context, o Options, bundles fleetcontrollers.BundleClient, read []*fleet.Bundle, out io.Writer) error {
 	for _, b := range read {
 		existing, err := bundles.Get(b.Namespace, b.Name, metav1.GetOptions{})
-		if err == nil && owner(existing) != "" && owner(existing) != owner(b) {
-			return fmt.Errorf("bundle %s/%s belongs to %s: a bundle of %s cannot take it over (fleet.yaml name: picks the Bundle's name)",
-				existing.Namespace, existing.Name, owner(existing), or(owner(b), "this run"))
+		if err == nil {
+			if err := claimed(existing, b); err != nil {
+				return err
+			}
 		}
 	}
 	if o.OCI != nil {
@@ -293,15 +294,23 @@ func writeYAML(dest string, bundles []*fleet.Bundle, out io.Writer) error {
 // Bundle something else owns is not written over (see owner).
 func createOrUpdate(client fleetcontrollers.BundleClient, want *fleet.Bundle) (*fleet.Bundle, error) {
 	return upsert(client.Get, client.Create, client.Update, want, func(existing *fleet.Bundle) (*fleet.Bundle, error) {
-		if who := owner(existing); who != "" && who != owner(want) {
-			return nil, fmt.Errorf("bundle %s/%s belongs to %s: a bundle of %s cannot take it over (fleet.yaml name: picks the Bundle's name)",
-				existing.Namespace, existing.Name, who, or(owner(want), "this run"))
+		if err := claimed(existing, want); err != nil {
+			return nil, err
 		}
 		updated := existing.DeepCopy()
 		updated.Labels = mergeLabels(existing.Labels, want.Labels)
 		updated.Spec = want.Spec
 		return updated, nil
 	})
+}
+
+// claimed refuses to write want over existing when existing belongs to something else.
+func claimed(existing, want *fleet.Bundle) error {
+	if who := owner(existing); who != "" && who != owner(want) {
+		return fmt.Errorf("bundle %s/%s belongs to %s: a bundle of %s cannot take it over (fleet.yaml name: picks the Bundle's name)",
+			existing.Namespace, existing.Name, who, or(owner(want), "this run"))
+	}
+	return nil
 }
 
 // owner says what a Bundle belongs to: a GitRepo (its repo-name label), a HelmOp (its

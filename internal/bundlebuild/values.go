@@ -34,6 +34,10 @@ func publish(ctx context.Context, o Options, bundles fleetcontrollers.BundleClie
 	existing, err := bundles.Get(b.Namespace, b.Name, metav1.GetOptions{})
 	switch {
 	case err == nil:
+		// Another's Bundle is not written, nor its values.
+		if err := claimed(existing, b); err != nil {
+			return err
+		}
 		uid, had = existing.UID, existing.Spec.ValuesHash != ""
 	case !apierrors.IsNotFound(err):
 		return err
@@ -70,6 +74,12 @@ func putValues(ctx context.Context, secrets corev1client.SecretInterface, b *fle
 	}
 	_, err := secrets.Create(ctx, s, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
+		// A GitRepo's Job may not read it (and the admission policy fleet-bundle-values keeps
+		// it to values Secrets); whoever may is told when it is another kind of Secret.
+		if cur, getErr := secrets.Get(ctx, s.Name, metav1.GetOptions{}); getErr == nil && cur.Type != s.Type {
+			return fmt.Errorf("bundle %s/%s: secret %s/%s is of type %s, not a values Secret (%s): it is not written over",
+				b.Namespace, b.Name, cur.Namespace, cur.Name, cur.Type, s.Type)
+		}
 		_, err = secrets.Update(ctx, s, metav1.UpdateOptions{})
 	}
 	if err != nil {
