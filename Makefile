@@ -41,7 +41,7 @@ export FLEET_CONTROLPLANE_BIN := $(CURDIR)/dev/bin
 # Integration and e2e suites start real clusters: one suite at a time keeps two cores responsive.
 TEST_TIMEOUT ?= 45m
 
-.PHONY: image image-push dist helm charts charts-push node help build controlplane test test-unit test-integration e2e generate verify verify-fast bench bench-10k bench-rollout bench-plan bench-ui quickstart quickstart-check up down clean
+.PHONY: image image-push dist helm charts charts-push node help build controlplane deps test test-unit test-integration e2e generate verify verify-fast bench bench-10k bench-rollout bench-plan bench-ui quickstart quickstart-check up down clean
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -91,15 +91,18 @@ node: ## containerd, its runc shim, the CNI plugins and the pause program of the
 controlplane: ## build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok into dev/bin (skips what is current)
 	cd dev/controlplane && $(GO) run . -out $(FLEET_CONTROLPLANE_BIN)
 
-test: verify-fast test-unit test-integration e2e quickstart-check ## everything CI runs
+deps: ## install the Debian packages the tests need (dev/deps; as root, or with sudo)
+	dev/deps
+
+test: deps verify-fast test-unit test-integration e2e quickstart-check ## everything CI runs (installs what it needs first)
 
 test-unit: ## unit tests of the pure packages
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /integrationtests/ -e /e2e)
 
-test-integration: controlplane node image ## ginkgo suites against real apiservers (and a real node running the image)
+test-integration: deps controlplane node image ## ginkgo suites against real apiservers (and a real node running the image)
 	$(GO) test -count=1 -p 1 -timeout $(TEST_TIMEOUT) ./integrationtests/...
 
-e2e: controlplane node build image charts ## multi-cluster suites with real fleet processes, and the install walkthrough on real nodes
+e2e: deps controlplane node build image charts ## multi-cluster suites with real fleet processes, and the install walkthrough on real nodes
 	@if [ -n "$$(find e2e -name '*_test.go' 2>/dev/null)" ]; then \
 		$(GO) test -count=1 -p 1 -timeout $(TEST_TIMEOUT) ./e2e/...; \
 	else echo "e2e: no suites yet"; fi
