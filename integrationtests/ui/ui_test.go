@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/fleetgo/fleet/integrationtests/testenv"
+	"github.com/fleetgo/fleet/internal/cli/status"
 	"github.com/fleetgo/fleet/internal/config"
 	"github.com/fleetgo/fleet/internal/controller"
 	"github.com/fleetgo/fleet/internal/harness/localcluster"
@@ -261,6 +262,39 @@ var _ = Describe("fleet ui", Ordered, func() {
 		Expect(chromedp.Do(tab, chromedp.Navigate(admin+"/helmops/fleet-default/db"), chromedp.WaitVisible(chromedp.CSS("h1")))).To(Succeed())
 		Eventually(func() string { return text(tab) }, 30*time.Second).Should(And(ContainSubstring("HelmOp fleet-default/db"), ContainSubstring("127.0.0.1:1")))
 		screenshot(tab, "helmop")
+	})
+
+	It("shows a GitRepo a GitRepoRestriction refuses as Refused, with the reason, as fleet status does", func(ctx context.Context) {
+		ns := "team-r"
+		_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = api.GitRepoRestriction().Create(&fleet.GitRepoRestriction{ObjectMeta: metav1.ObjectMeta{Name: "only-allowed", Namespace: ns},
+			AllowedRepoPatterns: []string{"^https://git\\.example/allowed/"}})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = api.GitRepo().Create(&fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere", Namespace: ns},
+			Spec: fleet.GitRepoSpec{Repo: "https://git.example/other/app.git", Branch: "main"}})
+		Expect(err).NotTo(HaveOccurred())
+		var reason string
+		Eventually(func(g Gomega) {
+			r, err := status.Gather(api, status.Options{Namespace: ns, Name: "elsewhere"})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(r.GitRepos).To(HaveLen(1))
+			g.Expect(r.GitRepos[0].State).To(Equal("Refused"))
+			g.Expect(r.GitRepos[0].Error).NotTo(BeEmpty())
+			reason = r.GitRepos[0].Error
+		}).Should(Succeed())
+
+		tab, cancel := chromedp.NewContext(browser)
+		DeferCleanup(cancel)
+		Expect(chromedp.Do(tab, chromedp.Navigate(admin+"/"), chromedp.WaitVisible(chromedp.CSS("#repos")))).To(Succeed())
+		Eventually(func() string { return text(tab) }).Should(MatchRegexp(`team-r\s+GitRepo\s+elsewhere.*Refused`))
+		Expect(chromedp.Do(tab, chromedp.Navigate(admin+"/gitrepos/team-r/elsewhere"), chromedp.WaitVisible(chromedp.CSS("#repo-state")))).To(Succeed())
+		Eventually(func() string {
+			s, err := chromedp.Run(tab, chromedp.Text(chromedp.CSS("#repo-state")))
+			Expect(err).NotTo(HaveOccurred())
+			return s
+		}).Should(Equal("Refused"))
+		Expect(text(tab)).To(ContainSubstring(reason))
 	})
 
 	It("lists clusters with their groups and cluster groups", func() {

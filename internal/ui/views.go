@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/rancher/wrangler/v3/pkg/genericcondition"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -34,38 +33,28 @@ type overviewView struct {
 	Repos, Failing, Clusters, Offline int
 }
 
-// readiness is an object's Ready condition: its message when not True ("" when ready), and
-// when it last changed.
-func readiness(conds []genericcondition.GenericCondition) (string, string) {
-	c := fleet.FindCondition(conds, fleet.ConditionReady)
-	if c == nil {
-		return "", ""
+// changed is when an object's Ready condition last changed ("" without one).
+func changed(conds []genericcondition.GenericCondition) string {
+	if c := fleet.FindCondition(conds, fleet.ConditionReady); c != nil {
+		return c.LastUpdateTime
 	}
-	if c.Status == corev1.ConditionTrue {
-		return "", c.LastUpdateTime
-	}
-	msg := c.Message
-	if msg == "" {
-		msg = c.Reason
-	}
-	if msg == "" {
-		msg = "not ready"
-	}
-	return msg, c.LastUpdateTime
+	return ""
 }
 
 func (s *Server) overview() overviewView {
 	var v overviewView
 	for _, gr := range list[*fleet.GitRepo](s.k.gitRepos) {
 		row := repoRow{Kind: "GitRepo", Namespace: gr.Namespace, Name: gr.Name, Commit: short(gr.Status.Commit), Paused: gr.Spec.Paused,
-			Ready: fmt.Sprintf("%d/%d", gr.Status.ReadyClusters, gr.Status.DesiredReadyClusters), State: stateOr(gr.Status.Display.State, "Active")}
-		row.Problem, row.Changed = readiness(gr.Status.Conditions)
+			Ready: fmt.Sprintf("%d/%d", gr.Status.ReadyClusters, gr.Status.DesiredReadyClusters), State: summary.GitRepoState(gr),
+			Problem: summary.SourceProblem(gr.Status.Conditions)}
+		row.Changed = changed(gr.Status.Conditions)
 		v.Rows = append(v.Rows, row)
 	}
 	for _, op := range list[*fleet.HelmOp](s.k.helmOps) {
 		row := repoRow{Kind: "HelmOp", Namespace: op.Namespace, Name: op.Name, Commit: op.Status.Version, Paused: op.Spec.Paused,
-			Ready: fmt.Sprintf("%d/%d", op.Status.ReadyClusters, op.Status.DesiredReadyClusters), State: stateOr(op.Status.Display.State, "Active")}
-		row.Problem, row.Changed = readiness(op.Status.Conditions)
+			Ready: fmt.Sprintf("%d/%d", op.Status.ReadyClusters, op.Status.DesiredReadyClusters), State: summary.HelmOpState(op),
+			Problem: summary.SourceProblem(op.Status.Conditions)}
+		row.Changed = changed(op.Status.Conditions)
 		v.Rows = append(v.Rows, row)
 	}
 	slices.SortFunc(v.Rows, func(a, b repoRow) int {
@@ -73,7 +62,7 @@ func (s *Server) overview() overviewView {
 	})
 	v.Repos = len(v.Rows)
 	for _, r := range v.Rows {
-		if r.Problem != "" {
+		if r.Problem != "" || r.State != string(fleet.Ready) {
 			v.Failing++
 		}
 	}
@@ -130,16 +119,16 @@ func (s *Server) repo(kind, ns, name string) repoView {
 	case "GitRepo":
 		for _, gr := range list[*fleet.GitRepo](s.k.gitRepos) {
 			if gr.Namespace == ns && gr.Name == name {
-				v.Found, v.Commit, v.Paused, v.State = true, gr.Status.Commit, gr.Spec.Paused, stateOr(gr.Status.Display.State, "Active")
-				v.Problem, _ = readiness(gr.Status.Conditions)
+				v.Found, v.Commit, v.Paused, v.State = true, gr.Status.Commit, gr.Spec.Paused, summary.GitRepoState(gr)
+				v.Problem = summary.SourceProblem(gr.Status.Conditions)
 			}
 		}
 	default:
 		label = fleet.HelmNameLabel
 		for _, op := range list[*fleet.HelmOp](s.k.helmOps) {
 			if op.Namespace == ns && op.Name == name {
-				v.Found, v.Commit, v.Paused, v.State = true, op.Status.Version, op.Spec.Paused, stateOr(op.Status.Display.State, "Active")
-				v.Problem, _ = readiness(op.Status.Conditions)
+				v.Found, v.Commit, v.Paused, v.State = true, op.Status.Version, op.Spec.Paused, summary.HelmOpState(op)
+				v.Problem = summary.SourceProblem(op.Status.Conditions)
 			}
 		}
 	}
@@ -153,8 +142,8 @@ func (s *Server) repo(kind, ns, name string) repoView {
 			continue
 		}
 		bv := bundleView{Namespace: b.Namespace, Name: b.Name, Paused: b.Spec.Paused, Rollout: byKey[*fleet.Rollout](s.k.rollouts, b.Namespace, b.Name),
-			Ready: fmt.Sprintf("%d/%d", b.Status.Summary.Ready, b.Status.Summary.DesiredReady), State: stateOr(b.Status.Display.State, "Ready")}
-		bv.Message, _ = readiness(b.Status.Conditions)
+			Ready: fmt.Sprintf("%d/%d", b.Status.Summary.Ready, b.Status.Summary.DesiredReady), State: summary.BundleState(b),
+			Message: summary.Problem(b.Status.Conditions, fleet.ConditionReady)}
 		bv.Clusters, bv.More = clusterRows(byBundle[b.Name])
 		v.Bundles = append(v.Bundles, bv)
 	}

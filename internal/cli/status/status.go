@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rancher/wrangler/v3/pkg/condition"
-	"github.com/rancher/wrangler/v3/pkg/genericcondition"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -182,8 +180,8 @@ func readError(resource, ns string, err error) error {
 
 func gather(api fleetcontrollers.Interface, gr *fleet.GitRepo, clusters map[string]*fleet.Cluster) (*GitRepo, error) {
 	g := &GitRepo{Namespace: gr.Namespace, Name: gr.Name, Repo: gitsource.Redact(gr.Spec.Repo), Commit: gr.Status.Commit,
-		State: gitRepoState(gr), ReadyClusters: gr.Status.ReadyClusters, DesiredReadyClusters: gr.Status.DesiredReadyClusters,
-		Error:   firstError(gr.Status.Conditions, fleet.ConditionAccepted, fleet.ConditionStalled, fleet.ConditionGitPolling, fleet.ConditionReady),
+		State: summary.GitRepoState(gr), ReadyClusters: gr.Status.ReadyClusters, DesiredReadyClusters: gr.Status.DesiredReadyClusters,
+		Error:   summary.SourceProblem(gr.Status.Conditions),
 		Bundles: []Bundle{}, Complete: true}
 	if c := gr.Status.PollingCommit; c != "" && c != gr.Status.Commit {
 		g.LatestCommit = c
@@ -207,8 +205,8 @@ func gather(api fleetcontrollers.Interface, gr *fleet.GitRepo, clusters map[stri
 	sort.Slice(bundles.Items, func(i, j int) bool { return bundles.Items[i].Name < bundles.Items[j].Name })
 	for i := range bundles.Items {
 		b := &bundles.Items[i]
-		out := Bundle{Name: b.Name, State: bundleState(b), Ready: b.Status.Summary.Ready, Desired: b.Status.Summary.DesiredReady,
-			Error: firstError(b.Status.Conditions, fleet.ConditionReady), Clusters: []Cluster{}, Rollout: rolloutOf(api, b)}
+		out := Bundle{Name: b.Name, State: summary.BundleState(b), Ready: b.Status.Summary.Ready, Desired: b.Status.Summary.DesiredReady,
+			Error: summary.Problem(b.Status.Conditions, fleet.ConditionReady), Clusters: []Cluster{}, Rollout: rolloutOf(api, b)}
 		if g.Complete {
 			for j := range bds {
 				if bds[j].Labels[fleet.BundleLabel] == b.Name {
@@ -224,47 +222,6 @@ func gather(api fleetcontrollers.Interface, gr *fleet.GitRepo, clusters map[stri
 		g.Bundles = append(g.Bundles, out)
 	}
 	return g, nil
-}
-
-func gitRepoState(gr *fleet.GitRepo) string {
-	if c := fleet.FindCondition(gr.Status.Conditions, fleet.ConditionAccepted); c != nil && c.Status == corev1.ConditionFalse {
-		return "Refused"
-	}
-	if c := fleet.FindCondition(gr.Status.Conditions, fleet.ConditionStalled); c != nil && c.Status == corev1.ConditionTrue {
-		return "Stalled"
-	}
-	if s := gr.Status.Display.State; s != "" {
-		return s
-	}
-	if c := fleet.FindCondition(gr.Status.Conditions, fleet.ConditionReady); c != nil && c.Status == corev1.ConditionTrue {
-		return string(fleet.Ready)
-	}
-	return string(fleet.NotReady)
-}
-
-func bundleState(b *fleet.Bundle) string {
-	if s := b.Status.Display.State; s != "" {
-		return s
-	}
-	if st := summary.WorstState(b.Status.Summary); st != "" {
-		return string(st)
-	}
-	return string(fleet.Ready)
-}
-
-// firstError is the message of the first condition of types that says something is wrong
-// (Stalled when True, the others when False).
-func firstError(conds []genericcondition.GenericCondition, types ...condition.Cond) string {
-	for _, t := range types {
-		c := fleet.FindCondition(conds, t)
-		if c == nil || c.Message == "" {
-			continue
-		}
-		if bad := c.Status == corev1.ConditionFalse; bad != (t == fleet.ConditionStalled) {
-			return c.Message
-		}
-	}
-	return ""
 }
 
 func fromDeployment(bd *fleet.BundleDeployment, commit string, clusters map[string]*fleet.Cluster) Cluster {
