@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -17,8 +18,16 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := cmd.New().ExecuteContext(ctx)
 	stop()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "fleet: %v\n", err)
-		os.Exit(1)
+	if err == nil {
+		return
 	}
+	code := 1
+	var exit *cmd.ExitCode
+	if errors.As(err, &exit) {
+		code = exit.Code
+	}
+	if err.Error() != "" {
+		fmt.Fprintf(os.Stderr, "fleet: %v\n", err)
+	}
+	os.Exit(code)
 }

@@ -30,6 +30,7 @@ type planFlags struct {
 	targetsFile, clustersFile   string
 	output, artifact, manifests string
 	live, exportClusters, color bool
+	detailedExitCode            bool
 	maxLength                   int
 }
 
@@ -43,7 +44,9 @@ func newPlan() *cobra.Command {
 			"`fleet plan --export-clusters`), renders each cluster's manifests as its agent would, and\n" +
 			"prints per bundle the clusters whose manifests change, are added or removed, with the unified\n" +
 			"diff; clusters with the same diff are one group. --live compares head with what the clusters\n" +
-			"hold now and flags those that differ from base. Secrets' values never appear.",
+			"hold now and flags those that differ from base. Secrets' values never appear.\n\n" +
+			"It exits 1 when a bundle could not be planned (a broken fleet.yaml, a chart it cannot fetch),\n" +
+			"after printing the report; with --detailed-exitcode, 2 when clusters change and 0 when none do.",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.run(cmd.Context(), cmd.OutOrStdout(), args)
 		},
@@ -64,6 +67,7 @@ func newPlan() *cobra.Command {
 	fl.IntVar(&f.maxLength, "max-length", githubCommentLimit, "markdown: cap the comment at this many bytes (0: no cap)")
 	fl.StringVar(&f.artifact, "artifact", "", "also write the whole report, uncapped, to this file (in the -o format)")
 	fl.BoolVar(&f.color, "color", false, "colour the text output even when not a terminal")
+	fl.BoolVar(&f.detailedExitCode, "detailed-exitcode", false, "exit 0 when no cluster changes, 2 when some do (1 stays an error)")
 	fl.StringVar(&f.manifests, "manifests", "", "also write head's manifests per bundle and cluster into this folder (<bundle>/<namespace>_<cluster>.yaml)")
 	return c
 }
@@ -101,7 +105,22 @@ func (f *planFlags) run(ctx context.Context, out io.Writer, paths []string) erro
 			return err
 		}
 	}
-	return f.print(out, report)
+	if err := f.print(out, report); err != nil {
+		return err
+	}
+	return f.exit(report)
+}
+
+// exit is the outcome the exit status gives: an error when a bundle could not be planned, and
+// with --detailed-exitcode, 2 when clusters change.
+func (f *planFlags) exit(r *plan.Report) error {
+	if n := r.Errors(); n > 0 {
+		return fmt.Errorf("%d bundle(s) could not be planned; the report says why", n)
+	}
+	if f.detailedExitCode && r.Changes() > 0 {
+		return &ExitCode{Code: 2}
+	}
+	return nil
 }
 
 // input reads both revisions and the clusters.

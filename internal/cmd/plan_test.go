@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,8 +92,9 @@ func TestPlanAsTheCIJobsRunIt(t *testing.T) {
 	for _, job := range []string{"fleet-plan.github.yml", "fleet-plan.gitlab-ci.yml"} {
 		args, out := ciCommand(t, filepath.Join(docs, job), env)
 		md, err := runRoot(t, args...)
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", job, err, md)
+		// The pull request breaks a bundle: the job fails, after writing the comment.
+		if err == nil || !strings.Contains(err.Error(), "1 bundle(s) could not be planned") {
+			t.Errorf("%s: a bundle that could not be planned fails the job, got %v", job, err)
 		}
 		for _, want := range []string{"### fleet plan", "| shop-web | 3 | 0 | 0 | 0 | 0 |  |", "| shop-api | 2 | 0 | 0 | 0 | 1 |  |",
 			"changed: 2 clusters: logLevel: warn -&gt; error", "broken/fleet.yaml:3: malformed YAML"} {
@@ -127,6 +129,7 @@ func ciCommand(t *testing.T, path string, env map[string]string) ([]string, stri
 			continue
 		}
 		l = os.Expand(l, func(k string) string { return env[k] })
+		l, _, _ = strings.Cut(l, " || ")
 		cmd, out, _ := strings.Cut(l, " > ")
 		var args []string
 		for _, f := range strings.Fields(cmd)[1:] {
@@ -136,4 +139,45 @@ func ciCommand(t *testing.T, path string, env map[string]string) ([]string, stri
 	}
 	t.Fatalf("%s has no fleet plan line", path)
 	return nil, ""
+}
+
+// fleet plan's exit status tells a pipeline what the report says: 1 when a bundle could not be
+// planned, and with --detailed-exitcode 2 when clusters change, 0 when none do.
+func TestPlanExitStatus(t *testing.T) {
+	dir := t.TempDir()
+	repo, err := git.PlainInit(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const fixture = "../cli/plan/testdata"
+	copyTree(t, filepath.Join(fixture, "base"), dir)
+	base := commitAll(t, repo, "base")
+	copyTree(t, filepath.Join(fixture, "head"), dir)
+	broken := commitAll(t, repo, "a change that breaks a bundle")
+	if err := os.RemoveAll(filepath.Join(dir, "broken")); err != nil {
+		t.Fatal(err)
+	}
+	changed := commitAll(t, repo, "a change")
+	plan := func(head string, extra ...string) error {
+		args := append([]string{"plan", "--repo", dir, "--base", base, "--head", head, "--name", "shop",
+			"--clusters-file", filepath.Join(fixture, "clusters.yaml"), "--targets-file", filepath.Join(fixture, "targets.yaml")}, extra...)
+		out, err := runRoot(t, args...)
+		if !strings.Contains(out, "shop-web") && head != base {
+			t.Errorf("plan of %s printed no report:\n%s", head, out)
+		}
+		return err
+	}
+	if err := plan(broken); err == nil || !strings.Contains(err.Error(), "could not be planned") {
+		t.Errorf("a bundle that could not be planned: %v, want an error", err)
+	}
+	if err := plan(changed); err != nil {
+		t.Errorf("changes without --detailed-exitcode: %v, want success", err)
+	}
+	var exit *ExitCode
+	if err := plan(changed, "--detailed-exitcode"); !errors.As(err, &exit) || exit.Code != 2 {
+		t.Errorf("changes with --detailed-exitcode: %v, want exit status 2", err)
+	}
+	if err := plan(base, "--detailed-exitcode"); err != nil {
+		t.Errorf("no change with --detailed-exitcode: %v, want success", err)
+	}
 }

@@ -6,6 +6,21 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// ExitCode is an error that asks for a particular exit status (Err, when set, is printed).
+type ExitCode struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitCode) Error() string {
+	if e.Err != nil {
+		return e.Err.Error()
+	}
+	return ""
+}
+
+func (e *ExitCode) Unwrap() error { return e.Err }
+
 // New returns the root command with every subcommand attached.
 func New() *cobra.Command {
 	root := &cobra.Command{

@@ -97,6 +97,17 @@ func (r *Report) Changes() int {
 	return n
 }
 
+// Errors counts the bundles of a report that could not be planned.
+func (r *Report) Errors() int {
+	n := 0
+	for _, b := range r.Bundles {
+		if b.Error != "" {
+			n++
+		}
+	}
+	return n
+}
+
 // Run plans head against base (or against what runs, with Live).
 func Run(in Input) (*Report, error) {
 	r := &Report{Base: in.Base.Commit, Head: in.Head.Commit, Clusters: len(in.Targeting.Clusters)}
