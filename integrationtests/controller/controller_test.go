@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/fleetgo/fleet/integrationtests/testenv"
+	"github.com/fleetgo/fleet/internal/cli/plan"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
@@ -238,6 +239,58 @@ func deploymentValues(ctx context.Context, bd *fleet.BundleDeployment) map[strin
 }
 
 var _ = Describe("BundleNamespaceMapping", func() {
+	It("is read by one rule in the manager and fleet plan: the same clusters, and a selector that does not parse reported by both", func(ctx context.Context) {
+		bundles, other := newNamespace(ctx), newNamespace(ctx)
+		labelNamespace(ctx, other, "team", "b-"+other)
+		newCluster(bundles, "near", map[string]string{"env": "prod"})
+		newCluster(other, "remote", map[string]string{"env": "prod"})
+		mapping := func(name string, nsSel *metav1.LabelSelector) {
+			_, err := api.BundleNamespaceMapping().Create(&fleet.BundleNamespaceMapping{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: bundles},
+				BundleSelector: sel("app", "x"), NamespaceSelector: nsSel})
+			Expect(err).NotTo(HaveOccurred())
+		}
+		mapping("to-b", sel("team", "b-"+other))
+		// A namespaceSelector the apiserver takes but no selector can be made of.
+		mapping("broken", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: metav1.LabelSelectorOpIn}}})
+		spec := fleet.BundleSpec{Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n"}},
+			Targets: []fleet.BundleTarget{{ClusterSelector: sel("env", "prod")}}}
+		_, err := api.Bundle().Create(&fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: bundles, Labels: map[string]string{"app": "x"}}, Spec: spec})
+		Expect(err).NotTo(HaveOccurred())
+		planned := func() *plan.Report {
+			ti, err := plan.Clusters(ctx, api, kube, bundles)
+			Expect(err).NotTo(HaveOccurred())
+			b := &fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: bundles, Labels: map[string]string{"app": "x"}}, Spec: spec}
+			r, err := plan.Run(plan.Input{Head: plan.Side{Bundles: []*fleet.Bundle{b}}, Targeting: ti, Redact: plan.NewRedactor()})
+			Expect(err).NotTo(HaveOccurred())
+			return r
+		}
+
+		const why = "targeting error: bundlenamespacemapping broken: namespaceSelector"
+		Eventually(func() string {
+			c := fleet.FindCondition(bundleStatus(bundles, "app")().Conditions, fleet.ConditionReady)
+			if c == nil {
+				return ""
+			}
+			return c.Message
+		}).Should(ContainSubstring(why), "the manager reports it")
+		Expect(clusterNames(bundles, "app")()).To(BeEmpty(), "and targets no cluster short")
+		r := planned()
+		Expect(r.Errors()).To(Equal(1))
+		Expect(r.Bundles).To(ConsistOf(And(HaveField("Name", "app"), HaveField("Error", ContainSubstring(why)))), "fleet plan reports it")
+
+		// Mended, both reach the same clusters: the Bundle's own and the mapped namespace's.
+		Expect(api.BundleNamespaceMapping().Delete(bundles, "broken", nil)).To(Succeed())
+		Eventually(clusterNames(bundles, "app")).Should(Equal([]string{"near", "remote"}))
+		r = planned()
+		Expect(r.Errors()).To(BeZero())
+		Expect(r.Bundles).To(HaveLen(1))
+		var reached []string
+		for _, g := range r.Bundles[0].Groups {
+			reached = append(reached, g.Clusters...)
+		}
+		Expect(reached).To(ConsistOf(bundles+"/near", other+"/remote"))
+	})
+
 	It("lets Bundles target Clusters of the namespaces it maps", func(ctx context.Context) {
 		bundles, other := newNamespace(ctx), newNamespace(ctx)
 		labelNamespace(ctx, other, "team", "b-"+other)

@@ -112,14 +112,8 @@ func (r *Report) Errors() int {
 func Run(in Input) (*Report, error) {
 	r := &Report{Base: in.Base.Commit, Head: in.Head.Commit, Clusters: len(in.Targeting.Clusters)}
 	rd := &renderer{memo: map[[32]byte]rendered{}}
-	base, err := rd.side(in, in.Base)
-	if err != nil {
-		return nil, err
-	}
-	head, err := rd.side(in, in.Head)
-	if err != nil {
-		return nil, err
-	}
+	base, baseFailed := rd.side(in, in.Base)
+	head, headFailed := rd.side(in, in.Head)
 	r.heads, r.red = head, in.Redact
 	names := map[string]bool{}
 	for n := range base {
@@ -130,6 +124,16 @@ func Run(in Input) (*Report, error) {
 	}
 	for f, msg := range in.Head.Failed {
 		r.Bundles = append(r.Bundles, BundleReport{Name: f, Error: msg})
+	}
+	// A bundle that cannot be targeted on either side is reported, not compared.
+	for name, msg := range baseFailed {
+		if _, failed := headFailed[name]; !failed {
+			headFailed[name] = "base: " + msg
+		}
+	}
+	for name, msg := range headFailed {
+		delete(names, name)
+		r.Bundles = append(r.Bundles, BundleReport{Name: name, Error: msg})
 	}
 	live := map[string]map[string]rendered{}
 	for b, byCluster := range in.Live {
@@ -176,14 +180,17 @@ type renderer struct {
 // side renders every bundle of a revision for every cluster it targets: bundle name -> cluster
 // key -> manifests. Bundles are targeted one at a time, so only one bundle's BundleDeployments
 // are held at once (at 10,000 clusters and 50 bundles, all of them would take gigabytes).
-func (rd *renderer) side(in Input, s Side) (map[string]map[string]rendered, error) {
-	out := map[string]map[string]rendered{}
+// A bundle that cannot be targeted (a selector of its own or of a BundleNamespaceMapping that
+// does not parse, as the manager reports it) is in failed, by name, with why.
+func (rd *renderer) side(in Input, s Side) (out map[string]map[string]rendered, failed map[string]string) {
+	out, failed = map[string]map[string]rendered{}, map[string]string{}
 	ti := in.Targeting
 	for _, b := range s.Bundles {
 		ti.Bundles = []*fleet.Bundle{b}
 		results, err := clitarget.Plan(ti)
 		if err != nil {
-			return nil, err
+			failed[b.Name] = err.Error()
+			continue
 		}
 		byCluster := map[string]rendered{}
 		for _, res := range results {
@@ -194,7 +201,7 @@ func (rd *renderer) side(in Input, s Side) (map[string]map[string]rendered, erro
 		}
 		out[b.Name] = byCluster
 	}
-	return out, nil
+	return out, failed
 }
 
 // render renders b with opts, or returns the render of an identical input. deploymentID, the

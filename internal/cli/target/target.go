@@ -11,7 +11,6 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -32,24 +31,24 @@ type Input struct {
 	Namespaces map[string]map[string]string
 }
 
-// reaches says whether Bundle b may target Clusters of namespace ns: its own, or one a
-// BundleNamespaceMapping of its namespace opens to it.
-func (in Input) reaches(b *fleet.Bundle, ns string) bool {
-	if ns == b.Namespace {
-		return true
-	}
-	for _, m := range in.Mappings {
-		if m.Namespace != b.Namespace || m.BundleSelector == nil || m.NamespaceSelector == nil {
-			continue
+// reach is the set of namespaces whose Clusters Bundle b may target (target.Reach, the
+// manager's rule), from the namespaces' labels the input holds.
+func (in Input) reach(b *fleet.Bundle) (map[string]bool, error) {
+	nss, err := target.Reach(b, in.Mappings, func(sel labels.Selector) ([]string, error) {
+		var names []string
+		for name, l := range in.Namespaces {
+			if sel.Matches(labels.Set(l)) {
+				names = append(names, name)
+			}
 		}
-		bsel, err1 := metav1.LabelSelectorAsSelector(m.BundleSelector)
-		nsel, err2 := metav1.LabelSelectorAsSelector(m.NamespaceSelector)
-		nsLabels, known := in.Namespaces[ns]
-		if err1 == nil && err2 == nil && known && bsel.Matches(labels.Set(b.Labels)) && nsel.Matches(labels.Set(nsLabels)) {
-			return true
-		}
+		sort.Strings(names)
+		return names, nil
+	})
+	set := map[string]bool{}
+	for _, ns := range nss {
+		set[ns] = true
 	}
-	return false
+	return set, err
 }
 
 // ReadObjects reads a multi-document YAML file of Bundles, Clusters and ClusterGroups (other
@@ -137,8 +136,12 @@ func Plan(in Input) ([]Result, error) {
 		}
 		content := target.ContentName(manifest)
 		r := Result{Bundle: b.Namespace + "/" + b.Name, Content: content}
+		reach, err := in.reach(b)
+		if err != nil {
+			return nil, fmt.Errorf("bundle %s: %w", r.Bundle, err)
+		}
 		for _, c := range in.Clusters {
-			if !in.reaches(b, c.Namespace) {
+			if !reach[c.Namespace] {
 				continue
 			}
 			groups, err := target.Groups(c, in.Groups)

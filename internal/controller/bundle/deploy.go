@@ -283,42 +283,21 @@ func collision(bd *fleet.BundleDeployment) error {
 		bd.Labels[fleet.BundleNamespaceLabel], bd.Labels[fleet.BundleLabel])
 }
 
-// clusterNamespaces are the namespaces whose Clusters the Bundle may target: its own, and those
-// its namespace's BundleNamespaceMappings open to it.
+// clusterNamespaces are the namespaces whose Clusters the Bundle may target (target.Reach): its
+// own, and those its namespace's BundleNamespaceMappings open to it.
 func (h *handler) clusterNamespaces(b *fleet.Bundle) ([]string, error) {
-	out := []string{b.Namespace}
 	mappings, err := h.mappings.List(b.Namespace, labels.Everything())
 	if err != nil {
 		return nil, err
 	}
-	seen := map[string]bool{b.Namespace: true}
-	for _, m := range mappings {
-		if m.BundleSelector == nil || m.NamespaceSelector == nil {
-			continue
-		}
-		bsel, err := metav1.LabelSelectorAsSelector(m.BundleSelector)
-		if err != nil {
-			return nil, fmt.Errorf("bundlenamespacemapping %s: bundleSelector: %w", m.Name, err)
-		}
-		if !bsel.Matches(labels.Set(b.Labels)) {
-			continue
-		}
-		nsel, err := metav1.LabelSelectorAsSelector(m.NamespaceSelector)
-		if err != nil {
-			return nil, fmt.Errorf("bundlenamespacemapping %s: namespaceSelector: %w", m.Name, err)
-		}
-		nss, err := h.nsCache.List(nsel)
-		if err != nil {
-			return nil, err
-		}
+	return target.Reach(b, mappings, func(sel labels.Selector) ([]string, error) {
+		nss, err := h.nsCache.List(sel)
+		names := make([]string, 0, len(nss))
 		for _, ns := range nss {
-			if !seen[ns.Name] {
-				seen[ns.Name] = true
-				out = append(out, ns.Name)
-			}
+			names = append(names, ns.Name)
 		}
-	}
-	return out, nil
+		return names, err
+	})
 }
 
 // byKey orders Clusters by their "namespace/name" keys. It compares names alone within a
