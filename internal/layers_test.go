@@ -81,9 +81,32 @@ func product(pkg string) bool {
 	return pkg == "." || (under(pkg, "internal") && !under(pkg, "internal/harness")) || under(pkg, "pkg")
 }
 
-// pure packages hold logic that needs no client: they are tested without a cluster.
+// pure packages hold logic that needs no client: they are tested without a cluster. Neither
+// they nor anything they import, however deep, uses a client.
 var pure = []string{"internal/target", "internal/summary", "internal/names", "internal/bdstatus",
-	"internal/restriction", "internal/policy", "internal/render", "internal/yamldoc"}
+	"internal/restriction", "internal/policy", "internal/render", "internal/yamldoc", "internal/rollout", "internal/helmrelease"}
+
+// clientThrough is the first client package that pkg reaches through the module's packages it
+// imports, however deep, with the path it takes ("" when none).
+func clientThrough(all map[string]map[string]bool, pkg string) string {
+	seen := map[string]bool{pkg: true}
+	type step struct{ pkg, path string }
+	queue := []step{{pkg, pkg}}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		for imp := range all[cur.pkg] {
+			if strings.HasPrefix(imp, "client:") {
+				return cur.path + " -> " + strings.TrimPrefix(imp, "client:")
+			}
+			if !seen[imp] {
+				seen[imp] = true
+				queue = append(queue, step{imp, cur.path + " -> " + imp})
+			}
+		}
+	}
+	return ""
+}
 
 func TestImportRules(t *testing.T) {
 	rules := []struct {
@@ -106,16 +129,18 @@ func TestImportRules(t *testing.T) {
 		{"the API imports nothing of the implementation", func(pkg, imp string) bool {
 			return under(pkg, "pkg/apis") && under(imp, "internal")
 		}},
-		{"pure packages use no clients", func(pkg, imp string) bool {
-			for _, p := range pure {
-				if pkg == p && strings.HasPrefix(imp, "client:") {
-					return true
-				}
-			}
-			return false
-		}},
 	}
 	all := imports(t)
+	t.Run("pure packages use no clients, not even through what they import", func(t *testing.T) {
+		for _, p := range pure {
+			if all[p] == nil {
+				t.Errorf("pure package %s is not in the tree", p)
+			}
+			if path := clientThrough(all, p); path != "" {
+				t.Errorf("%s reaches a client: %s", p, path)
+			}
+		}
+	})
 	for _, r := range rules {
 		t.Run(r.name, func(t *testing.T) {
 			for pkg, imps := range all {
@@ -140,6 +165,9 @@ func TestImportRulesCatchTheirCase(t *testing.T) {
 	}
 	if !all["benchmarks/sim"]["internal/bdstatus"] {
 		t.Fatal("benchmarks/sim should import internal/bdstatus: the walk misses non-product packages")
+	}
+	if clientThrough(all, "internal/cmd") == "" || clientThrough(all, "internal/controller") == "" {
+		t.Fatal("internal/cmd and the controllers reach clients: clientThrough misses transitive imports")
 	}
 }
 

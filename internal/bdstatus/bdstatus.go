@@ -10,7 +10,7 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/fleetgo/fleet/internal/helmdeployer"
+	"github.com/fleetgo/fleet/internal/helmrelease"
 	"github.com/fleetgo/fleet/internal/summary"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
@@ -31,7 +31,7 @@ const (
 
 // Decide compares the release with what the BundleDeployment asks for, given the hash of the
 // inputs read for it.
-func Decide(bd *fleet.BundleDeployment, rel *helmdeployer.Release, status *fleet.BundleDeploymentStatus, valuesHash string) Action {
+func Decide(bd *fleet.BundleDeployment, rel *helmrelease.Release, status *fleet.BundleDeploymentStatus, valuesHash string) Action {
 	spec := &bd.Spec
 	if Held(bd) {
 		return Hold
@@ -56,7 +56,7 @@ func Held(bd *fleet.BundleDeployment) bool {
 }
 
 // Applied records the release as what the BundleDeployment asked for.
-func Applied(bd *fleet.BundleDeployment, rel *helmdeployer.Release, status *fleet.BundleDeploymentStatus, now time.Time) {
+func Applied(bd *fleet.BundleDeployment, rel *helmrelease.Release, status *fleet.BundleDeploymentStatus, now time.Time) {
 	status.AppliedDeploymentID = bd.Spec.DeploymentID
 	status.Release = rel.String()
 	gen := bd.Spec.Options.ForceSyncGeneration
@@ -71,7 +71,7 @@ func Applied(bd *fleet.BundleDeployment, rel *helmdeployer.Release, status *flee
 func MarkFailed(status *fleet.BundleDeploymentStatus, err error, now time.Time) {
 	msg := err.Error()
 	fleet.SetCondition(&status.Conditions, fleet.ConditionDeployed, corev1.ConditionFalse, "Error", msg, now)
-	if helmdeployer.IsPermanent(err) {
+	if helmrelease.IsPermanent(err) {
 		fleet.SetCondition(&status.Conditions, fleet.ConditionInstalled, corev1.ConditionFalse, "Error", msg, now)
 	}
 }

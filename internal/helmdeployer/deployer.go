@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/fleetgo/fleet/internal/helmrelease"
 	"github.com/fleetgo/fleet/internal/render"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
@@ -113,33 +114,8 @@ type Input struct {
 	Downstream []metav1.Object
 }
 
-// Release identifies a Helm release.
-type Release struct {
-	Name      string
-	Namespace string
-	Version   int
-	// BundleID is the BundleDeployment the release belongs to.
-	BundleID string
-	// DeleteNamespace is true when uninstalling deletes the namespace too.
-	DeleteNamespace bool
-	// Manifest is the rendered manifest of this revision.
-	Manifest string
-	// DeploymentID and SyncGeneration are what the release was made for.
-	DeploymentID   string
-	SyncGeneration int64
-	// ValuesHash fingerprints the valuesFrom data it was made with.
-	ValuesHash string
-	// Status is Helm's release status.
-	Status release.Status
-	// MadeByFleet is true for a revision a Fleet agent made (before moving onto this one): it
-	// records no deploymentID, only its BundleDeployment in the chart's annotations.
-	MadeByFleet bool
-}
-
-// String is the release as Fleet reports it: "namespace/name:revision".
-func (r *Release) String() string {
-	return r.Namespace + "/" + r.Name + ":" + strconv.Itoa(r.Version)
-}
+// Release identifies a Helm release (helmrelease.Release, which the pure decisions read).
+type Release = helmrelease.Release
 
 func fromHelm(rel *release.Release) *Release {
 	r := &Release{Name: rel.Name, Namespace: rel.Namespace, Version: rel.Version, Manifest: rel.Manifest,

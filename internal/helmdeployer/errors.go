@@ -1,30 +1,19 @@
 package helmdeployer
 
 import (
-	"errors"
 	"strings"
+
+	"github.com/fleetgo/fleet/internal/helmrelease"
 )
 
-// permanentError is a deploy failure only the user can fix: retrying the same input fails the
-// same way, so it is reported, not retried in a loop.
-type permanentError struct{ err error }
-
-func (e *permanentError) Error() string { return e.err.Error() }
-func (e *permanentError) Unwrap() error { return e.err }
+// A permanent error is a deploy failure only the user can fix: retrying the same input fails
+// the same way, so it is reported, not retried in a loop.
 
 // Permanent marks err as one only a change of the bundle (or of the cluster) can fix.
-func Permanent(err error) error {
-	if err == nil || IsPermanent(err) {
-		return err
-	}
-	return &permanentError{err: err}
-}
+func Permanent(err error) error { return helmrelease.Permanent(err) }
 
 // IsPermanent reports whether err was marked Permanent.
-func IsPermanent(err error) bool {
-	var p *permanentError
-	return errors.As(err, &p)
-}
+func IsPermanent(err error) bool { return helmrelease.IsPermanent(err) }
 
 // Helm reports these as plain strings: rendering and validation failures, kinds the cluster
 // does not serve, and updates the apiserver refuses for good.
