@@ -5,18 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
 
-	"github.com/fleetgo/fleet/internal/bundlebuild"
-	"github.com/fleetgo/fleet/internal/bundlereader"
 	"github.com/fleetgo/fleet/internal/cli/plan"
-	clitarget "github.com/fleetgo/fleet/internal/cli/target"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 )
 
@@ -92,7 +86,8 @@ func (f *planFlags) run(ctx context.Context, out io.Writer, paths []string) erro
 	if f.base == "" && !f.live {
 		return fmt.Errorf("--base is required (or --live, to compare with what the clusters hold)")
 	}
-	in, err := f.input(ctx, api, kube, paths)
+	in, err := plan.Prepare(ctx, plan.Request{Repo: f.repo, Base: f.base, Head: f.head, Name: f.name, Namespace: f.namespace,
+		GitRepo: f.gitRepo, TargetsFile: f.targetsFile, ClustersFile: f.clustersFile, Live: f.live, Paths: paths}, api, kube)
 	if err != nil {
 		return err
 	}
@@ -121,99 +116,6 @@ func (f *planFlags) exit(r *plan.Report) error {
 		return &ExitCode{Code: 2}
 	}
 	return nil
-}
-
-// input reads both revisions and the clusters.
-func (f *planFlags) input(ctx context.Context, api fleetcontrollers.Interface, kube kubernetes.Interface, paths []string) (plan.Input, error) {
-	o, paths, err := f.readOptions(api, paths)
-	if err != nil {
-		return plan.Input{}, err
-	}
-	in := plan.Input{Redact: plan.NewRedactor()}
-	head, err := plan.Open(f.repo, f.head)
-	if err != nil {
-		return in, err
-	}
-	defer head.Close()
-	if in.Head, err = plan.Read(head, paths, o); err != nil {
-		return in, fmt.Errorf("head: %w", err)
-	}
-	if f.base != "" {
-		base, err := plan.Open(f.repo, f.base)
-		if err != nil {
-			return in, err
-		}
-		defer base.Close()
-		if in.Base, err = plan.Read(base, paths, o); err != nil {
-			return in, fmt.Errorf("base: %w", err)
-		}
-	}
-	ti, err := f.clusters(ctx, api, kube)
-	if err != nil {
-		return in, err
-	}
-	in.Targeting = ti
-	if f.live {
-		var names []string
-		for _, s := range []plan.Side{in.Base, in.Head} {
-			for _, b := range s.Bundles {
-				names = append(names, b.Name)
-			}
-		}
-		if in.Live, err = plan.Live(api, f.namespace, o.Name, names); err != nil {
-			return in, err
-		}
-	}
-	return in, nil
-}
-
-// readOptions are how the checkout is read: a GitRepo's options, or the flags'.
-func (f *planFlags) readOptions(api fleetcontrollers.Interface, paths []string) (bundlereader.Options, []string, error) {
-	if f.gitRepo != "" {
-		gr, err := api.GitRepo().Get(f.namespace, f.gitRepo, metav1.GetOptions{})
-		if err != nil {
-			return bundlereader.Options{}, nil, err
-		}
-		o := bundlebuild.FromGitRepo(gr, "")
-		if len(paths) > 0 {
-			o.Paths = paths
-		}
-		return o.Options, o.Paths, nil
-	}
-	name := f.name
-	if name == "" {
-		abs, err := filepath.Abs(f.repo)
-		if err != nil {
-			return bundlereader.Options{}, nil, err
-		}
-		name = filepath.Base(abs)
-	}
-	o := bundlereader.Options{Name: name, Namespace: f.namespace}
-	if f.targetsFile != "" {
-		data, err := os.ReadFile(f.targetsFile)
-		if err != nil {
-			return o, nil, err
-		}
-		var tf bundlebuild.TargetsFile
-		if err := yaml.UnmarshalStrict(data, &tf); err != nil {
-			return o, nil, fmt.Errorf("targets file %s: %w", f.targetsFile, err)
-		}
-		o.Targets, o.TargetRestrictions = tf.Targets, tf.TargetRestrictions
-	}
-	if len(paths) == 0 {
-		paths = []string{"."}
-	}
-	return o, paths, nil
-}
-
-// clusters reads the clusters to plan against: the file's, or the manager's (read-only).
-func (f *planFlags) clusters(ctx context.Context, api fleetcontrollers.Interface, kube kubernetes.Interface) (clitarget.Input, error) {
-	if f.clustersFile == "" {
-		return plan.Clusters(ctx, api, kube, f.namespace)
-	}
-	var ti clitarget.Input
-	err := clitarget.ReadObjects(f.clustersFile, &ti)
-	return ti, err
 }
 
 func (f *planFlags) print(out io.Writer, r *plan.Report) error {
