@@ -25,9 +25,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/retry"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/fleetgo/fleet/internal/controller/index"
 	"github.com/fleetgo/fleet/internal/logfields"
@@ -122,6 +121,8 @@ type handler struct {
 	cpu chan struct{}
 	// sums holds each Bundle's resourcesSum by UID.
 	sums sync.Map
+	// orphans holds BundleDeployments to delete whose Bundle is gone (orphans.go).
+	orphans workqueue.TypedRateLimitingInterface[orphan]
 }
 
 // Register starts reconciling Bundles, and re-reconciles them when their BundleDeployments,
@@ -141,6 +142,8 @@ func Register(ctx context.Context, d Deps) {
 		h.rolloutPolicies = d.RolloutPolicies.Cache()
 	}
 	go h.mem.plans.expireEvery(ctx, h.now)
+	h.orphans = newOrphanQueue()
+	go h.deleteOrphans(ctx)
 	d.Bundles.OnChange(ctx, "bundle", h.OnChange)
 	fleetcontrollers.RegisterBundleStatusHandler(ctx, d.Bundles, "", "bundle-deploy", h.deploy)
 	h.watchDeployments(ctx, d)
@@ -191,7 +194,7 @@ func (h *handler) watchDeployments(ctx context.Context, d Deps) {
 						Warn("the cache showed a created bundledeployment late")
 				}
 				if h.mem.lateOrphan(bd, h.now()) {
-					go h.deleteOrphan(bd)
+					h.orphans.Add(orphan{bd.Namespace, bd.Name, bd.Labels[fleet.BundleNamespaceLabel], bd.Labels[fleet.BundleLabel]})
 				}
 			}
 		},
@@ -207,31 +210,6 @@ func (h *handler) watchDeployments(ctx context.Context, d Deps) {
 	// Delayed, so a burst of deployment changes makes one roll-up.
 	relatedresource.Watch(ctx, "bundle-from-deployment", index.Parent(fleet.BundleNamespaceLabel, fleet.BundleLabel),
 		index.After{Queue: d.Bundles, Delay: rollupDelay}, d.BundleDeployments)
-}
-
-// deleteOrphan deletes bd, which the cache showed only after its Bundle's deletion was handled,
-// once the apiserver confirms the Bundle is gone (one of the same name may be there again). It
-// tries for about a minute.
-func (h *handler) deleteOrphan(bd *fleet.BundleDeployment) {
-	log := logrus.WithFields(logfields.For("bundle", bd.Namespace, bd.Name))
-	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Steps: 6}
-	err := retry.OnError(backoff, func(error) bool { return true }, func() error {
-		_, err := h.bundles.Get(bd.Labels[fleet.BundleNamespaceLabel], bd.Labels[fleet.BundleLabel], metav1.GetOptions{})
-		if !apierrors.IsNotFound(err) {
-			return err // nil: the Bundle is there again, and the deployment is its
-		}
-		err = h.bds.Delete(bd.Namespace, bd.Name, &metav1.DeleteOptions{})
-		if err == nil {
-			log.Info("deleted a bundledeployment the cache showed after its bundle's deletion")
-		}
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return err
-	})
-	if err != nil {
-		log.WithError(err).Warn("deleting a bundledeployment of a deleted bundle")
-	}
 }
 
 // watchTargeting re-plans the Bundles a Cluster, ClusterGroup or BundleNamespaceMapping change
