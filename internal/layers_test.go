@@ -221,3 +221,32 @@ func TestNoLongFunctionsInProductCode(t *testing.T) {
 		t.Fatalf("checked only %d functions: walked the wrong tree", checked)
 	}
 }
+
+// The front pages stay current: every result file is cited by RESULTS.md, and the README stays a
+// front door (the tours live in docs/).
+func TestFrontPages(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := os.ReadFile(filepath.Join(root, "benchmarks", "RESULTS.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(filepath.Join(root, "benchmarks", "results"))
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("benchmarks/results: %v (%d files)", err, len(entries))
+	}
+	for _, e := range entries {
+		if !strings.Contains(string(results), "results/"+e.Name()) {
+			t.Errorf("benchmarks/RESULTS.md does not cite results/%s", e.Name())
+		}
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(readme), "\n"); n >= 150 {
+		t.Errorf("README.md has %d lines: a front door has fewer than 150 (move tours into docs/)", n)
+	}
+}
