@@ -250,3 +250,78 @@ func TestFrontPages(t *testing.T) {
 		t.Errorf("README.md has %d lines: a front door has fewer than 150 (move tours into docs/)", n)
 	}
 }
+
+// Every timed wait of the controllers and the agent is in architecture.md's table of intervals:
+// a duration constant (N * time.Unit, or time.Unit) declared at package level there must be
+// named in it.
+func TestEveryIntervalIsListed(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	found := 0
+	for _, top := range []string{"internal/controller", "internal/agent"} {
+		err := filepath.WalkDir(filepath.Join(root, top), func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+				return err
+			}
+			f, err := parser.ParseFile(fset, p, nil, 0)
+			if err != nil {
+				return err
+			}
+			for _, decl := range f.Decls {
+				g, ok := decl.(*ast.GenDecl)
+				if !ok || (g.Tok != token.CONST && g.Tok != token.VAR) {
+					continue
+				}
+				for _, spec := range g.Specs {
+					vs := spec.(*ast.ValueSpec)
+					for i, v := range vs.Values {
+						if !isDuration(v) {
+							continue
+						}
+						found++
+						if name := vs.Names[i].Name; !strings.Contains(string(doc), "`"+name+"`") {
+							t.Errorf("%s: %s is not in docs/architecture.md's table of intervals", p, name)
+						}
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if found < 40 {
+		t.Fatalf("found only %d duration constants: the walk misses them", found)
+	}
+}
+
+// isDuration says whether e is time.Unit or N * time.Unit.
+func isDuration(e ast.Expr) bool {
+	unit := func(e ast.Expr) bool {
+		sel, ok := e.(*ast.SelectorExpr)
+		if !ok {
+			return false
+		}
+		x, ok := sel.X.(*ast.Ident)
+		switch {
+		case !ok || x.Name != "time":
+			return false
+		case sel.Sel.Name == "Nanosecond", sel.Sel.Name == "Microsecond", sel.Sel.Name == "Millisecond":
+			return true
+		}
+		return sel.Sel.Name == "Second" || sel.Sel.Name == "Minute" || sel.Sel.Name == "Hour"
+	}
+	if unit(e) {
+		return true
+	}
+	b, ok := e.(*ast.BinaryExpr)
+	return ok && b.Op == token.MUL && (unit(b.X) || unit(b.Y) || isDuration(b.X) || isDuration(b.Y))
+}
