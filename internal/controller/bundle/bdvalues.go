@@ -12,11 +12,12 @@ import (
 )
 
 // putValues makes bd's options Secret hold data (bundlevalues.TakeFromDeployment's), or deletes
-// it when data is nil and bd had values before (had). A Secret already holding data is not
-// written again; one written but lost with a failed pass is written by the next.
-func (h *handler) putValues(bd *fleet.BundleDeployment, data map[string][]byte, had bool) error {
+// it when data is nil and bd had values before. had is the valuesHash bd had ("" for a new one or
+// none): a Secret that already holds data (the same hash) is not written again. The manager does
+// not cache these Secrets (one per deployment): it writes them by name.
+func (h *handler) putValues(bd *fleet.BundleDeployment, data map[string][]byte, had string) error {
 	if data == nil {
-		if !had {
+		if had == "" {
 			return nil
 		}
 		err := h.secretWriter.Delete(bd.Namespace, bd.Name, &metav1.DeleteOptions{})
@@ -25,8 +26,7 @@ func (h *handler) putValues(bd *fleet.BundleDeployment, data map[string][]byte, 
 		}
 		return nil
 	}
-	if cached, err := h.secrets.Get(bd.Namespace, bd.Name); err == nil && cached.Type == fleet.SecretTypeBundleDeploymentOptions &&
-		bundlevalues.DeploymentHash(cached.Data) == bundlevalues.DeploymentHash(data) {
+	if had == bundlevalues.DeploymentHash(data) {
 		return nil
 	}
 	want := bundlevalues.DeploymentSecret(bd, data)

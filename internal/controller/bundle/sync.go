@@ -213,9 +213,15 @@ func (h *handler) write(cur, next *fleet.BundleDeployment) (*fleet.BundleDeploym
 		if err != nil || bd.UID == "" {
 			return bd, err
 		}
-		return bd, h.putValues(bd, values, false)
+		if err := h.putValues(bd, values, ""); err != nil {
+			// Without its values the deployment would wait for good (the next pass sees its
+			// hash and writes nothing): it goes, and the next pass makes both again.
+			_ = h.bds.Delete(bd.Namespace, bd.Name, &metav1.DeleteOptions{})
+			return nil, err
+		}
+		return bd, nil
 	}
-	if err := h.putValues(cur, values, cur.Spec.ValuesHash != ""); err != nil {
+	if err := h.putValues(cur, values, cur.Spec.ValuesHash); err != nil {
 		return nil, err
 	}
 	return h.update(cur, next)
