@@ -323,5 +323,5 @@ func isDuration(e ast.Expr) bool {
 		return true
 	}
 	b, ok := e.(*ast.BinaryExpr)
-	return ok && b.Op == token.MUL && (unit(b.X) || unit(b.Y) || isDuration(b.X) || isDuration(b.Y))
+	return ok && b.Op == token.MUL && (isDuration(b.X) || isDuration(b.Y))
 }
