@@ -16,6 +16,7 @@ import (
 	"github.com/fleetgo/fleet/internal/controller/agentmanagement"
 	"github.com/fleetgo/fleet/internal/policy"
 	"github.com/fleetgo/fleet/internal/restriction"
+	"github.com/fleetgo/fleet/internal/rollout"
 	"github.com/fleetgo/fleet/internal/secretuse"
 	"github.com/fleetgo/fleet/internal/target"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
@@ -60,7 +61,7 @@ func (h *handler) deploy(b *fleet.Bundle, status fleet.BundleStatus) (fleet.Bund
 		// what is deployed.
 		return h.rollup(b, status, nil, nil, planErr), nil
 	}
-	result, r, requeue, err := h.sync(b, plan, contentName, oci, release)
+	result, d, requeue, err := h.sync(b, plan, contentName, oci, release)
 	if err != nil {
 		h.mem.plans.drop(b)
 		return status, err
@@ -73,9 +74,9 @@ func (h *handler) deploy(b *fleet.Bundle, status fleet.BundleStatus) (fleet.Bund
 	if requeue {
 		h.bundles.EnqueueAfter(b.Namespace, b.Name, requeueNew)
 	}
-	status = h.rollup(b, status, result, r, nil)
-	if r.progressive != nil {
-		if err := h.record(b, r.progressive, &status); err != nil {
+	status = h.rollup(b, status, result, d, nil)
+	if d.progressive != nil {
+		if err := h.record(b, d.progressive, &status); err != nil {
 			return status, err
 		}
 	}
@@ -104,7 +105,7 @@ func (h *handler) planOf(b *fleet.Bundle, contentName string) (planKey, []planne
 	key, now := h.mem.plans.key(b, contentName), h.now()
 	if rs := b.Spec.RolloutStrategy; rs != nil {
 		// A limit that is no number is no plan: no limit is assumed for it.
-		if err := checkStrategy(rs); err != nil {
+		if err := rollout.CheckStrategy(rs); err != nil {
 			h.mem.plans.drop(b)
 			return key, nil, now, err
 		}

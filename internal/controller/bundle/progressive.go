@@ -11,7 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fleetgo/fleet/internal/metrics"
-	progression "github.com/fleetgo/fleet/internal/rollout"
+	"github.com/fleetgo/fleet/internal/rollout"
+	"github.com/fleetgo/fleet/internal/target"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
@@ -21,14 +22,12 @@ import (
 type progressive struct {
 	policy   string
 	revision string
-	result   progression.Result
+	result   rollout.Result
 	// roll is the Rollout as cached (nil: none yet).
 	roll *fleet.Rollout
 	// gates is the policy's gates as JSON ("" when it has none).
 	gates string
-	// target maps a plan index to its index among the rollout's targets.
-	target map[int]int
-	now    time.Time
+	now   time.Time
 }
 
 // policyName is the RolloutPolicy b rolls out by: its own annotation's, else its GitRepo's or
@@ -50,13 +49,14 @@ func (h *handler) policyName(b *fleet.Bundle) string {
 	return ""
 }
 
-// progressiveOf decides the pass's rollout when b names a RolloutPolicy (nil when it names none).
-func (h *handler) progressiveOf(b *fleet.Bundle, plan []planned, existing map[string]*fleet.BundleDeployment, contentName string) (*progressive, error) {
+// progressiveOf decides the pass's rollout when b names a RolloutPolicy (nil when it names
+// none); targets and bds are the pass's targets and their deployments (nil: none yet).
+func (h *handler) progressiveOf(b *fleet.Bundle, targets []target.ClusterInfo, bds []*fleet.BundleDeployment, contentName string) (*progressive, error) {
 	name := h.policyName(b)
 	if name == "" || h.rollouts == nil {
 		return nil, nil
 	}
-	in := progression.Input{PolicyName: name, Revision: progression.Revision(b, contentName), Now: h.now()}
+	in := rollout.Input{PolicyName: name, Revision: rollout.Revision(b, contentName), Now: h.now(), Targets: targets, BDs: bds}
 	pol, err := h.rolloutPolicies.Get(b.Namespace, name)
 	switch {
 	case err == nil:
@@ -64,7 +64,7 @@ func (h *handler) progressiveOf(b *fleet.Bundle, plan []planned, existing map[st
 	case !apierrors.IsNotFound(err):
 		return nil, err
 	}
-	pg := &progressive{policy: name, revision: in.Revision, target: map[int]int{}, now: in.Now}
+	pg := &progressive{policy: name, revision: in.Revision, now: in.Now}
 	if roll, err := h.rollouts.Cache().Get(b.Namespace, b.Name); err == nil {
 		pg.roll, in.Spec, in.Status = roll, roll.Spec, roll.Status
 	} else if !apierrors.IsNotFound(err) {
@@ -72,15 +72,7 @@ func (h *handler) progressiveOf(b *fleet.Bundle, plan []planned, existing map[st
 	}
 	// A paused Bundle (Fleet's spec.paused) promotes nothing, as without a policy.
 	in.Spec.Paused = in.Spec.Paused || b.Spec.Paused
-	for i, p := range plan {
-		if p.namespace == "" {
-			continue
-		}
-		pg.target[i] = len(in.Targets)
-		in.Targets = append(in.Targets, p.info)
-		in.BDs = append(in.BDs, existing[p.namespace])
-	}
-	pg.result = progression.Evaluate(in)
+	pg.result = rollout.Evaluate(in)
 	if in.Policy != nil && len(in.Policy.Gates) > 0 {
 		data, err := json.Marshal(in.Policy.Gates)
 		if err != nil {
@@ -91,53 +83,27 @@ func (h *handler) progressiveOf(b *fleet.Bundle, plan []planned, existing map[st
 	return pg, nil
 }
 
-// decision is what the rollout decided for plan index i.
-func (pg *progressive) decision(i int) (progression.Decision, int) {
-	k, ok := pg.target[i]
-	if !ok {
-		return progression.Hold, -1
-	}
-	return pg.result.Decisions[k], k
-}
-
 // gatesFor is the gates annotation target k's deployment carries.
 func (pg *progressive) gatesFor(k int) string {
-	if k < 0 || !pg.result.Gated[k] {
+	if !pg.result.Gated[k] {
 		return ""
 	}
 	return pg.gates
 }
 
-// mustWrite says a deployment needs writing though its inputs did not change: it is promoted to
-// the revision, rolled back, or its gates change.
-func (pg *progressive) mustWrite(i int, cur *fleet.BundleDeployment) bool {
-	d, k := pg.decision(i)
+// mustWrite says target k's deployment needs writing though its inputs did not change: it is
+// promoted to the revision, rolled back, or its gates change.
+func (pg *progressive) mustWrite(k int, cur *fleet.BundleDeployment) bool {
+	d := pg.result.Decisions[k]
 	switch {
 	case cur == nil:
 		return true
-	case d == progression.RollBack:
+	case d == rollout.RollBack:
 		return cur.Annotations[fleet.RolloutPreviousAnnotation] != ""
-	case d == progression.Promote && cur.Annotations[fleet.RolloutRevisionAnnotation] != pg.revision:
+	case d == rollout.Promote && cur.Annotations[fleet.RolloutRevisionAnnotation] != pg.revision:
 		return true
 	}
 	return cur.Annotations[fleet.RolloutGatesAnnotation] != pg.gatesFor(k)
-}
-
-// apply returns the BundleDeployment to write for plan index i.
-func (pg *progressive) apply(i int, desired, cur *fleet.BundleDeployment) *fleet.BundleDeployment {
-	d, k := pg.decision(i)
-	var next *fleet.BundleDeployment
-	switch d {
-	case progression.Promote:
-		next = pg.promote(desired, cur)
-	case progression.RollBack:
-		next = rollBack(desired, cur)
-	}
-	if next == nil {
-		next = hold(desired, cur)
-	}
-	setOrDelete(next.Annotations, fleet.RolloutGatesAnnotation, pg.gatesFor(k))
-	return next
 }
 
 // promote gives the cluster the revision, remembering what it had when that had passed (or

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	progression "github.com/fleetgo/fleet/internal/rollout"
+	"github.com/fleetgo/fleet/internal/rollout"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 )
@@ -76,7 +76,7 @@ func TestPromoteRollBackHold(t *testing.T) {
 	cur := &fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{fleet.ContentNameLabel: "s-old"},
 		Annotations: map[string]string{fleet.RolloutRevisionAnnotation: "r1"}}}
 	cur.Spec.DeploymentID, cur.Spec.Options.DefaultNamespace = "s-old:1", "v1"
-	pg := &progressive{revision: "r2", now: now, result: progression.Result{Status: fleet.RolloutStatus{PassedRevision: "r1"}}}
+	pg := &progressive{revision: "r2", now: now, result: rollout.Result{Status: fleet.RolloutStatus{PassedRevision: "r1"}}}
 
 	next := pg.promote(desired, cur)
 	if next.Spec.DeploymentID != "s-new:2" || next.Annotations[fleet.RolloutRevisionAnnotation] != "r2" ||
@@ -94,7 +94,7 @@ func TestPromoteRollBackHold(t *testing.T) {
 		t.Fatalf("rolled back: %s %+v %+v", back.Spec.DeploymentID, back.Labels, back.Annotations)
 	}
 	// A cluster on a revision that never passed keeps its older snapshot when promoted again.
-	pg3 := &progressive{revision: "r3", now: now, result: progression.Result{Status: fleet.RolloutStatus{PassedRevision: "r1"}}}
+	pg3 := &progressive{revision: "r3", now: now, result: rollout.Result{Status: fleet.RolloutStatus{PassedRevision: "r1"}}}
 	again := pg3.promote(desired, next)
 	if again.Annotations[fleet.RolloutPreviousAnnotation] != next.Annotations[fleet.RolloutPreviousAnnotation] {
 		t.Fatal("a revision that did not pass became the one to return to")

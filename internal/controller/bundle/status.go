@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/fleetgo/fleet/internal/rollout"
 	"github.com/fleetgo/fleet/internal/summary"
 	"github.com/fleetgo/fleet/internal/target"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
@@ -17,7 +18,7 @@ import (
 
 // rollup is the Bundle's status rolled up from its BundleDeployments (or saying why it cannot
 // be planned).
-func (h *handler) rollup(b *fleet.Bundle, status fleet.BundleStatus, result []synced, r *rollout, planErr error) fleet.BundleStatus {
+func (h *handler) rollup(b *fleet.Bundle, status fleet.BundleStatus, result []synced, d *decider, planErr error) fleet.BundleStatus {
 	status.ObservedGeneration = b.Generation
 	status.ResourcesSHA256Sum = h.resourcesSum(b)
 	ready, message := corev1.ConditionTrue, ""
@@ -26,12 +27,12 @@ func (h *handler) rollup(b *fleet.Bundle, status fleet.BundleStatus, result []sy
 	} else {
 		s, offline := h.summarize(result)
 		status.Summary = s
-		status.NewlyCreated = r.created
+		status.NewlyCreated = d.created
 		status.ResourceKey = resourceKeys(result)
 		status.Unavailable = countUnavailable(result)
-		status.PartitionStatus, status.UnavailablePartitions = r.status(result)
-		status.MaxUnavailable = r.maxUnavailable
-		status.MaxUnavailablePartitions = r.maxUnavailablePartitions
+		status.PartitionStatus, status.UnavailablePartitions = d.status(result)
+		status.MaxUnavailable = d.partitions.MaxUnavailable
+		status.MaxUnavailablePartitions = d.partitions.MaxUnavailablePartitions
 		status.Display = fleet.BundleDisplay{
 			ReadyClusters: fmt.Sprintf("%d/%d", s.Ready, s.DesiredReady),
 			State:         string(summary.WorstState(s)),
@@ -88,16 +89,11 @@ func (h *handler) summarize(result []synced) (s fleet.BundleSummary, offline []s
 func countUnavailable(result []synced) int {
 	n := 0
 	for _, r := range result {
-		if r.bd != nil && unavailable(r.bd) {
+		if r.bd != nil && rollout.Unavailable(r.bd) {
 			n++
 		}
 	}
 	return n
-}
-
-// unavailable: the cluster is not running the promoted version, or it is not ready.
-func unavailable(bd *fleet.BundleDeployment) bool {
-	return bd.Status.AppliedDeploymentID != bd.Spec.DeploymentID || !bd.Status.Ready
 }
 
 // resourceKeys are the objects the Bundle's BundleDeployments reported deploying, each once,

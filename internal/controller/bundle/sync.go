@@ -25,22 +25,18 @@ type synced struct {
 }
 
 // sync creates, updates and deletes BundleDeployments to match the plan, staging options on
-// every target and promoting them, partition by partition, within the rollout's limits. The
-// result is in plan order.
+// every target and promoting them as the rollout's decider allows. The result is in plan order.
 // release is called once the decisions are made, before waiting for the writes.
-func (h *handler) sync(b *fleet.Bundle, plan []planned, contentName string, oci *ocistorage.Storage, release func()) ([]synced, *rollout, bool, error) {
+func (h *handler) sync(b *fleet.Bundle, plan []planned, contentName string, oci *ocistorage.Storage, release func()) ([]synced, *decider, bool, error) {
 	byNamespace, err := h.existing(b, plan)
 	if err != nil {
 		return nil, nil, false, err
 	}
-	r, err := newRollout(b, plan, byNamespace)
+	d, err := h.newDecider(b, plan, byNamespace, contentName)
 	if err != nil {
 		return nil, nil, false, err
 	}
-	if r.progressive, err = h.progressiveOf(b, plan, byNamespace, contentName); err != nil {
-		return nil, nil, false, err
-	}
-	ps := &syncPass{h: h, b: b, content: contentName, rollout: r, maxNew: maxNewOf(b), out: make([]synced, len(plan))}
+	ps := &syncPass{h: h, b: b, content: contentName, decider: d, maxNew: maxNewOf(b), out: make([]synced, len(plan))}
 	if oci != nil {
 		ps.ociAgent = oci.AgentData()
 	}
@@ -52,17 +48,17 @@ func (h *handler) sync(b *fleet.Bundle, plan []planned, contentName string, oci 
 			wanted[p.namespace] = true
 		}
 	}
-	// Decide in partition order (the rollout's budget depends on it), then write in parallel:
-	// a pass that creates or updates many deployments is bound by round trips, not CPU.
-	order, parts := r.order()
+	// Decide in the decider's order (a decision spends what the ones before left of the
+	// limits), then write in parallel: a pass that creates or updates many deployments is
+	// bound by round trips, not CPU.
 	var renderErr error
-	for k, i := range order {
-		if renderErr = ps.one(i, plan[i], byNamespace[plan[i].namespace], parts[k]); renderErr != nil {
+	for _, i := range d.order() {
+		if renderErr = ps.one(i, plan[i], byNamespace[plan[i].namespace]); renderErr != nil {
 			break // the writes already started finish first
 		}
 	}
 	release()
-	r.created = ps.created
+	d.created = ps.created
 	if err := ps.g.Wait(); err != nil {
 		return nil, nil, false, err
 	}
@@ -72,7 +68,7 @@ func (h *handler) sync(b *fleet.Bundle, plan []planned, contentName string, oci 
 	if err := h.deleteUntargeted(b, byNamespace, wanted); err != nil {
 		return nil, nil, false, err
 	}
-	return ps.out, r, ps.requeue, nil
+	return ps.out, d, ps.requeue, nil
 }
 
 // syncPass is one pass of sync over a Bundle's targets.
@@ -80,7 +76,7 @@ type syncPass struct {
 	h       *handler
 	b       *fleet.Bundle
 	content string
-	rollout *rollout
+	decider *decider
 	out     []synced
 	g       errgroup.Group
 	// created counts the deployments this pass creates, at most maxNew; requeue says some were
@@ -94,14 +90,14 @@ type syncPass struct {
 // one decides about target i (cur: its deployment, nil when there is none) and, when it needs
 // writing, starts the write. It returns a rendering error: checked while planning, so only a
 // change between the two gets here.
-func (ps *syncPass) one(i int, p planned, cur *fleet.BundleDeployment, part *partition) error {
-	h, b, pg := ps.h, ps.b, ps.rollout.progressive
+func (ps *syncPass) one(i int, p planned, cur *fleet.BundleDeployment) error {
+	h, b := ps.h, ps.b
 	if cur == nil && ps.created >= ps.maxNew {
 		ps.requeue = true
 		return nil
 	}
 	// A rollout may promote, roll back or re-gate a deployment whose inputs did not change.
-	force := pg != nil && pg.mustWrite(i, cur)
+	force := ps.decider.mustWrite(i, cur)
 	if !force && cur != nil && cur.Spec.DeploymentID == cur.Spec.StagedDeploymentID &&
 		h.mem.renders.current(b, p.cluster.UID, ps.content, p.fingerprint, cur) {
 		// Written for these inputs, promoted and untouched since: nothing to do.
@@ -121,12 +117,7 @@ func (ps *syncPass) one(i int, p planned, cur *fleet.BundleDeployment, part *par
 	if cur == nil {
 		ps.created++
 	}
-	var next *fleet.BundleDeployment
-	if pg != nil {
-		next = pg.apply(i, desired, cur)
-	} else {
-		next = ps.rollout.apply(part, desired, cur)
-	}
+	next := ps.decider.next(i, desired, cur)
 	ps.g.Go(func() error {
 		h.writeSlots <- struct{}{}
 		defer func() { <-h.writeSlots }()
