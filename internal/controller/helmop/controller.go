@@ -23,6 +23,7 @@ import (
 
 	"github.com/fleetgo/fleet/internal/bundlereader"
 	"github.com/fleetgo/fleet/internal/controller/index"
+	"github.com/fleetgo/fleet/internal/controller/retry"
 	"github.com/fleetgo/fleet/internal/policy"
 	"github.com/fleetgo/fleet/internal/rancherca"
 	"github.com/fleetgo/fleet/internal/secretuse"
@@ -75,19 +76,16 @@ type handler struct {
 	ctx context.Context
 	now func() time.Time
 	mu  sync.Mutex
-	// failures counts each HelmOp's polls failed in a row, by namespace/name.
-	failures map[string]int
 	// resolved is the source each HelmOp's version was resolved from (source), by
 	// namespace/name; after a restart every version is resolved once again.
 	resolved map[string]string
-	// retryAt is when a failed poll is tried again (no look before then, for whatever event:
-	// the status written meanwhile is one).
-	retryAt map[string]time.Time
+	// retries space the polls that fail, by namespace/name.
+	retries *retry.Retries
 }
 
 // Register starts turning HelmOps into Bundles.
 func Register(ctx context.Context, d Deps) {
-	h := &handler{Deps: d, ctx: ctx, now: time.Now, failures: map[string]int{}, resolved: map[string]string{}, retryAt: map[string]time.Time{}}
+	h := &handler{Deps: d, ctx: ctx, now: time.Now, resolved: map[string]string{}, retries: retry.New(retryFirst, retryMax)}
 	fleetcontrollers.RegisterHelmOpGeneratingHandler(ctx, d.HelmOps, d.Apply.WithCacheTypes(d.Bundles), ConditionAccepted, bundleSet, h.generate, nil)
 	if d.Policies != nil {
 		d.Policies.OnChange(ctx, "helmop-policies", index.RequeueNamespace[*fleet.Policy](d.HelmOps.Cache().List, d.HelmOps.Enqueue))
@@ -178,8 +176,8 @@ func (h *handler) poll(op *fleet.HelmOp, status *fleet.HelmOpStatus, now time.Ti
 	floats := !strict(op.Spec.Helm.Version)
 	h.mu.Lock()
 	sourceChanged := h.resolved[key] != source(op)
-	retryAt, failed := h.retryAt[key]
 	h.mu.Unlock()
+	retryAt, failed := h.retries.Next(key)
 	due := sourceChanged || (floats && interval > 0 && !now.Before(status.LastPollingTime.Add(interval)))
 	if failed && !sourceChanged {
 		due = !now.Before(retryAt)
@@ -193,12 +191,11 @@ func (h *handler) poll(op *fleet.HelmOp, status *fleet.HelmOpStatus, now time.Ti
 		status.LastPollingTime = metav1.NewTime(now)
 		if err != nil {
 			fleet.SetCondition(&status.Conditions, ConditionPolled, corev1.ConditionFalse, "Error", err.Error(), now)
-			h.HelmOps.EnqueueAfter(op.Namespace, op.Name, h.backoff(key, interval, now))
+			h.HelmOps.EnqueueAfter(op.Namespace, op.Name, h.retries.Failed(key, now, interval))
 			return
 		}
+		h.retries.Forget(key)
 		h.mu.Lock()
-		delete(h.failures, key)
-		delete(h.retryAt, key)
 		h.resolved[key] = source(op)
 		h.mu.Unlock()
 		status.Version = version
@@ -307,20 +304,6 @@ func bundle(op *fleet.HelmOp, version string) *fleet.Bundle {
 		ObjectMeta: metav1.ObjectMeta{Name: op.Name, Namespace: op.Namespace, Labels: labels},
 		Spec:       spec,
 	}
-}
-
-// backoff counts a failed poll and returns the wait before the next try.
-func (h *handler) backoff(key string, interval time.Duration, now time.Time) time.Duration {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := h.failures[key]
-	h.failures[key] = n + 1
-	wait := min(retryFirst<<min(n, 10), retryMax)
-	if interval > 0 {
-		wait = min(wait, interval)
-	}
-	h.retryAt[key] = now.Add(wait)
-	return wait
 }
 
 // source is what the version was resolved from: a change of any part resolves it again.

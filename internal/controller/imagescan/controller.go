@@ -14,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"text/template"
 	"time"
 
@@ -26,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fleetgo/fleet/internal/controller/gitrepo"
+	"github.com/fleetgo/fleet/internal/controller/retry"
 	"github.com/fleetgo/fleet/internal/gitsource"
 	"github.com/fleetgo/fleet/internal/imagescan"
 	"github.com/fleetgo/fleet/internal/secretuse"
@@ -68,35 +68,31 @@ type handler struct {
 	// ctx is the controller's: its end cancels scans and pushes in flight.
 	ctx context.Context
 	now func() time.Time
-	mu  sync.Mutex
-	// failures counts each ImageScan's failures in a row, and retryAt is when the last failed
-	// one is tried again, by namespace/name.
-	failures map[string]int
-	retryAt  map[string]time.Time
+	// retries space the scans that fail, by namespace/name.
+	retries *retry.Retries
 }
 
 // Register starts running ImageScans.
 func Register(ctx context.Context, d Deps) {
-	h := &handler{Deps: d, ctx: ctx, now: time.Now, failures: map[string]int{}, retryAt: map[string]time.Time{}}
+	h := &handler{Deps: d, ctx: ctx, now: time.Now, retries: retry.New(retryFirst, retryMax)}
 	fleetcontrollers.RegisterImageScanStatusHandler(ctx, d.ImageScans, "", "imagescan", h.status)
 }
 
 // status scans when due and records what it found, committing a newer tag to the repository.
 func (h *handler) status(scan *fleet.ImageScan, st fleet.ImageScanStatus) (fleet.ImageScanStatus, error) {
+	key, now := scan.Namespace+"/"+scan.Name, h.now()
 	if scan.DeletionTimestamp != nil || scan.Spec.Suspend {
+		h.retries.Forget(key)
 		return st, nil
 	}
-	key, now := scan.Namespace+"/"+scan.Name, h.now()
 	interval := scan.Spec.Interval.Duration
 	if interval <= 0 {
 		interval = DefaultInterval
 	}
 	next := st.LastScanTime.Add(interval)
-	h.mu.Lock()
-	if at, ok := h.retryAt[key]; ok {
+	if at, ok := h.retries.Next(key); ok {
 		next = at
 	}
-	h.mu.Unlock()
 	if st.ObservedGeneration == scan.Generation && now.Before(next) {
 		h.ImageScans.EnqueueAfter(scan.Namespace, scan.Name, next.Sub(now))
 		return st, nil
@@ -119,14 +115,10 @@ func (h *handler) status(scan *fleet.ImageScan, st fleet.ImageScanStatus) (fleet
 	}
 	if err != nil {
 		fleet.SetCondition(&st.Conditions, ConditionReady, corev1.ConditionFalse, "Error", err.Error(), now)
-		wait := h.backoff(key, interval, now)
-		h.ImageScans.EnqueueAfter(scan.Namespace, scan.Name, wait)
+		h.ImageScans.EnqueueAfter(scan.Namespace, scan.Name, h.retries.Failed(key, now, interval))
 		return st, nil
 	}
-	h.mu.Lock()
-	delete(h.failures, key)
-	delete(h.retryAt, key)
-	h.mu.Unlock()
+	h.retries.Forget(key)
 	fleet.SetCondition(&st.Conditions, ConditionReady, corev1.ConditionTrue, "", "", now)
 	h.ImageScans.EnqueueAfter(scan.Namespace, scan.Name, interval)
 	return st, nil
@@ -299,16 +291,4 @@ func commitOf(gr *fleet.GitRepo, scan *fleet.ImageScan, tag string) (gitsource.C
 	}
 	c.Message = msg.String()
 	return c, nil
-}
-
-// backoff counts a failure and returns the wait before the next try (no look before then, for
-// whatever event: the status written meanwhile is one).
-func (h *handler) backoff(key string, interval time.Duration, now time.Time) time.Duration {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := h.failures[key]
-	h.failures[key] = n + 1
-	wait := min(retryFirst<<min(n, 10), retryMax, interval)
-	h.retryAt[key] = now.Add(wait)
-	return wait
 }
