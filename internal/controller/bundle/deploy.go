@@ -67,6 +67,9 @@ func (h *handler) deploy(b *fleet.Bundle, status fleet.BundleStatus) (fleet.Bund
 		return status, err
 	}
 	if h.reusable(b) {
+		for i := range plan {
+			plan[i].desired = nil // rendered for this pass; the memo vouches for its inputs
+		}
 		h.mem.plans.keep(b, key, madeAt, plan)
 	} else {
 		h.mem.plans.drop(b)
@@ -191,10 +194,13 @@ type planned struct {
 	match       *target.Match
 	fingerprint [sha256.Size]byte
 	namespace   string
+	// desired is the BundleDeployment rendered while planning, for the pass that planned it
+	// (a plan is kept without it); nil when the inputs had rendered before.
+	desired *fleet.BundleDeployment
 }
 
 // plan matches every Cluster the Bundle may target and checks that each BundleDeployment
-// renders; the rendering itself happens when a deployment is written.
+// renders: those whose inputs are new are rendered here, once, for the write.
 func (h *handler) plan(b *fleet.Bundle, contentName string) ([]planned, error) {
 	namespaces, err := h.clusterNamespaces(b)
 	if err != nil {
@@ -245,12 +251,13 @@ func (h *handler) plan(b *fleet.Bundle, contentName string) ([]planned, error) {
 			continue
 		}
 		fp := clusterFingerprint(facts.hash, ci, m)
-		if err := h.mem.renders.check(b, ci, m, contentName, fp); err != nil {
+		desired, err := checkRender(h.mem.renders, b, ci, m, contentName, fp)
+		if err != nil {
 			// A per-cluster values template that fails is a targeting error to Fleet too.
 			errs = append(errs, fmt.Errorf("targeting error: cluster %s: %w", c.Name, err))
 			continue
 		}
-		out = append(out, planned{cluster: c, info: ci, match: m, fingerprint: fp, namespace: ns})
+		out = append(out, planned{cluster: c, info: ci, match: m, fingerprint: fp, namespace: ns, desired: desired})
 	}
 	return out, errors.Join(errs...)
 }
@@ -310,6 +317,17 @@ func byKey(a, b *fleet.Cluster) int {
 		return strings.Compare(a.Name, b.Name)
 	}
 	return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+}
+
+// checkRender says whether the cluster's BundleDeployment renders, rendering it only when the
+// memo has not seen these inputs: then it returns what was rendered.
+func checkRender(memo *renderMemo, b *fleet.Bundle, ci target.ClusterInfo, m *target.Match, content string, fp [sha256.Size]byte) (*fleet.BundleDeployment, error) {
+	if seen, err := memo.seen(b, ci.Cluster.UID, content, fp); seen {
+		return nil, err
+	}
+	desired, err := render(b, ci, m, content)
+	memo.rendered(b, ci.Cluster.UID, content, fp, err)
+	return desired, err
 }
 
 // render renders the BundleDeployment for a cluster matched by MatchTargets.

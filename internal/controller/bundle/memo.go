@@ -7,7 +7,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/fleetgo/fleet/internal/target"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
@@ -82,20 +81,23 @@ func (r *renderMemo) bundle(b *fleet.Bundle, content string) *bundleMemo {
 	return bm
 }
 
-// check reports whether the cluster's BundleDeployment renders, rendering it only when these
-// inputs have not been seen.
-func (r *renderMemo) check(b *fleet.Bundle, ci target.ClusterInfo, m *target.Match, content string, fp [sha256.Size]byte) error {
+// seen says whether rendering the cluster's BundleDeployment for these inputs was recorded,
+// and the error it gave.
+func (r *renderMemo) seen(b *fleet.Bundle, cluster types.UID, content string, fp [sha256.Size]byte) (bool, error) {
 	r.mu.Lock()
-	e, ok := r.bundle(b, content).byCluster[ci.Cluster.UID]
-	r.mu.Unlock()
-	if ok && e.fingerprint == fp {
-		return e.err
+	defer r.mu.Unlock()
+	e, ok := r.bundle(b, content).byCluster[cluster]
+	if !ok || e.fingerprint != fp {
+		return false, nil
 	}
-	_, err := render(b, ci, m, content)
+	return true, e.err
+}
+
+// rendered records what rendering the cluster's BundleDeployment for these inputs gave.
+func (r *renderMemo) rendered(b *fleet.Bundle, cluster types.UID, content string, fp [sha256.Size]byte, err error) {
 	r.mu.Lock()
-	r.bundle(b, content).byCluster[ci.Cluster.UID] = memoEntry{fingerprint: fp, err: err}
-	r.mu.Unlock()
-	return err
+	defer r.mu.Unlock()
+	r.bundle(b, content).byCluster[cluster] = memoEntry{fingerprint: fp, err: err}
 }
 
 // current reports whether bd is the BundleDeployment written (or found equal) for these

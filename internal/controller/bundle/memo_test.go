@@ -22,8 +22,13 @@ func TestRenderMemo(t *testing.T) {
 	if memo.current(b, c.UID, "s-content", fp(), bd) {
 		t.Fatal("nothing written yet")
 	}
-	if err := memo.check(b, ci, m, "s-content", fp()); err != nil {
-		t.Fatal(err)
+	// New inputs are rendered once, while planning, and the pass writes what was rendered;
+	// inputs seen before are not rendered again.
+	if desired, err := checkRender(memo, b, ci, m, "s-content", fp()); err != nil || desired == nil || desired.Spec.DeploymentID == "" {
+		t.Fatalf("first look: %v %v", desired, err)
+	}
+	if desired, err := checkRender(memo, b, ci, m, "s-content", fp()); err != nil || desired != nil {
+		t.Fatalf("second look rendered again: %v %v", desired, err)
 	}
 	if memo.current(b, c.UID, "s-content", fp(), bd) {
 		t.Fatal("checked is not written")
@@ -63,15 +68,15 @@ func TestRenderMemo(t *testing.T) {
 	// Rendering errors are remembered for the same inputs, and forgotten when they change.
 	b.Spec.Helm = &fleet.HelmOptions{Values: &fleet.GenericMap{Data: map[string]any{"x": "${ .Nope.Nope }"}}}
 	b.Generation = 3
-	if err := memo.check(b, ci, m, "s-content", fp()); err == nil {
+	if _, err := checkRender(memo, b, ci, m, "s-content", fp()); err == nil {
 		t.Fatal("a templating error is reported")
 	}
 	b.Spec.Helm = nil // as if the cache had changed under the same generation
-	if err := memo.check(b, ci, m, "s-content", fp()); err == nil {
+	if _, err := checkRender(memo, b, ci, m, "s-content", fp()); err == nil {
 		t.Fatal("the error is remembered for the same inputs")
 	}
 	b.Generation = 4
-	if err := memo.check(b, ci, m, "s-content", fp()); err != nil {
+	if _, err := checkRender(memo, b, ci, m, "s-content", fp()); err != nil {
 		t.Fatalf("a new generation renders again: %v", err)
 	}
 

@@ -110,9 +110,12 @@ func (ps *syncPass) one(i int, p planned, cur *fleet.BundleDeployment) error {
 		ps.out[i].bd = cur
 		return nil
 	}
-	desired, err := render(b, p.info, p.match, ps.content)
-	if err != nil {
-		return fmt.Errorf("cluster %s: %w", p.cluster.Name, err)
+	desired := p.desired
+	if desired == nil {
+		var err error
+		if desired, err = render(b, p.info, p.match, ps.content); err != nil {
+			return fmt.Errorf("cluster %s: %w", p.cluster.Name, err)
+		}
 	}
 	if cur == nil {
 		ps.created++
