@@ -100,7 +100,14 @@ var _ = Describe("a Bundle rolling out by a RolloutPolicy", func() {
 		By("a new revision whose canary fails its gate reaches no other cluster and is rolled back")
 		updateBundle(ns, "app", func(b *fleet.Bundle) { b.Spec.DefaultNamespace = "v2" })
 		Eventually(onValue(ns, "v2")).Should(Equal([]string{"a"}))
-		Expect(deployments(ns, "app")["a"].Annotations[fleet.RolloutPreviousAnnotation]).To(ContainSubstring(v1ID))
+		// What a rollback returns to is the Rollout's, typed: the revision that passed.
+		Eventually(func() string {
+			if p := rolloutOf(ns)().Passed; p != nil {
+				return p.Options.DefaultNamespace
+			}
+			return ""
+		}).Should(Equal("v1"))
+		Expect(deployments(ns, "app")["a"].Annotations).NotTo(HaveKey(fleet.RolloutPreviousAnnotation))
 		agentGates(deployments(ns, "app")["a"], false)
 		Eventually(func() string { return deployments(ns, "app")["a"].Spec.DeploymentID }, "20s").Should(Equal(v1ID))
 		Expect(onValue(ns, "v2")()).To(BeEmpty())
@@ -116,6 +123,57 @@ var _ = Describe("a Bundle rolling out by a RolloutPolicy", func() {
 			return string(c.Status) + " " + c.Message
 		}).Should(ContainSubstring("False halted in stage canary: 1 of 1 clusters failed (budget 0); cluster a failed gate web: GET http://web/: status 500; updated clusters go back"))
 		Consistently(onValue(ns, "v2"), "2s").Should(BeEmpty())
+	})
+
+	It("returns every cluster to the revision that passed, whose Content the Rollout keeps from collection", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		for _, n := range []string{"a", "b"} {
+			newCluster(ns, n, map[string]string{"all": "yes"})
+		}
+		keepCheckingIn(ns, "a", "b")
+		_, err := api.RolloutPolicy().Create(&fleet.RolloutPolicy{ObjectMeta: metav1.ObjectMeta{Name: "at-once", Namespace: ns},
+			Spec: fleet.RolloutPolicySpec{Stages: []fleet.RolloutStage{{Name: "all", FailureBudget: 0}},
+				Gates: []fleet.HealthGate{{Name: "web", HTTPGet: &fleet.HTTPGate{URL: "http://web/"}}}}})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = api.Bundle().Create(&fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns,
+			Annotations: map[string]string{fleet.RolloutPolicyAnnotation: "at-once"}},
+			Spec: fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "v1"},
+				Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: "kind: ConfigMap\nmetadata:\n  name: app\ndata:\n  v: one\n"}},
+				Targets:   []fleet.BundleTarget{{ClusterSelector: sel("all", "yes")}}}})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(onValue(ns, "v1")).Should(Equal([]string{"a", "b"}))
+		for _, bd := range deployments(ns, "app") {
+			agentGates(bd, true)
+		}
+		Eventually(func() string { return rolloutOf(ns)().Phase }, "20s").Should(Equal(fleet.RolloutComplete))
+		v1 := deployments(ns, "app")["a"]
+		v1Content := v1.Labels[fleet.ContentNameLabel]
+
+		By("a revision with new resources reaches both clusters; no deployment names the first Content any more")
+		updateBundle(ns, "app", func(b *fleet.Bundle) {
+			b.Spec.DefaultNamespace = "v2"
+			b.Spec.Resources[0].Content = "kind: ConfigMap\nmetadata:\n  name: app\ndata:\n  v: two\n"
+		})
+		Eventually(onValue(ns, "v2")).Should(Equal([]string{"a", "b"}))
+		Expect(deployments(ns, "app")["b"].Labels[fleet.ContentNameLabel]).NotTo(Equal(v1Content))
+		Eventually(func() string {
+			if p := rolloutOf(ns)().Passed; p != nil {
+				return p.Content
+			}
+			return ""
+		}).Should(Equal(v1Content))
+		// Past the suite's grace period of 2 s, the Rollout alone keeps the first Content.
+		Consistently(func() error { _, err := api.Content().Get(v1Content, metav1.GetOptions{}); return err }, "8s").Should(Succeed())
+
+		By("a failing gate returns both clusters to the first revision, as it was deployed")
+		agentGates(deployments(ns, "app")["a"], false)
+		Eventually(onValue(ns, "v1"), "20s").Should(Equal([]string{"a", "b"}))
+		for c, bd := range deployments(ns, "app") {
+			Expect(bd.Spec.DeploymentID).To(Equal(v1.Spec.DeploymentID), c)
+			Expect(bd.Labels[fleet.ContentNameLabel]).To(Equal(v1Content), c)
+		}
+		Expect(api.Content().Get(v1Content, metav1.GetOptions{})).NotTo(BeNil())
+		Eventually(func() string { return rolloutOf(ns)().Phase }, "20s").Should(Equal(fleet.RolloutRolledBack))
 	})
 
 	It("refuses a policy whose stages overlap, naming them, and touches nothing deployed", func(ctx context.Context) {

@@ -314,7 +314,7 @@ func startManagement(ctx context.Context, w *wiring, o Options) error {
 		return err
 	}
 	startClusters(ctx, w, o)
-	content.Register(ctx, f.Content(), f.BundleDeployment(), o.ContentGracePeriod)
+	content.Register(ctx, f.Content(), f.BundleDeployment(), f.Rollout(), o.ContentGracePeriod)
 	clustergroup.Register(ctx, f.ClusterGroup(), f.Cluster())
 	return nil
 }

@@ -36,6 +36,9 @@ type Input struct {
 	Spec     fleet.RolloutSpec
 	Status   fleet.RolloutStatus
 	Revision string
+	// Current is what Revision deploys (Inputs), kept in the status so that a rollback of a
+	// later revision can return to it.
+	Current *fleet.RolloutRevision
 	// Targets, in plan order, with their BundleDeployments (nil: none yet).
 	Targets []target.ClusterInfo
 	BDs     []*fleet.BundleDeployment
@@ -111,15 +114,19 @@ func Evaluate(in Input) Result {
 // when its rollout completed.
 func (p *pass) newRevision() {
 	if p.st.Revision == p.in.Revision {
+		if p.st.Current == nil {
+			p.st.Current = p.in.Current.DeepCopy()
+		}
 		return
 	}
-	passed := p.st.PassedRevision
+	passed, kept := p.st.PassedRevision, p.st.Passed
 	if p.st.Phase == fleet.RolloutComplete {
-		passed = p.st.Revision
+		passed, kept = p.st.Revision, p.st.Current
 	}
 	now := metav1.NewTime(p.in.Now)
 	*p.st = fleet.RolloutStatus{Policy: p.in.PolicyName, Revision: p.in.Revision, PassedRevision: passed,
-		Phase: fleet.RolloutProgressing, StartedAt: &now, Retried: max(p.st.Retried, p.in.Spec.Retry)}
+		Phase: fleet.RolloutProgressing, StartedAt: &now, Retried: max(p.st.Retried, p.in.Spec.Retry),
+		Current: p.in.Current.DeepCopy(), Passed: kept}
 }
 
 // invalid holds everything: a policy that cannot apply touches nothing deployed.

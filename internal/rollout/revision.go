@@ -24,3 +24,14 @@ func Revision(b *fleet.Bundle, contentName string) string {
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])[:12]
 }
+
+// Inputs is what b deploys at its revision, as a Rollout keeps it (RolloutStatus.Current): its
+// Content and the options and targets each cluster's options are rendered from.
+func Inputs(b *fleet.Bundle, contentName string) *fleet.RolloutRevision {
+	in := &fleet.RolloutRevision{Revision: Revision(b, contentName), Content: contentName, ContentsID: b.Spec.ContentsID,
+		Options: *b.Spec.BundleDeploymentOptions.DeepCopy(), HelmOpOptions: b.Spec.HelmOpOptions.DeepCopy()}
+	for _, t := range b.Spec.Targets {
+		in.Targets = append(in.Targets, *t.DeepCopy())
+	}
+	return in
+}

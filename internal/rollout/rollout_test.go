@@ -232,3 +232,32 @@ func TestAHeldClusterDoesNotFail(t *testing.T) {
 		t.Fatalf("%v %s %s", r.Halted, decisions(r), r.Status.Phase)
 	}
 }
+
+// The status keeps what the revision rolling out deploys; once it completes and another
+// follows, that becomes what a rollback returns to. A revision that did not complete is never
+// the one returned to.
+func TestTheRevisionThatPassedIsKept(t *testing.T) {
+	rev := func(r string) *fleet.RolloutRevision {
+		return &fleet.RolloutRevision{Revision: r, Content: "s-" + r, Options: fleet.BundleDeploymentOptions{DefaultNamespace: r}}
+	}
+	p := &fleet.RolloutPolicySpec{Stages: []fleet.RolloutStage{{Name: "all"}}}
+	in := Input{PolicyName: "p", Policy: p, Revision: "r1", Current: rev("r1"), Targets: clusters("a"), BDs: make([]*fleet.BundleDeployment, 1), Now: t0}
+	r := Evaluate(in)
+	if r.Status.Current.Revision != "r1" || r.Status.Passed != nil {
+		t.Fatalf("first: current %+v passed %+v", r.Status.Current, r.Status.Passed)
+	}
+	in.Status, in.BDs[0] = r.Status, deployed("r1", t0, true, "")
+	if r = Evaluate(in); r.Status.Phase != fleet.RolloutComplete {
+		t.Fatalf("r1: %s", r.Status.Phase)
+	}
+	in.Status, in.Revision, in.Current = r.Status, "r2", rev("r2")
+	r = Evaluate(in)
+	if r.Status.Current.Revision != "r2" || r.Status.Passed == nil || r.Status.Passed.Options.DefaultNamespace != "r1" || r.Status.PassedRevision != "r1" {
+		t.Fatalf("r2: current %+v passed %+v", r.Status.Current, r.Status.Passed)
+	}
+	// r2 never completes; r3 still returns to r1.
+	in.Status, in.Revision, in.Current = r.Status, "r3", rev("r3")
+	if r = Evaluate(in); r.Status.Passed.Revision != "r1" || r.Status.Current.Revision != "r3" {
+		t.Fatalf("r3: current %+v passed %+v", r.Status.Current, r.Status.Passed)
+	}
+}

@@ -66,14 +66,7 @@ func (h *handler) deploy(b *fleet.Bundle, status fleet.BundleStatus) (fleet.Bund
 		h.mem.plans.drop(b)
 		return status, err
 	}
-	if h.reusable(b) {
-		for i := range plan {
-			plan[i].desired = nil // rendered for this pass; the memo vouches for its inputs
-		}
-		h.mem.plans.keep(b, key, madeAt, plan)
-	} else {
-		h.mem.plans.drop(b)
-	}
+	h.keepPlan(b, key, madeAt, plan)
 	if requeue {
 		h.bundles.EnqueueAfter(b.Namespace, b.Name, requeueNew)
 	}
@@ -88,6 +81,19 @@ func (h *handler) deploy(b *fleet.Bundle, status fleet.BundleStatus) (fleet.Bund
 		status.OCIReference = oci.Ref(b.Spec.ContentsID)
 	}
 	return status, nil
+}
+
+// keepPlan keeps b's plan for its next passes where it may be reused, without what this pass
+// rendered (the render memo vouches for those inputs).
+func (h *handler) keepPlan(b *fleet.Bundle, key planKey, madeAt time.Time, plan []planned) {
+	if !h.reusable(b) {
+		h.mem.plans.drop(b)
+		return
+	}
+	for i := range plan {
+		plan[i].desired = nil
+	}
+	h.mem.plans.keep(b, key, madeAt, plan)
 }
 
 // ociRefused is the status of a Bundle whose registry cannot be used, shown on the Bundle (an
@@ -134,34 +140,51 @@ func (h *handler) reusable(b *fleet.Bundle) bool {
 // they refuse is Accepted=False naming the rule, and keeps what is deployed. The condition is
 // kept only where the namespace has Policies (or had).
 func (h *handler) applyPolicies(b *fleet.Bundle, status *fleet.BundleStatus) (bool, error) {
+	bound, refused, err := h.checkRules(b)
+	if err != nil {
+		return false, err
+	}
+	if !bound && fleet.FindCondition(status.Conditions, fleet.ConditionAccepted) == nil {
+		return false, nil
+	}
+	if refused != nil {
+		fleet.SetCondition(&status.Conditions, fleet.ConditionAccepted, corev1.ConditionFalse, refused.reason, refused.err.Error(), h.now())
+		*status = h.rollup(b, *status, nil, nil, refused.err)
+		return true, nil
+	}
+	fleet.SetCondition(&status.Conditions, fleet.ConditionAccepted, corev1.ConditionTrue, "", "", h.now())
+	return false, nil
+}
+
+// refusal is a rule refusing a Bundle: the condition's reason and the error naming the rule.
+type refusal struct {
+	reason string
+	err    error
+}
+
+// checkRules applies the namespace's Policies and the GitRepoRestrictions that bind b to its
+// spec (filling in their defaults): bound says there are any, refused names the one that
+// refuses it.
+func (h *handler) checkRules(b *fleet.Bundle) (bound bool, refused *refusal, err error) {
 	var set policy.Set
 	if h.policies != nil {
 		ps, err := h.policies.Cache().List(b.Namespace, labels.Everything())
 		if err != nil {
-			return false, err
+			return false, nil, err
 		}
 		set = policy.Combine(ps)
 	}
 	restricted, err := h.restrictions(b)
 	if err != nil {
-		return false, err
-	}
-	if !set.Any && !restricted.Any && fleet.FindCondition(status.Conditions, fleet.ConditionAccepted) == nil {
-		return false, nil
-	}
-	refuse := func(reason string, err error) (bool, error) {
-		fleet.SetCondition(&status.Conditions, fleet.ConditionAccepted, corev1.ConditionFalse, reason, err.Error(), h.now())
-		*status = h.rollup(b, *status, nil, nil, err)
-		return true, nil
+		return false, nil, err
 	}
 	if err := set.Bundle(&b.Spec); err != nil {
-		return refuse("PolicyViolation", err)
+		return true, &refusal{"PolicyViolation", err}, nil
 	}
 	if err := restricted.Bundle(&b.Spec); err != nil {
-		return refuse("Restricted", fmt.Errorf("GitRepoRestriction %s: %w", strings.Join(restricted.Names, ", "), err))
+		return true, &refusal{"Restricted", fmt.Errorf("GitRepoRestriction %s: %w", strings.Join(restricted.Names, ", "), err)}, nil
 	}
-	fleet.SetCondition(&status.Conditions, fleet.ConditionAccepted, corev1.ConditionTrue, "", "", h.now())
-	return false, nil
+	return set.Any || restricted.Any, nil, nil
 }
 
 // restrictions are the GitRepoRestrictions that bind the Bundle: its namespace's, unless it is

@@ -1,15 +1,18 @@
 package bundle
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"time"
 
+	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/fleetgo/fleet/internal/logfields"
 	"github.com/fleetgo/fleet/internal/metrics"
 	"github.com/fleetgo/fleet/internal/rollout"
 	"github.com/fleetgo/fleet/internal/target"
@@ -28,6 +31,14 @@ type progressive struct {
 	// gates is the policy's gates as JSON ("" when it has none).
 	gates string
 	now   time.Time
+	// bundle is the Bundle passed; passed and passedMatch are its revision that passed, as the
+	// Rollout kept it, made once a rollback needs them.
+	bundle      *fleet.Bundle
+	passed      *fleet.Bundle
+	passedMatch *target.Matcher
+	// rules checks a Bundle against its namespace's Policies and GitRepoRestrictions, as the
+	// pass checked the Bundle (handler.checkRules).
+	rules func(*fleet.Bundle) (bool, *refusal, error)
 }
 
 // policyName is the RolloutPolicy b rolls out by: its own annotation's, else its GitRepo's or
@@ -56,7 +67,8 @@ func (h *handler) progressiveOf(b *fleet.Bundle, targets []target.ClusterInfo, b
 	if name == "" || h.rollouts == nil {
 		return nil, nil
 	}
-	in := rollout.Input{PolicyName: name, Revision: rollout.Revision(b, contentName), Now: h.now(), Targets: targets, BDs: bds}
+	current := rollout.Inputs(b, contentName)
+	in := rollout.Input{PolicyName: name, Revision: current.Revision, Current: current, Now: h.now(), Targets: targets, BDs: bds}
 	pol, err := h.rolloutPolicies.Get(b.Namespace, name)
 	switch {
 	case err == nil:
@@ -64,7 +76,7 @@ func (h *handler) progressiveOf(b *fleet.Bundle, targets []target.ClusterInfo, b
 	case !apierrors.IsNotFound(err):
 		return nil, err
 	}
-	pg := &progressive{policy: name, revision: in.Revision, now: in.Now}
+	pg := &progressive{policy: name, revision: in.Revision, now: in.Now, bundle: b, rules: h.checkRules}
 	if roll, err := h.rollouts.Cache().Get(b.Namespace, b.Name); err == nil {
 		pg.roll, in.Spec, in.Status = roll, roll.Spec, roll.Status
 	} else if !apierrors.IsNotFound(err) {
@@ -99,63 +111,89 @@ func (pg *progressive) mustWrite(k int, cur *fleet.BundleDeployment) bool {
 	case cur == nil:
 		return true
 	case d == rollout.RollBack:
-		return cur.Annotations[fleet.RolloutPreviousAnnotation] != ""
+		passed := pg.result.Status.Passed
+		return passed != nil && cur.Annotations[fleet.RolloutRevisionAnnotation] != passed.Revision
 	case d == rollout.Promote && cur.Annotations[fleet.RolloutRevisionAnnotation] != pg.revision:
 		return true
 	}
 	return cur.Annotations[fleet.RolloutGatesAnnotation] != pg.gatesFor(k)
 }
 
-// promote gives the cluster the revision, remembering what it had when that had passed (or
-// came before any rollout): a cluster on a revision that did not pass keeps its older snapshot.
+// promote gives the cluster the revision.
 func (pg *progressive) promote(desired, cur *fleet.BundleDeployment) *fleet.BundleDeployment {
 	next := desired.DeepCopy()
 	next.Annotations = rolloutAnnotations(cur)
-	if cur != nil {
-		if c := cur.Labels[fleet.RolloutPreviousContentLabel]; c != "" {
-			next.Labels[fleet.RolloutPreviousContentLabel] = c
-		}
-	}
 	if cur != nil && cur.Annotations[fleet.RolloutRevisionAnnotation] == pg.revision {
 		return next
 	}
 	next.Annotations[fleet.RolloutRevisionAnnotation] = pg.revision
 	next.Annotations[fleet.RolloutPromotedAnnotation] = pg.now.UTC().Format(time.RFC3339)
-	if cur == nil || cur.Spec.DeploymentID == "" {
-		return next
-	}
-	if rev := cur.Annotations[fleet.RolloutRevisionAnnotation]; rev == "" || rev == pg.result.Status.PassedRevision {
-		snap := fleet.RolloutSnapshot{Revision: rev, DeploymentID: cur.Spec.DeploymentID, Content: cur.Labels[fleet.ContentNameLabel],
-			Options: cur.Spec.Options, HelmChartOptions: cur.Spec.HelmChartOptions}
-		data, err := json.Marshal(snap)
-		if err == nil {
-			next.Annotations[fleet.RolloutPreviousAnnotation] = string(data)
-			setOrDelete(next.Labels, fleet.RolloutPreviousContentLabel, snap.Content)
-		}
-	}
 	return next
 }
 
-// rollBack writes back what the cluster had before the revision; nil when nothing is known.
-func rollBack(desired, cur *fleet.BundleDeployment) *fleet.BundleDeployment {
-	if cur == nil || cur.Annotations[fleet.RolloutPreviousAnnotation] == "" {
+// rollBack returns the cluster to the revision that passed, its options rendered again from
+// what the Rollout kept of it; nil when nothing is kept, or that revision does not target the
+// cluster or does not render for it.
+func (pg *progressive) rollBack(ci target.ClusterInfo, desired, cur *fleet.BundleDeployment) *fleet.BundleDeployment {
+	passed := pg.result.Status.Passed
+	if cur == nil || passed == nil {
 		return nil
 	}
-	var snap fleet.RolloutSnapshot
-	if err := json.Unmarshal([]byte(cur.Annotations[fleet.RolloutPreviousAnnotation]), &snap); err != nil {
+	old, err := pg.renderPassed(ci)
+	if err != nil {
+		logrus.WithFields(logfields.For("bundle", pg.bundle.Namespace, pg.bundle.Name)).WithField("cluster", ci.Cluster.Name).
+			Warnf("not rolled back to revision %s: %v", passed.Revision, err)
+	}
+	if old == nil {
 		return nil
 	}
 	next := desired.DeepCopy()
-	next.Spec.Options, next.Spec.DeploymentID = snap.Options, snap.DeploymentID
-	next.Spec.CorrectDrift, next.Spec.HelmChartOptions = snap.Options.CorrectDrift, snap.HelmChartOptions
-	if snap.Content != "" {
-		next.Labels[fleet.ContentNameLabel] = snap.Content
-	}
-	next.Labels[fleet.RolloutPreviousContentLabel] = cur.Labels[fleet.RolloutPreviousContentLabel]
+	next.Spec.Options, next.Spec.DeploymentID = old.Spec.Options, old.Spec.DeploymentID
+	next.Spec.CorrectDrift, next.Spec.HelmChartOptions, next.Spec.OCIContents = old.Spec.CorrectDrift, old.Spec.HelmChartOptions, old.Spec.OCIContents
+	next.Labels[fleet.ContentNameLabel] = passed.Content
 	next.Annotations = rolloutAnnotations(cur)
 	delete(next.Annotations, fleet.RolloutPromotedAnnotation)
-	setOrDelete(next.Annotations, fleet.RolloutRevisionAnnotation, snap.Revision)
+	next.Annotations[fleet.RolloutRevisionAnnotation] = passed.Revision
 	return next
+}
+
+// renderPassed renders the cluster's BundleDeployment as the revision that passed made it: the
+// Bundle with that revision's options, targets and Content. Nil when it did not target the
+// cluster. The Rollout's status is input too (who may write rollouts/status wrote it): the
+// revision must meet the namespace's Policies and GitRepoRestrictions as they stand, as the
+// Bundle itself must.
+func (pg *progressive) renderPassed(ci target.ClusterInfo) (*fleet.BundleDeployment, error) {
+	kept := pg.result.Status.Passed
+	if pg.passed == nil {
+		b := *pg.bundle
+		b.Spec.BundleDeploymentOptions, b.Spec.HelmOpOptions = *kept.Options.DeepCopy(), kept.HelmOpOptions.DeepCopy()
+		b.Spec.Targets, b.Spec.ContentsID = nil, kept.ContentsID
+		for _, t := range kept.Targets {
+			b.Spec.Targets = append(b.Spec.Targets, *t.DeepCopy())
+		}
+		if pg.rules != nil {
+			if _, refused, err := pg.rules(&b); err != nil || refused != nil {
+				return nil, cmp.Or(err, refusedErr(refused))
+			}
+		}
+		m, err := target.NewMatcher(&b)
+		if err != nil {
+			return nil, err
+		}
+		pg.passed, pg.passedMatch = &b, m
+	}
+	m := pg.passedMatch.Match(ci)
+	if m == nil {
+		return nil, nil
+	}
+	return render(pg.passed, ci, m, kept.Content)
+}
+
+func refusedErr(r *refusal) error {
+	if r == nil {
+		return nil
+	}
+	return r.err
 }
 
 // hold keeps what the cluster has, the new options staged (none yet for a new deployment).
@@ -169,7 +207,6 @@ func hold(desired, cur *fleet.BundleDeployment) *fleet.BundleDeployment {
 	next.Spec.Options, next.Spec.DeploymentID = *cur.Spec.Options.DeepCopy(), cur.Spec.DeploymentID
 	next.Spec.CorrectDrift, next.Spec.HelmChartOptions = cur.Spec.CorrectDrift, cur.Spec.HelmChartOptions.DeepCopy()
 	next.Labels[fleet.ContentNameLabel] = cur.Labels[fleet.ContentNameLabel]
-	setOrDelete(next.Labels, fleet.RolloutPreviousContentLabel, cur.Labels[fleet.RolloutPreviousContentLabel])
 	return next
 }
 
@@ -179,7 +216,7 @@ func rolloutAnnotations(cur *fleet.BundleDeployment) map[string]string {
 	if cur == nil {
 		return out
 	}
-	for _, k := range ownedAnnotations {
+	for _, k := range ownedAnnotations[:3] {
 		if v, ok := cur.Annotations[k]; ok {
 			out[k] = v
 		}
@@ -188,7 +225,8 @@ func rolloutAnnotations(cur *fleet.BundleDeployment) map[string]string {
 }
 
 // ownedAnnotations are the BundleDeployment annotations progressive rollouts write; a write
-// makes them exactly what the pass wants (none for a Bundle without a policy).
+// makes them exactly what the pass wants (none for a Bundle without a policy). rolloutAnnotations
+// carries the first three over; the last, of earlier versions, goes with the next write.
 var ownedAnnotations = []string{fleet.RolloutGatesAnnotation, fleet.RolloutRevisionAnnotation,
 	fleet.RolloutPromotedAnnotation, fleet.RolloutPreviousAnnotation}
 

@@ -1,7 +1,7 @@
 package bundle
 
 import (
-	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/fleetgo/fleet/internal/rollout"
+	"github.com/fleetgo/fleet/internal/target"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 )
@@ -67,43 +68,66 @@ func TestPolicyName(t *testing.T) {
 	}
 }
 
-// A promotion keeps what the cluster ran when that had passed, a rollback writes it back, and a
-// hold keeps the cluster as it is.
+// A promotion marks the revision; a rollback renders the cluster's deployment again from the
+// revision the Rollout kept as passed (its Content, options and targets); a hold keeps the
+// cluster as it is; nothing kept or not targeted then means no rollback.
 func TestPromoteRollBackHold(t *testing.T) {
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	desired := &fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{fleet.ContentNameLabel: "s-new"}}}
-	desired.Spec.DeploymentID, desired.Spec.Options.DefaultNamespace = "s-new:2", "v2"
-	cur := &fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{fleet.ContentNameLabel: "s-old"},
-		Annotations: map[string]string{fleet.RolloutRevisionAnnotation: "r1"}}}
-	cur.Spec.DeploymentID, cur.Spec.Options.DefaultNamespace = "s-old:1", "v1"
-	pg := &progressive{revision: "r2", now: now, result: rollout.Result{Status: fleet.RolloutStatus{PassedRevision: "r1"}}}
+	c := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "fleet-default", UID: "c1", Labels: map[string]string{"env": "prod"}}}
+	ci := target.ClusterInfo{Cluster: c}
+	all := []fleet.BundleTarget{{ClusterSelector: &metav1.LabelSelector{}}}
+	b := &fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "fleet-default"},
+		Spec: fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "v2"}, Targets: all}}
+	v1 := b.DeepCopy()
+	v1.Spec.DefaultNamespace = "v1"
+	m := &target.Match{Targets: []int{0}}
+	old, err := render(v1, ci, m, "s-old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	desired, err := render(b, ci, m, "s-new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := old.DeepCopy()
+	cur.Annotations = map[string]string{fleet.RolloutRevisionAnnotation: "r1", fleet.RolloutPreviousAnnotation: "{}"}
+	passed := rollout.Inputs(v1, "s-old")
+	pg := &progressive{revision: "r2", now: now, bundle: b, result: rollout.Result{Status: fleet.RolloutStatus{PassedRevision: passed.Revision, Passed: passed}}}
 
 	next := pg.promote(desired, cur)
-	if next.Spec.DeploymentID != "s-new:2" || next.Annotations[fleet.RolloutRevisionAnnotation] != "r2" ||
-		next.Labels[fleet.RolloutPreviousContentLabel] != "s-old" {
-		t.Fatalf("promoted: %+v %+v", next.Annotations, next.Labels)
+	if next.Spec.DeploymentID != desired.Spec.DeploymentID || next.Annotations[fleet.RolloutRevisionAnnotation] != "r2" ||
+		next.Annotations[fleet.RolloutPromotedAnnotation] == "" || next.Annotations[fleet.RolloutPreviousAnnotation] != "" {
+		t.Fatalf("promoted: %s %+v", next.Spec.DeploymentID, next.Annotations)
 	}
-	var snap fleet.RolloutSnapshot
-	if err := json.Unmarshal([]byte(next.Annotations[fleet.RolloutPreviousAnnotation]), &snap); err != nil ||
-		snap.DeploymentID != "s-old:1" || snap.Options.DefaultNamespace != "v1" || snap.Revision != "r1" {
-		t.Fatalf("snapshot %+v: %v", snap, err)
-	}
-	back := rollBack(desired, next)
-	if back.Spec.DeploymentID != "s-old:1" || back.Spec.Options.DefaultNamespace != "v1" || back.Labels[fleet.ContentNameLabel] != "s-old" ||
-		back.Annotations[fleet.RolloutRevisionAnnotation] != "r1" {
-		t.Fatalf("rolled back: %s %+v %+v", back.Spec.DeploymentID, back.Labels, back.Annotations)
-	}
-	// A cluster on a revision that never passed keeps its older snapshot when promoted again.
-	pg3 := &progressive{revision: "r3", now: now, result: rollout.Result{Status: fleet.RolloutStatus{PassedRevision: "r1"}}}
-	again := pg3.promote(desired, next)
-	if again.Annotations[fleet.RolloutPreviousAnnotation] != next.Annotations[fleet.RolloutPreviousAnnotation] {
-		t.Fatal("a revision that did not pass became the one to return to")
+	back := pg.rollBack(ci, desired, next)
+	if back == nil || back.Spec.DeploymentID != old.Spec.DeploymentID || back.Spec.Options.DefaultNamespace != "v1" ||
+		back.Labels[fleet.ContentNameLabel] != "s-old" || back.Annotations[fleet.RolloutRevisionAnnotation] != passed.Revision ||
+		back.Spec.StagedDeploymentID != desired.Spec.StagedDeploymentID {
+		t.Fatalf("rolled back: %+v %+v %+v", back.Spec, back.Labels, back.Annotations)
 	}
 	held := hold(desired, cur)
-	if held.Spec.DeploymentID != "s-old:1" || held.Spec.StagedDeploymentID != desired.Spec.StagedDeploymentID || held.Labels[fleet.ContentNameLabel] != "s-old" {
+	if held.Spec.DeploymentID != old.Spec.DeploymentID || held.Spec.StagedDeploymentID != desired.Spec.StagedDeploymentID || held.Labels[fleet.ContentNameLabel] != "s-old" {
 		t.Fatalf("held: %+v", held.Spec)
 	}
-	if rollBack(desired, cur) != nil {
-		t.Fatal("nothing to return to: no rollback")
+	// The revision that passed targeted other clusters only: nothing to return this one to.
+	v1.Spec.Targets = []fleet.BundleTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "dev"}}}}
+	notHere := &progressive{bundle: b, result: rollout.Result{Status: fleet.RolloutStatus{Passed: rollout.Inputs(v1, "s-old")}}}
+	if notHere.rollBack(ci, desired, next) != nil {
+		t.Fatal("rolled back to a revision that did not target the cluster")
+	}
+	if (&progressive{bundle: b}).rollBack(ci, desired, next) != nil {
+		t.Fatal("nothing kept: no rollback")
+	}
+	// What the Rollout kept is input (rollouts/status may be written by others than the
+	// manager): a revision the namespace's rules refuse now is not returned to.
+	v1.Spec.Targets = all
+	var checked *fleet.Bundle
+	refused := &progressive{bundle: b, result: rollout.Result{Status: fleet.RolloutStatus{Passed: rollout.Inputs(v1, "s-old")}},
+		rules: func(b *fleet.Bundle) (bool, *refusal, error) {
+			checked = b
+			return true, &refusal{"Restricted", errors.New("serviceAccount: not allowed")}, nil
+		}}
+	if refused.rollBack(ci, desired, next) != nil || checked == nil || checked.Spec.DefaultNamespace != "v1" {
+		t.Fatalf("a refused revision was returned to (checked %v)", checked)
 	}
 }

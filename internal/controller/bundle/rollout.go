@@ -77,17 +77,18 @@ func (d *decider) next(i int, desired, cur *fleet.BundleDeployment) *fleet.Bundl
 			next = d.progressive.promote(desired, cur)
 		}
 	case rollout.RollBack:
-		next = rollBack(desired, cur)
+		next = d.progressive.rollBack(d.infos[k], desired, cur)
 	}
 	if next == nil {
 		next = hold(desired, cur)
 	}
+	// The label of earlier versions' rollback snapshots goes with the next write.
+	delete(next.Labels, fleet.RolloutPreviousContentLabel)
 	if d.progressive == nil {
 		// A Bundle without a policy carries none of a policy's marks.
 		for _, a := range ownedAnnotations {
 			delete(next.Annotations, a)
 		}
-		delete(next.Labels, fleet.RolloutPreviousContentLabel)
 		return next
 	}
 	setOrDelete(next.Annotations, fleet.RolloutGatesAnnotation, d.progressive.gatesFor(k))

@@ -1,9 +1,11 @@
 // Package content counts the BundleDeployments that use each Content and deletes a Content
-// nobody uses any more. (manager)
+// nobody uses any more: no BundleDeployment deploys it and no Rollout keeps it for a rollback.
+// (manager)
 package content
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,20 +26,30 @@ const DefaultGracePeriod = 30 * time.Second
 // to thousands of clusters from rewriting it every second.
 const countDelay = 5 * time.Second
 
+// rolloutByContent indexes Rollouts by the Contents of the revisions they keep.
+const rolloutByContent = "fleetgo.io/rollout-by-content"
+
 type handler struct {
 	grace    time.Duration
 	contents fleetcontrollers.ContentController
 	bdCache  fleetcontrollers.BundleDeploymentCache
+	// rollouts are nil where progressive rollouts are not served.
+	rollouts fleetcontrollers.RolloutCache
 	now      func() time.Time
 }
 
 // Register starts the Content garbage collector, which spares a Content younger than grace
-// (zero: DefaultGracePeriod).
-func Register(ctx context.Context, contents fleetcontrollers.ContentController, bds fleetcontrollers.BundleDeploymentController, grace time.Duration) {
+// (zero: DefaultGracePeriod). rollouts may be nil.
+func Register(ctx context.Context, contents fleetcontrollers.ContentController, bds fleetcontrollers.BundleDeploymentController,
+	rollouts fleetcontrollers.RolloutController, grace time.Duration) {
 	if grace <= 0 {
 		grace = DefaultGracePeriod
 	}
 	h := &handler{grace: grace, contents: contents, bdCache: bds.Cache(), now: time.Now}
+	if rollouts != nil {
+		h.rollouts = rollouts.Cache()
+		watchRollouts(contents, rollouts)
+	}
 	fleetcontrollers.RegisterContentStatusHandler(ctx, contents, "", "content-gc", h.status)
 	enqueue := func(obj any) {
 		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -67,7 +79,15 @@ func (h *handler) status(c *fleet.Content, status fleet.ContentStatus) (fleet.Co
 	if err != nil {
 		return status, err
 	}
-	if len(refs) == 0 {
+	kept := 0
+	if h.rollouts != nil {
+		rs, err := h.rollouts.GetByIndex(rolloutByContent, c.Name)
+		if err != nil {
+			return status, err
+		}
+		kept = len(rs)
+	}
+	if len(refs) == 0 && kept == 0 {
 		if age := h.now().Sub(c.CreationTimestamp.Time); age < h.grace {
 			h.contents.EnqueueAfter(c.Name, h.grace-age)
 		} else {
@@ -80,4 +100,36 @@ func (h *handler) status(c *fleet.Content, status fleet.ContentStatus) (fleet.Co
 	}
 	status.ReferenceCount = len(refs)
 	return status, nil
+}
+
+// rolloutContents are the Contents of the revisions a Rollout keeps.
+func rolloutContents(r *fleet.Rollout) []string {
+	var out []string
+	for _, rev := range []*fleet.RolloutRevision{r.Status.Current, r.Status.Passed} {
+		if rev != nil && rev.Content != "" && !slices.Contains(out, rev.Content) {
+			out = append(out, rev.Content)
+		}
+	}
+	return out
+}
+
+// watchRollouts indexes Rollouts by the Contents they keep and counts a Content again when a
+// Rollout starts or stops keeping it.
+func watchRollouts(contents fleetcontrollers.ContentController, rollouts fleetcontrollers.RolloutController) {
+	rollouts.Cache().AddIndexer(rolloutByContent, func(r *fleet.Rollout) ([]string, error) { return rolloutContents(r), nil })
+	enqueue := func(obj any) {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		if r, ok := obj.(*fleet.Rollout); ok {
+			for _, c := range rolloutContents(r) {
+				contents.EnqueueAfter(c, countDelay)
+			}
+		}
+	}
+	_, _ = rollouts.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		DeleteFunc: enqueue,
+		UpdateFunc: func(old, cur any) { enqueue(old); enqueue(cur) },
+	})
 }

@@ -25,11 +25,10 @@ const (
 	// RolloutPromotedAnnotation, on a BundleDeployment, is when (RFC 3339) the manager promoted
 	// it to its revision.
 	RolloutPromotedAnnotation = "fleetgo.io/rollout-promoted-at"
-	// RolloutPreviousAnnotation, on a BundleDeployment, holds what the cluster had before the
-	// rollout in progress (a RolloutSnapshot as JSON): a rollback writes it back.
-	RolloutPreviousAnnotation = "fleetgo.io/rollout-previous"
-	// RolloutPreviousContentLabel names the Content of that snapshot, so it is not collected
-	// while a rollback may need it.
+	// RolloutPreviousAnnotation and RolloutPreviousContentLabel held, on BundleDeployments
+	// written before 2026-12, what a rollback returned to; that is now the Rollout's
+	// status.passed, and the manager removes them from the deployments it writes.
+	RolloutPreviousAnnotation   = "fleetgo.io/rollout-previous"
 	RolloutPreviousContentLabel = "fleetgo.io/rollout-previous-content"
 
 	// ConditionRollout is a Bundle's (and GitRepo's, HelmOp's) rollout condition: True while
@@ -259,6 +258,31 @@ type RolloutStatus struct {
 	Retried int64 `json:"retried,omitempty"`
 	// RolledBack counts the clusters returned to the previous revision.
 	RolledBack int `json:"rolledBack,omitempty"`
+	// Current is what the revision rolling out deploys; it becomes Passed once that revision
+	// completes and another follows.
+	// +nullable
+	Current *RolloutRevision `json:"current,omitempty"`
+	// Passed is what PassedRevision deploys: a rollback returns the updated clusters to it.
+	// Empty when no revision completed under the policy: a rollback then has nothing to
+	// return to, and the clusters stay where they are.
+	// +nullable
+	Passed *RolloutRevision `json:"passed,omitempty"`
+}
+
+// RolloutRevision is what a revision deploys, kept so that clusters can return to it: the
+// Content and the Bundle's options and targets as they were, from which each cluster's options
+// are rendered again (with the Bundle's values; who may read a Rollout may read those).
+type RolloutRevision struct {
+	Revision string `json:"revision"`
+	// Content names the Content of the revision's resources.
+	Content string `json:"content,omitempty"`
+	// ContentsID is the Bundle's spec.contentsID then (its resources in an OCI registry).
+	ContentsID string                  `json:"contentsID,omitempty"`
+	Options    BundleDeploymentOptions `json:"options"`
+	// +nullable
+	Targets []BundleTarget `json:"targets,omitempty"`
+	// +nullable
+	HelmOpOptions *BundleHelmOptions `json:"helmOpOptions,omitempty"`
 }
 
 // RolloutStageStatus is one stage's counts.
@@ -288,13 +312,3 @@ type RolloutFailure struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// RolloutSnapshot is what a BundleDeployment deployed before a rollout promoted it (stored in
-// RolloutPreviousAnnotation): what a rollback writes back.
-type RolloutSnapshot struct {
-	Revision     string                  `json:"revision,omitempty"`
-	DeploymentID string                  `json:"deploymentID"`
-	Content      string                  `json:"content,omitempty"`
-	Options      BundleDeploymentOptions `json:"options"`
-	// +nullable
-	HelmChartOptions *BundleHelmOptions `json:"helmChartOptions,omitempty"`
-}
