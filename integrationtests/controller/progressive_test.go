@@ -96,6 +96,13 @@ var _ = Describe("a Bundle rolling out by a RolloutPolicy", func() {
 		agentGates(deployments(ns, "app")["c"], true)
 		Eventually(func() string { return rolloutOf(ns)().Phase }, "20s").Should(Equal(fleet.RolloutComplete))
 		v1ID := deployments(ns, "app")["a"].Spec.DeploymentID
+		// The Rollout is its Bundle's, written through the Rollouts' own apply set.
+		roll, err := api.Rollout().Get(ns, "app", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		owner := metav1.GetControllerOf(roll)
+		Expect(owner).NotTo(BeNil())
+		Expect(owner.Kind + "/" + owner.Name).To(Equal("Bundle/app"))
+		Expect(roll.Annotations).To(HaveKeyWithValue("objectset.rio.cattle.io/id", "fleet-rollout"))
 
 		By("a new revision whose canary fails its gate reaches no other cluster and is rolled back")
 		updateBundle(ns, "app", func(b *fleet.Bundle) { b.Spec.DefaultNamespace = "v2" })

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rancher/wrangler/v3/pkg/apply"
 	corecontrollers "github.com/rancher/wrangler/v3/pkg/generated/controllers/core/v1"
 	"github.com/rancher/wrangler/v3/pkg/relatedresource"
 	"github.com/sirupsen/logrus"
@@ -80,6 +81,9 @@ type Deps struct {
 	// CheckinInterval is the agents' check-in interval, to tell offline clusters.
 	CheckinInterval func() time.Duration
 	// Rollouts and RolloutPolicies serve progressive rollouts (progressive.go); nil: none.
+	// Apply writes the Rollouts (rollouts.go): an apply set, to which the controller adds their
+	// cache and owner references.
+	Apply           apply.Apply
 	Rollouts        fleetcontrollers.RolloutController
 	RolloutPolicies fleetcontrollers.RolloutPolicyController
 	// HelmOps name the RolloutPolicy of their Bundles; nil: none.
@@ -111,6 +115,7 @@ type handler struct {
 	// rollouts, rolloutPolicies and helmops serve progressive rollouts (progressive.go).
 	rollouts        fleetcontrollers.RolloutController
 	rolloutPolicies fleetcontrollers.RolloutPolicyCache
+	rolloutOut      *rolloutWriter
 	helmops         fleetcontrollers.HelmOpCache
 	agentBundle     func(*fleet.Bundle, *fleet.Cluster) bool
 	// mem is what the controller remembers between passes (memory.go).
@@ -140,6 +145,9 @@ func Register(ctx context.Context, d Deps) {
 	}
 	if d.RolloutPolicies != nil {
 		h.rolloutPolicies = d.RolloutPolicies.Cache()
+	}
+	if d.Rollouts != nil {
+		h.rolloutOut = newRolloutWriter(ctx, d.Apply, d.Rollouts)
 	}
 	go h.mem.plans.expireEvery(ctx, h.now)
 	h.orphans = newOrphanQueue()

@@ -3,14 +3,11 @@ package bundle
 import (
 	"cmp"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fleetgo/fleet/internal/logfields"
 	"github.com/fleetgo/fleet/internal/metrics"
@@ -81,6 +78,10 @@ func (h *handler) progressiveOf(b *fleet.Bundle, targets []target.ClusterInfo, b
 		pg.roll, in.Spec, in.Status = roll, roll.Spec, roll.Status
 	} else if !apierrors.IsNotFound(err) {
 		return nil, err
+	}
+	// A status handed to the Rollout's writer and not shown by the cache yet is the newer.
+	if st, ok := h.rolloutOut.status(b); ok {
+		in.Status = st
 	}
 	// A paused Bundle (Fleet's spec.paused) promotes nothing, as without a policy.
 	in.Spec.Paused = in.Spec.Paused || b.Spec.Paused
@@ -259,9 +260,8 @@ func syncOwned(upd, next *fleet.BundleDeployment) {
 	setOrDelete(upd.Labels, fleet.RolloutPreviousContentLabel, next.Labels[fleet.RolloutPreviousContentLabel])
 }
 
-// record writes the Rollout (creating it, owned by the Bundle, on its first pass) when its
-// status changed, sets the Bundle's Rollout condition, and asks for the next pass the rollout
-// needs.
+// record hands the Rollout's status to its writer (rollouts.go) when it changed, sets the
+// Bundle's Rollout condition, and asks for the next pass the rollout needs.
 func (h *handler) record(b *fleet.Bundle, pg *progressive, status *fleet.BundleStatus) error {
 	st := pg.result.Status
 	cond, reason := corev1.ConditionTrue, st.Phase
@@ -279,23 +279,7 @@ func (h *handler) record(b *fleet.Bundle, pg *progressive, status *fleet.BundleS
 	if prev := pg.rolledBackBefore(); st.RolledBack > prev {
 		metrics.RolledBack(b.Namespace, b.Name, st.RolledBack-prev)
 	}
-	roll := pg.roll
-	if roll == nil {
-		created, err := h.rollouts.Create(&fleet.Rollout{ObjectMeta: metav1.ObjectMeta{Name: b.Name, Namespace: b.Namespace,
-			Labels:          rolloutLabels(b),
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(b, fleet.SchemeGroupVersion.WithKind("Bundle"))}}})
-		if err != nil {
-			return fmt.Errorf("creating rollout %s/%s: %w", b.Namespace, b.Name, err)
-		}
-		roll = created
-	} else if equality.Semantic.DeepEqual(roll.Status, st) {
-		return nil
-	}
-	roll = roll.DeepCopy()
-	roll.Status = st
-	if _, err := h.rollouts.UpdateStatus(roll); err != nil {
-		return fmt.Errorf("updating rollout %s/%s: %w", b.Namespace, b.Name, err)
-	}
+	h.rolloutOut.publish(b, pg.roll, st)
 	return nil
 }
 
