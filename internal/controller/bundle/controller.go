@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/rancher/wrangler/v3/pkg/apply"
@@ -124,8 +123,6 @@ type handler struct {
 	writeSlots chan struct{}
 	// cpu holds one token per pass planning or rendering.
 	cpu chan struct{}
-	// sums holds each Bundle's resourcesSum by UID.
-	sums sync.Map
 	// orphans holds BundleDeployments to delete whose Bundle is gone (orphans.go).
 	orphans workqueue.TypedRateLimitingInterface[orphan]
 }
@@ -223,7 +220,7 @@ func (h *handler) watchDeployments(ctx context.Context, d Deps) {
 // watchTargeting re-plans the Bundles a Cluster, ClusterGroup or BundleNamespaceMapping change
 // may retarget, and renders again those a Policy or GitRepoRestriction change may change.
 func (h *handler) watchTargeting(ctx context.Context, d Deps) {
-	w := &targetingWatch{h: h, d: d, seen: &index.Fingerprints{}}
+	w := &targetingWatch{h: h, d: d}
 	d.Clusters.OnChange(ctx, "bundle-from-cluster", w.onCluster)
 	d.ClusterGroups.OnChange(ctx, "bundle-from-clustergroup", w.onGroup)
 	if d.Policies != nil {
@@ -248,12 +245,11 @@ func (h *handler) watchTargeting(ctx context.Context, d Deps) {
 }
 
 // targetingWatch turns changes of what targeting reads into Bundle passes. Clusters and groups
-// change status all the time: seen keeps a fingerprint of what targeting reads of each, and only
-// a change of that re-plans bundles.
+// change status all the time: memory keeps a fingerprint of what targeting reads of each, and
+// only a change of that re-plans bundles.
 type targetingWatch struct {
-	h    *handler
-	d    Deps
-	seen *index.Fingerprints
+	h *handler
+	d Deps
 }
 
 // enqueueNamespace enqueues the Bundles of ns, and of every namespace with a
@@ -283,14 +279,12 @@ func (w *targetingWatch) enqueueNamespace(ns string) {
 // changed.
 func (w *targetingWatch) onCluster(key string, c *fleet.Cluster) (*fleet.Cluster, error) {
 	if c == nil {
-		w.seen.Forget("cluster/" + key)
 		w.h.mem.clusterGone(key)
 		return c, nil
 	}
 	offline := summary.Offline(c, w.h.checkin(), w.h.now())
 	facts := w.h.mem.facts.of(c)
-	if w.seen.Changed("cluster/"+key, string(facts.hash[:])+strconv.FormatBool(offline)) {
-		w.h.mem.targetingChanged()
+	if w.h.mem.clusterSeen(key, string(facts.hash[:])+strconv.FormatBool(offline)) {
 		w.enqueueNamespace(c.Namespace)
 	}
 	return c, nil
@@ -299,12 +293,10 @@ func (w *targetingWatch) onCluster(key string, c *fleet.Cluster) (*fleet.Cluster
 // onGroup re-plans when a group's labels or selector changed.
 func (w *targetingWatch) onGroup(key string, g *fleet.ClusterGroup) (*fleet.ClusterGroup, error) {
 	if g == nil {
-		w.seen.Forget("group/" + key)
-		w.h.mem.targetingChanged()
+		w.h.mem.groupGone(key)
 		return g, nil
 	}
-	if w.seen.Changed("group/"+key, fmt.Sprint(g.Labels, g.Spec.Selector)) {
-		w.h.mem.targetingChanged()
+	if w.h.mem.groupSeen(key, fmt.Sprint(g.Labels, g.Spec.Selector)) {
 		w.enqueueNamespace(g.Namespace)
 	}
 	return g, nil
@@ -343,7 +335,6 @@ const finalizeParallel = 16
 
 // finalize deletes every BundleDeployment of a deleted Bundle, then lets it go.
 func (h *handler) finalize(b *fleet.Bundle) (*fleet.Bundle, error) {
-	h.sums.Delete(string(b.UID))
 	key := b.Namespace + "/" + b.Name
 	existing, err := h.bdCache.GetByIndex(index.ByBundle, key)
 	if err != nil {

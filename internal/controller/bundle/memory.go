@@ -1,17 +1,20 @@
 package bundle
 
 import (
+	"sync"
 	"time"
 
+	"github.com/fleetgo/fleet/internal/controller/index"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
 // memory is everything the bundle controller remembers between passes besides the informer
 // caches: what rendering each target last showed (renders, memo.go), each Bundle's last plan
-// (plans, plans.go), what targeting derives from each Cluster (facts, facts.go) and the
-// BundleDeployments it created that the cache does not show yet (created, created.go). A pass
-// reads the Bundle, the caches and memory; the watches tell memory what changed through the
-// methods below, which are the only invalidation rules there are.
+// (plans, plans.go), what targeting derives from each Cluster (facts, facts.go), what the
+// watches last saw of each Cluster and ClusterGroup (seen), each Bundle's resources sum (sums)
+// and the BundleDeployments it created that the cache does not show yet (created, created.go).
+// A pass reads the Bundle, the caches and memory; the watches tell memory what changed through
+// the methods below, which are the only invalidation rules there are.
 type memory struct {
 	renders *renderMemo
 	plans   *planCache
@@ -19,11 +22,58 @@ type memory struct {
 	created *recentlyCreated
 	// finalized are the Bundles whose deletion was handled lately (created.go).
 	finalized *recentlyFinalized
+	// seen fingerprints what targeting reads of each Cluster and ClusterGroup, by kind/key.
+	seen *index.Fingerprints
+	// sums are the Bundles' status.resourcesSha256Sum, one per generation, by UID.
+	sums sync.Map
 }
 
 func newMemory() *memory {
 	return &memory{renders: newRenderMemo(), plans: newPlanCache(), facts: newClusterFacts(),
-		created: &recentlyCreated{m: map[string]createdEntry{}}, finalized: &recentlyFinalized{m: map[string]time.Time{}}}
+		created: &recentlyCreated{m: map[string]createdEntry{}}, finalized: &recentlyFinalized{m: map[string]time.Time{}},
+		seen: &index.Fingerprints{}}
+}
+
+// clusterSeen: the watch saw the Cluster of key, of which targeting reads fingerprint fp. When
+// that changed no plan made before is reused, and it says so.
+func (m *memory) clusterSeen(key, fp string) bool {
+	if !m.seen.Changed("cluster/"+key, fp) {
+		return false
+	}
+	m.plans.changed()
+	return true
+}
+
+// groupSeen: as clusterSeen, for the ClusterGroup of key.
+func (m *memory) groupSeen(key, fp string) bool {
+	if !m.seen.Changed("group/"+key, fp) {
+		return false
+	}
+	m.plans.changed()
+	return true
+}
+
+// groupGone: the ClusterGroup of key is deleted: no plan made before is reused.
+func (m *memory) groupGone(key string) {
+	m.seen.Forget("group/" + key)
+	m.plans.changed()
+}
+
+// resourcesSum is b's status.resourcesSha256Sum, made once per generation by sum.
+func (m *memory) resourcesSum(b *fleet.Bundle, sum func() string) string {
+	if v, ok := m.sums.Load(b.UID); ok {
+		if s := v.(resourcesSum); s.generation == b.Generation {
+			return s.sum
+		}
+	}
+	s := resourcesSum{generation: b.Generation, sum: sum()}
+	m.sums.Store(b.UID, s)
+	return s.sum
+}
+
+type resourcesSum struct {
+	generation int64
+	sum        string
 }
 
 // targetingChanged: what targeting reads changed (a Cluster's facts or Offline state, a
@@ -37,6 +87,7 @@ func (m *memory) targetingChanged() {
 // plan that may target it.
 func (m *memory) clusterGone(key string) {
 	m.facts.forget(key)
+	m.seen.Forget("cluster/" + key)
 	m.plans.changed()
 }
 
@@ -53,6 +104,7 @@ func (m *memory) rulesChanged(bundles []*fleet.Bundle) {
 func (m *memory) bundleGone(b *fleet.Bundle) {
 	m.renders.forget(b)
 	m.plans.drop(b)
+	m.sums.Delete(b.UID)
 }
 
 // bundleFinalized: the BundleDeployments of the deleted Bundle of key were deleted, those the

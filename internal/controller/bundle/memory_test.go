@@ -96,3 +96,40 @@ func TestFinalizedBundleOrphans(t *testing.T) {
 		t.Error("the deletion is remembered past finalizedTTL")
 	}
 }
+
+// What the watches saw of Clusters and groups, and the Bundles' resources sums, live in memory
+// too: a changed fingerprint drops the plans, an unchanged one keeps them; a deleted Bundle's
+// sum goes with it.
+func TestMemorySeenAndSums(t *testing.T) {
+	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	b := &fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns", UID: "b1", Generation: 1}}
+	m := newMemory()
+	kept := func() bool {
+		_, _, ok := m.plans.get(b, m.plans.key(b, "s-1"), now)
+		return ok
+	}
+	m.plans.keep(b, m.plans.key(b, "s-1"), now, []planned{{namespace: "cluster-ns"}})
+	if !m.clusterSeen("ns/c", "fp1") || kept() {
+		t.Fatal("a cluster seen for the first time re-plans")
+	}
+	m.plans.keep(b, m.plans.key(b, "s-1"), now, []planned{{namespace: "cluster-ns"}})
+	if m.clusterSeen("ns/c", "fp1") || !kept() {
+		t.Fatal("an unchanged cluster keeps the plan")
+	}
+	if !m.groupSeen("ns/g", "x") || m.groupSeen("ns/g", "x") {
+		t.Fatal("group fingerprints")
+	}
+	m.clusterGone("ns/c")
+	if !m.clusterSeen("ns/c", "fp1") {
+		t.Fatal("a cluster seen again after it was gone counts as new")
+	}
+	calls := 0
+	sum := func() string { calls++; return "sum" }
+	if m.resourcesSum(b, sum) != "sum" || m.resourcesSum(b, sum) != "sum" || calls != 1 {
+		t.Fatalf("summed %d times for one generation", calls)
+	}
+	m.bundleGone(b)
+	if m.resourcesSum(b, sum); calls != 2 {
+		t.Fatal("a deleted Bundle's sum is kept")
+	}
+}

@@ -122,25 +122,14 @@ func resourceKeys(result []synced) []fleet.ResourceKey {
 // resourcesSum is the sha256 of the Bundle's resources (status.resourcesSha256Sum), computed
 // once per generation.
 func (h *handler) resourcesSum(b *fleet.Bundle) string {
-	key := string(b.UID)
-	if v, ok := h.sums.Load(key); ok {
-		if s := v.(resourcesSum); s.generation == b.Generation {
-			return s.sum
+	return h.mem.resourcesSum(b, func() string {
+		data, err := json.Marshal(b.Spec.Resources)
+		if err != nil {
+			return ""
 		}
-	}
-	data, err := json.Marshal(b.Spec.Resources)
-	if err != nil {
-		return ""
-	}
-	sum := sha256.Sum256(data)
-	s := resourcesSum{generation: b.Generation, sum: hex.EncodeToString(sum[:])}
-	h.sums.Store(key, s)
-	return s.sum
-}
-
-type resourcesSum struct {
-	generation int64
-	sum        string
+		sum := sha256.Sum256(data)
+		return hex.EncodeToString(sum[:])
+	})
 }
 
 func firstN(s []string, n int) []string {
