@@ -147,7 +147,7 @@ func Register(ctx context.Context, d Deps) {
 		h.rolloutOut = newRolloutWriter(ctx, d.Apply, d.Rollouts)
 	}
 	go h.mem.plans.expireEvery(ctx, h.now)
-	h.orphans = newOrphanQueue()
+	h.orphans = newOrphanQueue(orphanRetry)
 	go h.deleteOrphans(ctx)
 	d.Bundles.OnChange(ctx, "bundle", h.OnChange)
 	fleetcontrollers.RegisterBundleStatusHandler(ctx, d.Bundles, "", "bundle-deploy", h.deploy)

@@ -16,13 +16,16 @@ import (
 // (bundleNamespace, bundle) was deleted and handled, so nothing else deletes it.
 type orphan struct{ namespace, name, bundleNamespace, bundle string }
 
-// orphanTries bounds the attempts at one orphan: the queue's backoff spaces them from 1 s to
-// about a minute.
-const orphanTries = 7
+// orphanTries bounds the attempts at one orphan: the queue's backoff spaces them from
+// orphanRetry to about a minute.
+const (
+	orphanTries = 7
+	orphanRetry = time.Second
+)
 
-func newOrphanQueue() workqueue.TypedRateLimitingInterface[orphan] {
+func newOrphanQueue(first time.Duration) workqueue.TypedRateLimitingInterface[orphan] {
 	return workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[orphan](time.Second, time.Minute),
+		workqueue.NewTypedItemExponentialFailureRateLimiter[orphan](first, time.Minute),
 		workqueue.TypedRateLimitingQueueConfig[orphan]{Name: "bundle-orphans"})
 }
 
