@@ -16,7 +16,9 @@ import (
 )
 
 // goneBundles answers every Get with NotFound: the orphans' Bundle is deleted.
-type goneBundles struct{ fleetcontrollers.BundleController }
+type goneBundles struct {
+	fleetcontrollers.BundleController
+}
 
 func (goneBundles) Get(_, name string, _ metav1.GetOptions) (*fleet.Bundle, error) {
 	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "bundles"}, name)

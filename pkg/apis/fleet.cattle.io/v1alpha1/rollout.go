@@ -311,4 +311,3 @@ type RolloutFailure struct {
 	Gate   string `json:"gate"`
 	Reason string `json:"reason,omitempty"`
 }
-
