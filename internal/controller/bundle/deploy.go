@@ -63,10 +63,10 @@ func (h *handler) deploy(b *fleet.Bundle, status fleet.BundleStatus) (fleet.Bund
 	}
 	result, d, requeue, err := h.sync(b, plan, contentName, oci, release)
 	if err != nil {
-		h.mem.plans.drop(b)
+		h.mem.planFailed(b)
 		return status, err
 	}
-	h.keepPlan(b, key, madeAt, plan)
+	h.mem.planWritten(b, key, madeAt, plan, h.reusable(b))
 	if requeue {
 		h.bundles.EnqueueAfter(b.Namespace, b.Name, requeueNew)
 	}
@@ -81,19 +81,6 @@ func (h *handler) deploy(b *fleet.Bundle, status fleet.BundleStatus) (fleet.Bund
 		status.OCIReference = oci.Ref(b.Spec.ContentsID)
 	}
 	return status, nil
-}
-
-// keepPlan keeps b's plan for its next passes where it may be reused, without what this pass
-// rendered (the render memo vouches for those inputs).
-func (h *handler) keepPlan(b *fleet.Bundle, key planKey, madeAt time.Time, plan []planned) {
-	if !h.reusable(b) {
-		h.mem.plans.drop(b)
-		return
-	}
-	for i := range plan {
-		plan[i].desired = nil
-	}
-	h.mem.plans.keep(b, key, madeAt, plan)
 }
 
 // ociRefused is the status of a Bundle whose registry cannot be used, shown on the Bundle (an
@@ -111,20 +98,21 @@ func (h *handler) ociRefused(b *fleet.Bundle, status fleet.BundleStatus, err err
 // that follow a capped or rolling-up one reuse it), else a new one. A plan that fails is dropped,
 // and so is one whose rollout limits are invalid.
 func (h *handler) planOf(b *fleet.Bundle, contentName string) (planKey, []planned, time.Time, error) {
-	key, now := h.mem.plans.key(b, contentName), h.now()
+	now := h.now()
+	key, kept, madeAt, reused := h.mem.keptPlan(b, contentName, now)
 	if rs := b.Spec.RolloutStrategy; rs != nil {
 		// A limit that is no number is no plan: no limit is assumed for it.
 		if err := rollout.CheckStrategy(rs); err != nil {
-			h.mem.plans.drop(b)
+			h.mem.planFailed(b)
 			return key, nil, now, err
 		}
 	}
-	if plan, madeAt, reused := h.mem.plans.get(b, key, now); reused {
-		return key, plan, madeAt, nil
+	if reused {
+		return key, kept, madeAt, nil
 	}
 	plan, err := h.plan(b, contentName)
 	if err != nil {
-		h.mem.plans.drop(b)
+		h.mem.planFailed(b)
 	}
 	return key, plan, now, err
 }

@@ -76,6 +76,32 @@ type resourcesSum struct {
 	sum        string
 }
 
+// keptPlan is b's plan (for content) an earlier pass kept, while nothing it read changed; key
+// names what a plan made now is kept under.
+func (m *memory) keptPlan(b *fleet.Bundle, content string, now time.Time) (key planKey, plan []planned, madeAt time.Time, ok bool) {
+	key = m.plans.key(b, content)
+	plan, madeAt, ok = m.plans.get(b, key, now)
+	return key, plan, madeAt, ok
+}
+
+// planFailed: b's plan could not be made or written: nothing of it is kept.
+func (m *memory) planFailed(b *fleet.Bundle) {
+	m.plans.drop(b)
+}
+
+// planWritten: b's pass wrote its plan. Where it may be reused it is kept for the next passes,
+// without what this pass rendered (the render memo vouches for those inputs).
+func (m *memory) planWritten(b *fleet.Bundle, key planKey, madeAt time.Time, plan []planned, reusable bool) {
+	if !reusable {
+		m.plans.drop(b)
+		return
+	}
+	for i := range plan {
+		plan[i].desired = nil
+	}
+	m.plans.keep(b, key, madeAt, plan)
+}
+
 // targetingChanged: what targeting reads changed (a Cluster's facts or Offline state, a
 // ClusterGroup, a BundleNamespaceMapping): no plan made before is reused. Renders stay: they are
 // keyed by each target's own inputs.
