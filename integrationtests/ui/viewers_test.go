@@ -121,6 +121,9 @@ var _ = Describe("fleet ui --in-cluster limits", Ordered, func() {
 		srv := httptest.NewServer(v)
 		DeferCleanup(srv.Close)
 		base := srv.URL
+		// The suite's manager watches Rollouts too: counted once its watch is open (when this
+		// container runs first, it may not be yet), so that what follows counts the UI's alone.
+		Eventually(func() int { return watches(ctx, "rollouts") }, time.Minute).Should(BeNumerically(">", 0))
 		before := watches(ctx, "rollouts")
 
 		By("a sign-in posted without the form's value (another site's form) is refused")
