@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path"
 
-	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
@@ -38,6 +37,9 @@ func kustomizeDir(files Files, opts *fleet.BundleDeploymentOptions) string {
 type Kustomizer struct {
 	Files Files
 	Dir   string
+	// Bundle names the bundle (its release) in kustomize's deprecation warnings, given once per
+	// bundle (WarnDeprecated).
+	Bundle string
 }
 
 // Run implements Helm's post-renderer.
@@ -68,8 +70,7 @@ func (k *Kustomizer) Build(extra []byte) ([]byte, error) {
 			return nil, fmt.Errorf("kustomize %s: %w", k.Dir, err)
 		}
 	}
-	opts := krusty.MakeDefaultOptions()
-	resMap, err := krusty.MakeKustomizer(opts).Run(fs, dir)
+	resMap, err := runKustomize(fs, "/bundle", dir, k.Bundle)
 	if err != nil {
 		return nil, fmt.Errorf("kustomize %s: %w", k.Dir, err)
 	}

@@ -66,13 +66,13 @@ func Chart(files Files, opts *fleet.BundleDeploymentOptions, name string) (*char
 		}
 		var k *Kustomizer
 		if kdir != "" {
-			k = &Kustomizer{Files: files, Dir: kdir}
+			k = &Kustomizer{Files: files, Dir: kdir, Bundle: name}
 		}
 		return c, k, nil
 	}
 	if kdir != "" {
 		// Raw manifests with a kustomization: kustomize builds them, the chart carries the result.
-		out, err := (&Kustomizer{Files: files, Dir: kdir}).Build(nil)
+		out, err := (&Kustomizer{Files: files, Dir: kdir, Bundle: name}).Build(nil)
 		if err != nil {
 			return nil, nil, err
 		}
