@@ -20,7 +20,7 @@ func (h *handler) ensureContent(b *fleet.Bundle) (string, error) {
 	if b.Spec.ContentsID != "" {
 		return b.Spec.ContentsID, nil // a registry keeps them (oci.go)
 	}
-	if name, ok := h.mem.renders.contentName(b); ok {
+	if name, ok := h.mem.contentName(b); ok {
 		if _, err := h.contents.Cache().Get(name); err == nil {
 			return name, nil
 		}
@@ -31,7 +31,7 @@ func (h *handler) ensureContent(b *fleet.Bundle) (string, error) {
 	}
 	name := target.ContentName(manifest)
 	if _, err := h.contents.Cache().Get(name); err == nil {
-		h.mem.renders.setContentName(b, name)
+		h.mem.contentStored(b, name)
 		return name, nil
 	}
 	var buf bytes.Buffer
@@ -51,6 +51,6 @@ func (h *handler) ensureContent(b *fleet.Bundle) (string, error) {
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return "", fmt.Errorf("creating content %s for bundle %s/%s: %w", name, b.Namespace, b.Name, err)
 	}
-	h.mem.renders.setContentName(b, name)
+	h.mem.contentStored(b, name)
 	return name, nil
 }

@@ -146,7 +146,7 @@ func Register(ctx context.Context, d Deps) {
 	if d.Rollouts != nil {
 		h.rolloutOut = newRolloutWriter(ctx, d.Apply, d.Rollouts)
 	}
-	go h.mem.plans.expireEvery(ctx, h.now)
+	go h.mem.expire(ctx, h.now)
 	h.orphans = newOrphanQueue(orphanRetry)
 	go h.deleteOrphans(ctx)
 	d.Bundles.OnChange(ctx, "bundle", h.OnChange)
@@ -283,7 +283,7 @@ func (w *targetingWatch) onCluster(key string, c *fleet.Cluster) (*fleet.Cluster
 		return c, nil
 	}
 	offline := summary.Offline(c, w.h.checkin(), w.h.now())
-	facts := w.h.mem.facts.of(c)
+	facts := w.h.mem.factsOf(c)
 	if w.h.mem.clusterSeen(key, string(facts.hash[:])+strconv.FormatBool(offline)) {
 		w.enqueueNamespace(c.Namespace)
 	}
@@ -320,6 +320,9 @@ func (h *handler) OnChange(_ string, b *fleet.Bundle) (*fleet.Bundle, error) {
 	}
 	if b.DeletionTimestamp != nil {
 		h.mem.bundleGone(b)
+		if h.rolloutOut != nil {
+			h.rolloutOut.forget(b)
+		}
 		return h.finalize(b)
 	}
 	if !slices.Contains(b.Finalizers, fleet.BundleFinalizer) {

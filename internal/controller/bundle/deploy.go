@@ -251,7 +251,7 @@ func (h *handler) plan(b *fleet.Bundle, contentName string) ([]planned, error) {
 			continue
 		}
 		// The cluster controller records the namespace once it has created it.
-		facts := h.mem.facts.of(c)
+		facts := h.mem.factsOf(c)
 		ns := facts.namespace
 		if c.Status.Namespace != ns {
 			out = append(out, planned{cluster: c, info: ci})
@@ -262,7 +262,7 @@ func (h *handler) plan(b *fleet.Bundle, contentName string) ([]planned, error) {
 			continue
 		}
 		fp := clusterFingerprint(facts.hash, ci, m)
-		desired, err := checkRender(h.mem.renders, b, ci, m, contentName, fp)
+		desired, err := checkRender(h.mem, b, ci, m, contentName, fp)
 		if err != nil {
 			// A per-cluster values template that fails is a targeting error to Fleet too.
 			errs = append(errs, fmt.Errorf("targeting error: cluster %s: %w", c.Name, err))
@@ -331,14 +331,11 @@ func byKey(a, b *fleet.Cluster) int {
 }
 
 // checkRender says whether the cluster's BundleDeployment renders, rendering it only when the
-// memo has not seen these inputs: then it returns what was rendered.
-func checkRender(memo *renderMemo, b *fleet.Bundle, ci target.ClusterInfo, m *target.Match, content string, fp [sha256.Size]byte) (*fleet.BundleDeployment, error) {
-	if seen, err := memo.seen(b, ci.Cluster.UID, content, fp); seen {
-		return nil, err
-	}
-	desired, err := render(b, ci, m, content)
-	memo.rendered(b, ci.Cluster.UID, content, fp, err)
-	return desired, err
+// memory has not seen these inputs: then it returns what was rendered.
+func checkRender(mem *memory, b *fleet.Bundle, ci target.ClusterInfo, m *target.Match, content string, fp [sha256.Size]byte) (*fleet.BundleDeployment, error) {
+	return mem.renderChecked(b, ci.Cluster.UID, content, fp, func() (*fleet.BundleDeployment, error) {
+		return render(b, ci, m, content)
+	})
 }
 
 // render renders the BundleDeployment for a cluster matched by MatchTargets.

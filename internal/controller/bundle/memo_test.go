@@ -15,7 +15,8 @@ func TestRenderMemo(t *testing.T) {
 	c := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "c1", Labels: map[string]string{"env": "a"}}}
 	ci := target.ClusterInfo{Cluster: c}
 	m := &target.Match{Targets: []int{0}}
-	memo := newRenderMemo()
+	mem := newMemory()
+	memo := mem.renders
 	bd := &fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{UID: "bd1", Generation: 1}}
 	fp := func() [32]byte { return clusterFingerprint(clusterHash(c), ci, m) }
 
@@ -24,10 +25,10 @@ func TestRenderMemo(t *testing.T) {
 	}
 	// New inputs are rendered once, while planning, and the pass writes what was rendered;
 	// inputs seen before are not rendered again.
-	if desired, err := checkRender(memo, b, ci, m, "s-content", fp()); err != nil || desired == nil || desired.Spec.DeploymentID == "" {
+	if desired, err := checkRender(mem, b, ci, m, "s-content", fp()); err != nil || desired == nil || desired.Spec.DeploymentID == "" {
 		t.Fatalf("first look: %v %v", desired, err)
 	}
-	if desired, err := checkRender(memo, b, ci, m, "s-content", fp()); err != nil || desired != nil {
+	if desired, err := checkRender(mem, b, ci, m, "s-content", fp()); err != nil || desired != nil {
 		t.Fatalf("second look rendered again: %v %v", desired, err)
 	}
 	if memo.current(b, c.UID, "s-content", fp(), bd) {
@@ -68,15 +69,15 @@ func TestRenderMemo(t *testing.T) {
 	// Rendering errors are remembered for the same inputs, and forgotten when they change.
 	b.Spec.Helm = &fleet.HelmOptions{Values: &fleet.GenericMap{Data: map[string]any{"x": "${ .Nope.Nope }"}}}
 	b.Generation = 3
-	if _, err := checkRender(memo, b, ci, m, "s-content", fp()); err == nil {
+	if _, err := checkRender(mem, b, ci, m, "s-content", fp()); err == nil {
 		t.Fatal("a templating error is reported")
 	}
 	b.Spec.Helm = nil // as if the cache had changed under the same generation
-	if _, err := checkRender(memo, b, ci, m, "s-content", fp()); err == nil {
+	if _, err := checkRender(mem, b, ci, m, "s-content", fp()); err == nil {
 		t.Fatal("the error is remembered for the same inputs")
 	}
 	b.Generation = 4
-	if _, err := checkRender(memo, b, ci, m, "s-content", fp()); err != nil {
+	if _, err := checkRender(mem, b, ci, m, "s-content", fp()); err != nil {
 		t.Fatalf("a new generation renders again: %v", err)
 	}
 
@@ -100,7 +101,8 @@ func TestRenderMemo(t *testing.T) {
 func TestRenderMemoByResourceVersion(t *testing.T) {
 	b := &fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns", UID: "b1", Generation: 1, ResourceVersion: "10",
 		Labels: map[string]string{fleet.CommitLabel: "c1"}}}
-	memo := newRenderMemo()
+	mem := newMemory()
+	memo := mem.renders
 	bd := &fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{UID: "bd1", Generation: 1}}
 	var fp [32]byte
 	memo.written(b, "c1", "s-content", fp, bd)
@@ -122,7 +124,8 @@ func TestRenderMemoByResourceVersion(t *testing.T) {
 // ahead: the cache lags, and a write from that copy would conflict.
 func TestRenderMemoAhead(t *testing.T) {
 	b := &fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns", UID: "b1", Generation: 1}}
-	memo := newRenderMemo()
+	mem := newMemory()
+	memo := mem.renders
 	var fp, other [32]byte
 	other[0] = 1
 	cached := &fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{UID: "bd1", Generation: 1}}

@@ -1,8 +1,12 @@
 package bundle
 
 import (
+	"context"
+	"crypto/sha256"
 	"sync"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/fleetgo/fleet/internal/controller/index"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
@@ -153,3 +157,56 @@ func (m *memory) lateOrphan(bd *fleet.BundleDeployment, now time.Time) bool {
 func (m *memory) deploymentSeen(key string, now time.Time) (time.Duration, bool) {
 	return m.created.take(key, now)
 }
+
+// The pass's questions and records: what it reads of memory and tells it, besides the plan.
+
+// contentName is the Content b's resources were last stored as, when they did not change since.
+func (m *memory) contentName(b *fleet.Bundle) (string, bool) { return m.renders.contentName(b) }
+
+// contentStored: b's resources are stored as the Content name.
+func (m *memory) contentStored(b *fleet.Bundle, name string) { m.renders.setContentName(b, name) }
+
+// factsOf is what targeting derives from c, derived once per change of c.
+func (m *memory) factsOf(c *fleet.Cluster) clusterFact { return m.facts.of(c) }
+
+// renderChecked says whether b's target on cluster was rendered for these inputs before, and
+// that render's error; render renders it when not, and the outcome is kept.
+func (m *memory) renderChecked(b *fleet.Bundle, cluster types.UID, content string, fp [sha256.Size]byte,
+	render func() (*fleet.BundleDeployment, error)) (*fleet.BundleDeployment, error) {
+	if seen, err := m.renders.seen(b, cluster, content, fp); seen {
+		return nil, err
+	}
+	desired, err := render()
+	m.renders.rendered(b, cluster, content, fp, err)
+	return desired, err
+}
+
+// deploymentCurrent: bd was written for these inputs by this controller and is unchanged since.
+func (m *memory) deploymentCurrent(b *fleet.Bundle, cluster types.UID, content string, fp [sha256.Size]byte, bd *fleet.BundleDeployment) bool {
+	return m.renders.current(b, cluster, content, fp, bd)
+}
+
+// deploymentAhead: an earlier pass wrote b's deployment on cluster for these inputs, and bd (the
+// cache's) is older than that write.
+func (m *memory) deploymentAhead(b *fleet.Bundle, cluster types.UID, content string, fp [sha256.Size]byte, bd *fleet.BundleDeployment) bool {
+	return m.renders.ahead(b, cluster, content, fp, bd)
+}
+
+// deploymentWritten: the pass wrote bd, b's deployment on cluster, for these inputs; created,
+// when the write made it (kept until the cache shows it: createdDeployment, deploymentSeen).
+func (m *memory) deploymentWritten(b *fleet.Bundle, cluster types.UID, content string, fp [sha256.Size]byte,
+	bd *fleet.BundleDeployment, created bool, now time.Time) {
+	m.renders.written(b, cluster, content, fp, bd)
+	if created {
+		m.created.add(bd, now)
+	}
+}
+
+// createdDeployment is the BundleDeployment of key this controller created and the cache does not
+// show yet (nil for none).
+func (m *memory) createdDeployment(key string, now time.Time) *fleet.BundleDeployment {
+	return m.created.get(key, now)
+}
+
+// expire drops, every planExpiry until ctx ends, the plans kept past their time.
+func (m *memory) expire(ctx context.Context, now func() time.Time) { m.plans.expireEvery(ctx, now) }

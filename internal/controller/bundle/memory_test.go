@@ -19,7 +19,7 @@ func filledMemory(t *testing.T, b *fleet.Bundle, c *fleet.Cluster, now time.Time
 	m.facts.of(c)
 	ci, match := target.ClusterInfo{Cluster: c}, &target.Match{Targets: []int{0}}
 	fp := clusterFingerprint(clusterHash(c), ci, match)
-	if _, err := checkRender(m.renders, b, ci, match, "s-1", fp); err != nil {
+	if _, err := checkRender(m, b, ci, match, "s-1", fp); err != nil {
 		t.Fatal(err)
 	}
 	m.renders.written(b, c.UID, "s-1", fp, &fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{UID: "bd1", Generation: 1}})

@@ -55,3 +55,21 @@ func TestDeciderWithoutAPolicy(t *testing.T) {
 		t.Fatalf("%s", got)
 	}
 }
+
+// A deleted Bundle's Rollout status waiting to be written is dropped: nothing writes a Rollout
+// for an owner that is gone (its create would fail on every retry).
+func TestRolloutOfADeletedBundleIsNotWritten(t *testing.T) {
+	w := &rolloutWriter{wanted: map[string]*wantedRollout{}}
+	b := &fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b"}}
+	w.wanted["ns/b"] = &wantedRollout{bundle: b, status: fleet.RolloutStatus{Stage: "canary"}}
+	if _, ok := w.status(b); !ok {
+		t.Fatal("the wanted status is not read back")
+	}
+	w.forget(b)
+	if _, ok := w.status(b); ok {
+		t.Error("a deleted Bundle's Rollout is still to be written")
+	}
+	if roll, err := w.sync("ns/b", nil); err != nil || roll != nil {
+		t.Errorf("sync of a forgotten Rollout: %v, %v", roll, err)
+	}
+}

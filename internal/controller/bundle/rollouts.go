@@ -71,6 +71,13 @@ func (w *rolloutWriter) publish(b *fleet.Bundle, roll *fleet.Rollout, st fleet.R
 	w.rollouts.Enqueue(b.Namespace, b.Name)
 }
 
+// forget: b is being deleted; its Rollout goes with it (owned by it), and nothing of it is written.
+func (w *rolloutWriter) forget(b *fleet.Bundle) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.wanted, b.Namespace+"/"+b.Name)
+}
+
 // sync writes the Rollout of key as its Bundle's last pass wants it.
 func (w *rolloutWriter) sync(key string, roll *fleet.Rollout) (*fleet.Rollout, error) {
 	w.mu.Lock()

@@ -99,12 +99,12 @@ func (ps *syncPass) one(i int, p planned, cur *fleet.BundleDeployment) error {
 	// A rollout may promote, roll back or re-gate a deployment whose inputs did not change.
 	force := ps.decider.mustWrite(i, cur)
 	if !force && cur != nil && cur.Spec.DeploymentID == cur.Spec.StagedDeploymentID &&
-		h.mem.renders.current(b, p.cluster.UID, ps.content, p.fingerprint, cur) {
+		h.mem.deploymentCurrent(b, p.cluster.UID, ps.content, p.fingerprint, cur) {
 		// Written for these inputs, promoted and untouched since: nothing to do.
 		ps.out[i].bd = cur
 		return nil
 	}
-	if !force && cur != nil && h.mem.renders.ahead(b, p.cluster.UID, ps.content, p.fingerprint, cur) {
+	if !force && cur != nil && h.mem.deploymentAhead(b, p.cluster.UID, ps.content, p.fingerprint, cur) {
 		// Written for these inputs by an earlier pass; the cache shows it soon, and brings
 		// another pass. Writing from this older copy would fail on its resourceVersion.
 		ps.out[i].bd = cur
@@ -130,9 +130,8 @@ func (ps *syncPass) one(i int, p planned, cur *fleet.BundleDeployment) error {
 			err = h.ensureOCISecret(bd, ps.ociAgent)
 		}
 		if err == nil && bd.UID != "" {
-			h.mem.renders.written(b, p.cluster.UID, ps.content, p.fingerprint, bd)
+			h.mem.deploymentWritten(b, p.cluster.UID, ps.content, p.fingerprint, bd, cur == nil, h.now())
 			if cur == nil {
-				h.mem.created.add(bd, h.now())
 				// The cache may have shown it before it was recorded: then nothing takes it.
 				if _, err := h.bdCache.Get(bd.Namespace, bd.Name); err == nil {
 					h.mem.deploymentSeen(bd.Namespace+"/"+bd.Name, h.now())
@@ -162,7 +161,7 @@ func (h *handler) existing(b *fleet.Bundle, plan []planned) (map[string]*fleet.B
 		}
 		// Only b's own: another Bundle of its name, mapped to this cluster, may have created
 		// one there.
-		if bd := h.mem.created.get(p.namespace+"/"+b.Name, h.now()); bd != nil && ownedBy(bd, b) {
+		if bd := h.mem.createdDeployment(p.namespace+"/"+b.Name, h.now()); bd != nil && ownedBy(bd, b) {
 			byNamespace[p.namespace] = bd
 		}
 	}

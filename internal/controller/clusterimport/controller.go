@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/rancher/wrangler/v3/pkg/apply"
@@ -63,22 +62,8 @@ type Deps struct {
 type handler struct {
 	Deps
 	ctx context.Context
-	// failed maps a Cluster's key to when its import last failed, at which generation.
-	failed sync.Map
-	// keys maps a Cluster's key to the registration key (issued) of its import at a
-	// redeployAgentGeneration: the status write after an import conflicts with the key's
-	// annotation patch, and the import's retry must give the same key.
-	keys sync.Map
-}
-
-type issued struct {
-	generation int64
-	key        string
-}
-
-type failure struct {
-	at         time.Time
-	generation int64
+	// mem is what the controller remembers of each Cluster between passes (memory.go).
+	mem *memory
 }
 
 // Requeue intervals.
@@ -92,7 +77,7 @@ const (
 // Register starts importing Clusters that carry a kubeconfig. The import runs as the returned
 // status step, which the cluster controller's status handler calls.
 func Register(ctx context.Context, d Deps) func(*fleet.Cluster, fleet.ClusterStatus) (fleet.ClusterStatus, error) {
-	h := &handler{Deps: d, ctx: ctx}
+	h := &handler{Deps: d, ctx: ctx, mem: newMemory()}
 	d.Clusters.OnChange(ctx, "cluster-import-identity", h.onChange)
 	return h.status
 }
@@ -103,7 +88,7 @@ func TokenName(cluster string) string { return names.SafeConcatName("import-toke
 // onChange gives a Cluster to import the clientID its agent will present.
 func (h *handler) onChange(key string, c *fleet.Cluster) (*fleet.Cluster, error) {
 	if c == nil || c.DeletionTimestamp != nil || c.Spec.KubeConfigSecret == "" {
-		h.failed.Delete(key)
+		h.mem.forget(key)
 		return c, nil
 	}
 	if c.Spec.ClientID == "" {
@@ -125,13 +110,11 @@ func (h *handler) status(c *fleet.Cluster, status fleet.ClusterStatus) (fleet.Cl
 	key := c.Namespace + "/" + c.Name
 	// Status changes (roll-ups, heartbeats) bring a Cluster here often; a failed import is
 	// retried when the Cluster changes or after retryFailed.
-	if f, ok := h.failed.Load(key); ok {
-		f := f.(failure)
-		if f.generation == c.Generation && time.Since(f.at) < retryFailed {
-			return status, nil
-		}
+	if h.mem.failedLately(key, c.Generation, time.Now()) {
+		return status, nil
 	}
 	if g := status.AgentDeployedGeneration; g != nil && *g == c.Spec.RedeployAgentGeneration {
+		h.mem.recorded(key)
 		return status, nil
 	}
 	err := h.importCluster(c)
@@ -141,12 +124,12 @@ func (h *handler) status(c *fleet.Cluster, status fleet.ClusterStatus) (fleet.Cl
 	}
 	imported, msg := corev1.ConditionTrue, ""
 	if err != nil {
-		h.failed.Store(key, failure{at: time.Now(), generation: c.Generation})
+		h.mem.importFailed(key, c.Generation, time.Now())
 		h.Clusters.EnqueueAfter(c.Namespace, c.Name, retryFailed)
 		imported, msg = corev1.ConditionFalse, importMessage(err)
 		logrus.WithFields(logfields.For("cluster-import", c.Namespace, c.Name)).WithError(err).Warn("installing the agent")
 	} else {
-		h.failed.Delete(key)
+		h.mem.imported(key)
 		gen := c.Spec.RedeployAgentGeneration
 		status.AgentDeployedGeneration = &gen
 	}
@@ -197,17 +180,12 @@ func (h *handler) importCluster(c *fleet.Cluster) error {
 // is granted without it. Retries of one redeployAgentGeneration's import give the same key (the
 // patch then changes nothing).
 func (h *handler) newKey(c *fleet.Cluster) (string, error) {
-	id := c.Namespace + "/" + c.Name
-	var key string
-	if v, ok := h.keys.Load(id); ok && v.(issued).generation == c.Spec.RedeployAgentGeneration {
-		key = v.(issued).key
-	} else {
+	key, err := h.mem.keyFor(c.Namespace+"/"+c.Name, c.Spec.RedeployAgentGeneration, func() (string, error) {
 		k, _, err := registration.NewKey()
-		if err != nil {
-			return "", err
-		}
-		key = k
-		h.keys.Store(id, issued{generation: c.Spec.RedeployAgentGeneration, key: key})
+		return k, err
+	})
+	if err != nil {
+		return "", err
 	}
 	hash := registration.KeyHash(key)
 	if c.Annotations[registration.KeyHashAnnotation] == hash {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -149,5 +150,36 @@ func TestImportedServerNotLinkLocalAndNoBodyInStatus(t *testing.T) {
 		`{"AccessKeyId":"ASIA...","SecretAccessKey":"stolen"}`, 0, true)
 	if msg := importMessage(fmt.Errorf("applying the agent: %w", body)); strings.Contains(msg, "stolen") || !strings.Contains(msg, "403 Forbidden") {
 		t.Fatalf("condition message: %s", msg)
+	}
+}
+
+// What the controller remembers of a Cluster's import goes with the Cluster, and its key once
+// the import is recorded; retries of one generation's import give one key.
+func TestImportMemoryGoesWithTheCluster(t *testing.T) {
+	h := &handler{mem: newMemory()}
+	n := 0
+	newKey := func() (string, error) { n++; return fmt.Sprint("key-", n), nil }
+	k1, _ := h.mem.keyFor("ns/a", 1, newKey)
+	k2, _ := h.mem.keyFor("ns/a", 1, newKey)
+	if k1 != k2 {
+		t.Fatalf("a retry of one generation's import gave another key: %s, %s", k1, k2)
+	}
+	if k3, _ := h.mem.keyFor("ns/a", 2, newKey); k3 == k1 {
+		t.Fatal("a new redeployAgentGeneration reused the key")
+	}
+	h.mem.recorded("ns/a")
+	now := time.Now()
+	h.mem.importFailed("ns/b", 1, now)
+	if !h.mem.failedLately("ns/b", 1, now) || h.mem.failedLately("ns/b", 2, now) {
+		t.Fatal("a failure is remembered for its generation only")
+	}
+	if h.mem.size() != 1 {
+		t.Fatalf("after the import was recorded, memory holds %d Clusters, want 1 (b's failure)", h.mem.size())
+	}
+	if _, err := h.onChange("ns/b", nil); err != nil {
+		t.Fatal(err)
+	}
+	if h.mem.size() != 0 {
+		t.Errorf("a deleted Cluster's import is remembered (%d)", h.mem.size())
 	}
 }

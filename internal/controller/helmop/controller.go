@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/Masterminds/semver/v3"
@@ -23,7 +22,6 @@ import (
 
 	"github.com/fleetgo/fleet/internal/bundlereader"
 	"github.com/fleetgo/fleet/internal/controller/index"
-	"github.com/fleetgo/fleet/internal/controller/retry"
 	"github.com/fleetgo/fleet/internal/policy"
 	"github.com/fleetgo/fleet/internal/rancherca"
 	"github.com/fleetgo/fleet/internal/secretuse"
@@ -75,18 +73,15 @@ type handler struct {
 	// ctx is the controller's: its end cancels chart lookups in flight.
 	ctx context.Context
 	now func() time.Time
-	mu  sync.Mutex
-	// resolved is the source each HelmOp's version was resolved from (source), by
-	// namespace/name; after a restart every version is resolved once again.
-	resolved map[string]string
-	// retries space the polls that fail, by namespace/name.
-	retries *retry.Retries
+	// mem is what the controller remembers between passes (memory.go).
+	mem *memory
 }
 
 // Register starts turning HelmOps into Bundles.
 func Register(ctx context.Context, d Deps) {
-	h := &handler{Deps: d, ctx: ctx, now: time.Now, resolved: map[string]string{}, retries: retry.New(retryFirst, retryMax)}
+	h := &handler{Deps: d, ctx: ctx, now: time.Now, mem: newMemory()}
 	fleetcontrollers.RegisterHelmOpGeneratingHandler(ctx, d.HelmOps, d.Apply.WithCacheTypes(d.Bundles), ConditionAccepted, bundleSet, h.generate, nil)
+	d.HelmOps.OnChange(ctx, "helmop-memory", h.forgetDeleted)
 	if d.Policies != nil {
 		d.Policies.OnChange(ctx, "helmop-policies", index.RequeueNamespace[*fleet.Policy](d.HelmOps.Cache().List, d.HelmOps.Enqueue))
 	}
@@ -94,6 +89,14 @@ func Register(ctx context.Context, d Deps) {
 	rollup := index.After{Queue: d.HelmOps, Delay: rollupDelay}
 	relatedresource.Watch(ctx, "helmop-bundles", index.Parent("", fleet.HelmNameLabel), rollup, d.Bundles)
 	relatedresource.Watch(ctx, "helmop-deployments", index.Parent(fleet.BundleNamespaceLabel, fleet.HelmNameLabel), rollup, d.BundleDeployments)
+}
+
+// forgetDeleted drops what memory holds of a deleted HelmOp.
+func (h *handler) forgetDeleted(key string, op *fleet.HelmOp) (*fleet.HelmOp, error) {
+	if op == nil {
+		h.mem.forget(key)
+	}
+	return op, nil
 }
 
 // generate returns the HelmOp's Bundle, at the version its constraint resolves to, and its
@@ -174,10 +177,8 @@ func (h *handler) poll(op *fleet.HelmOp, status *fleet.HelmOpStatus, now time.Ti
 		interval = op.Spec.PollingInterval.Duration
 	}
 	floats := !strict(op.Spec.Helm.Version)
-	h.mu.Lock()
-	sourceChanged := h.resolved[key] != source(op)
-	h.mu.Unlock()
-	retryAt, failed := h.retries.Next(key)
+	sourceChanged := h.mem.sourceChanged(key, op)
+	retryAt, failed := h.mem.retryAt(key)
 	due := sourceChanged || (floats && interval > 0 && !now.Before(status.LastPollingTime.Add(interval)))
 	if failed && !sourceChanged {
 		due = !now.Before(retryAt)
@@ -191,13 +192,10 @@ func (h *handler) poll(op *fleet.HelmOp, status *fleet.HelmOpStatus, now time.Ti
 		status.LastPollingTime = metav1.NewTime(now)
 		if err != nil {
 			fleet.SetCondition(&status.Conditions, ConditionPolled, corev1.ConditionFalse, "Error", err.Error(), now)
-			h.HelmOps.EnqueueAfter(op.Namespace, op.Name, h.retries.Failed(key, now, interval))
+			h.HelmOps.EnqueueAfter(op.Namespace, op.Name, h.mem.pollFailed(key, now, interval))
 			return
 		}
-		h.retries.Forget(key)
-		h.mu.Lock()
-		h.resolved[key] = source(op)
-		h.mu.Unlock()
+		h.mem.resolvedFrom(key, op)
 		status.Version = version
 		fleet.SetCondition(&status.Conditions, ConditionPolled, corev1.ConditionTrue, "", "", now)
 	}
