@@ -3,14 +3,18 @@ package controller_test
 import (
 	"context"
 	"sort"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/fleetgo/fleet/integrationtests/testenv"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
 )
 
 // agentGates writes what an agent reports once it has deployed the current deploymentID and
@@ -133,21 +137,7 @@ var _ = Describe("a Bundle rolling out by a RolloutPolicy", func() {
 	})
 
 	It("returns every cluster to the revision that passed, whose Content the Rollout keeps from collection", func(ctx context.Context) {
-		ns := newNamespace(ctx)
-		for _, n := range []string{"a", "b"} {
-			newCluster(ns, n, map[string]string{"all": "yes"})
-		}
-		keepCheckingIn(ns, "a", "b")
-		_, err := api.RolloutPolicy().Create(&fleet.RolloutPolicy{ObjectMeta: metav1.ObjectMeta{Name: "at-once", Namespace: ns},
-			Spec: fleet.RolloutPolicySpec{Stages: []fleet.RolloutStage{{Name: "all", FailureBudget: 0}},
-				Gates: []fleet.HealthGate{{Name: "web", HTTPGet: &fleet.HTTPGate{URL: "http://web/"}}}}})
-		Expect(err).NotTo(HaveOccurred())
-		_, err = api.Bundle().Create(&fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns,
-			Annotations: map[string]string{fleet.RolloutPolicyAnnotation: "at-once"}},
-			Spec: fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "v1"},
-				Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: "kind: ConfigMap\nmetadata:\n  name: app\ndata:\n  v: one\n"}},
-				Targets:   []fleet.BundleTarget{{ClusterSelector: sel("all", "yes")}}}})
-		Expect(err).NotTo(HaveOccurred())
+		ns := atOnce(ctx, "a", "b")
 		Eventually(onValue(ns, "v1")).Should(Equal([]string{"a", "b"}))
 		for _, bd := range deployments(ns, "app") {
 			agentGates(bd, true)
@@ -210,4 +200,81 @@ func approve(ns, entry string) {
 		_, err = api.Rollout().Update(r)
 		return err
 	}).Should(Succeed())
+}
+
+var _ = Describe("a Rollout's status written by a tenant", func() {
+	It("never makes a rollback deploy a Content the manager did not keep for that Bundle", func(ctx context.Context) {
+		ns := atOnce(ctx, "a")
+		Eventually(onValue(ns, "v1")).Should(Equal([]string{"a"}))
+		agentGates(deployments(ns, "app")["a"], true)
+		Eventually(func() string { return rolloutOf(ns)().Phase }, "20s").Should(Equal(fleet.RolloutComplete))
+		updateBundle(ns, "app", func(b *fleet.Bundle) { b.Spec.DefaultNamespace = "v2" })
+		Eventually(onValue(ns, "v2")).Should(Equal([]string{"a"}))
+		Eventually(func() string { return passedSeal(ns) }).ShouldNot(BeEmpty())
+
+		By("a tenant who may write rollouts/status names another team's Content as the revision that passed")
+		other := "s-" + strings.Repeat("0", 61)
+		_, err := api.Content().Create(&fleet.Content{ObjectMeta: metav1.ObjectMeta{Name: other}, Content: []byte("another team's")})
+		Expect(err).NotTo(HaveOccurred())
+		cfg, err := testenv.Identity(ctx, kube, cluster.RESTConfig(), ns, "tenant", []rbacv1.PolicyRule{{APIGroups: []string{"fleet.cattle.io"},
+			Resources: []string{"rollouts", "rollouts/status"}, Verbs: []string{"get", "update"}}})
+		Expect(err).NotTo(HaveOccurred())
+		tenant, err := fleetfactory.NewFactoryFromConfig(cfg)
+		Expect(err).NotTo(HaveOccurred())
+		passedContent := func() string {
+			if p := rolloutOf(ns)().Passed; p != nil {
+				return p.Content
+			}
+			return ""
+		}
+		// The manager may still write a status it computed before (over the forgery, which is
+		// fine): forge until the forgery holds.
+		Eventually(func(g Gomega) {
+			r, err := tenant.Fleet().V1alpha1().Rollout().Get(ns, "app", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			if r.Status.Passed.Content != other {
+				r.Status.Passed.Content = other
+				_, err = tenant.Fleet().V1alpha1().Rollout().UpdateStatus(r)
+				g.Expect(err).NotTo(HaveOccurred())
+			}
+			g.Consistently(passedContent, "2s").Should(Equal(other))
+		}, "30s").Should(Succeed())
+
+		By("the canary fails its gate: no rollback to the forged revision, the cluster stays where it is")
+		agentGates(deployments(ns, "app")["a"], false)
+		Consistently(func() string { return deployments(ns, "app")["a"].Labels[fleet.ContentNameLabel] }, "5s").ShouldNot(Equal(other))
+		Eventually(func() string { return rolloutOf(ns)().Phase }, "20s").Should(Equal(fleet.RolloutRolledBack))
+		Eventually(func() string { return rolloutOf(ns)().Message }).Should(ContainSubstring("not rolled back: rollout " + ns + "/app: status.passed"))
+		st := rolloutOf(ns)()
+		Expect(onValue(ns, "v2")()).To(Equal([]string{"a"}), "%+v\n%+v\n%+v", deployments(ns, "app")["a"].Spec, st.Passed, st.Current)
+	})
+})
+
+func passedSeal(ns string) string {
+	if p := rolloutOf(ns)().Passed; p != nil {
+		return p.Seal
+	}
+	return ""
+}
+
+// atOnce is a new namespace with checked-in clusters (labelled all=yes) and a Bundle "app"
+// (defaultNamespace v1) rolling out to them by the RolloutPolicy "at-once": one stage, no
+// failure budget, the gate "web".
+func atOnce(ctx context.Context, clusters ...string) string {
+	ns := newNamespace(ctx)
+	for _, n := range clusters {
+		newCluster(ns, n, map[string]string{"all": "yes"})
+	}
+	keepCheckingIn(ns, clusters...)
+	_, err := api.RolloutPolicy().Create(&fleet.RolloutPolicy{ObjectMeta: metav1.ObjectMeta{Name: "at-once", Namespace: ns},
+		Spec: fleet.RolloutPolicySpec{Stages: []fleet.RolloutStage{{Name: "all", FailureBudget: 0}},
+			Gates: []fleet.HealthGate{{Name: "web", HTTPGet: &fleet.HTTPGate{URL: "http://web/"}}}}})
+	Expect(err).NotTo(HaveOccurred())
+	_, err = api.Bundle().Create(&fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns,
+		Annotations: map[string]string{fleet.RolloutPolicyAnnotation: "at-once"}},
+		Spec: fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "v1"},
+			Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: "kind: ConfigMap\nmetadata:\n  name: app\ndata:\n  v: one\n"}},
+			Targets:   []fleet.BundleTarget{{ClusterSelector: sel("all", "yes")}}}})
+	Expect(err).NotTo(HaveOccurred())
+	return ns
 }

@@ -235,13 +235,17 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 		guard:   secretuse.ForClusters(f.Cluster().Cache())}
 	index.Register(f.BundleDeployment())
 	watchConfig(ctx, c, o.SystemNamespace, o.Config, &w.configChanged)
+	sealKey, err := bundle.SealKey(ctx, kube, o.SystemNamespace)
+	if err != nil {
+		return err
+	}
 	bundle.Register(ctx, bundle.Deps{
 		Bundles: f.Bundle(), BundleDeployments: f.BundleDeployment(), Clusters: f.Cluster(),
 		ClusterGroups: f.ClusterGroup(), Contents: f.Content(),
 		Mappings: f.BundleNamespaceMapping(), Namespaces: c.Namespace().Cache(), CheckinInterval: w.checkin, Policies: f.Policy(),
 		Restrictions: f.GitRepoRestriction(), Secrets: c.Secret().Cache(), SecretWriter: c.Secret(), GitRepos: f.GitRepo().Cache(), Guard: w.guard,
 		Rollouts: f.Rollout(), RolloutPolicies: f.RolloutPolicy(), HelmOps: f.HelmOp().Cache(), AgentBundle: w.agentBundle(o),
-		Apply: w.children,
+		Apply: w.children, SealKey: sealKey,
 	})
 	if !o.DisableGitOps {
 		if err := startGitOps(ctx, cfg, scf, w, o); err != nil {

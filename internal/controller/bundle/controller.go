@@ -91,6 +91,9 @@ type Deps struct {
 	// Cluster c (package agentmanagement); only such a Bundle is exempt from its namespace's
 	// GitRepoRestrictions. nil: none is (the manager writes no agent Bundles).
 	AgentBundle func(b *fleet.Bundle, c *fleet.Cluster) bool
+	// SealKey seals the revisions Rollouts keep (SealKey, seal.go); without it no kept
+	// revision is ever returned to.
+	SealKey []byte
 }
 
 type handler struct {
@@ -117,6 +120,8 @@ type handler struct {
 	rolloutOut      *rolloutWriter
 	helmops         fleetcontrollers.HelmOpCache
 	agentBundle     func(*fleet.Bundle, *fleet.Cluster) bool
+	// seal seals and verifies the revisions Rollouts keep (seal.go).
+	seal sealer
 	// mem is what the controller remembers between passes (memory.go).
 	mem *memory
 	// writeSlots holds one token per BundleDeployment write in flight.
@@ -136,7 +141,7 @@ func Register(ctx context.Context, d Deps) {
 		mappings: d.Mappings.Cache(), policies: d.Policies, restrict: d.Restrictions, secrets: d.Secrets, nsCache: d.Namespaces,
 		secretWriter: d.SecretWriter, gitrepos: d.GitRepos, guard: d.Guard, checkin: d.CheckinInterval, now: time.Now,
 		mem:      newMemory(),
-		rollouts: d.Rollouts, helmops: d.HelmOps, agentBundle: d.AgentBundle,
+		rollouts: d.Rollouts, helmops: d.HelmOps, agentBundle: d.AgentBundle, seal: sealer(d.SealKey),
 		writeSlots: make(chan struct{}, maxWritesInFlight),
 		cpu:        make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1)),
 	}

@@ -30,6 +30,8 @@ type memory struct {
 	seen *index.Fingerprints
 	// sums are the Bundles' status.resourcesSha256Sum, one per generation, by UID.
 	sums sync.Map
+	// refusedRollbacks are the revisions, by Bundle UID, a rollback to which was refused (warned).
+	refusedRollbacks sync.Map
 }
 
 func newMemory() *memory {
@@ -135,6 +137,14 @@ func (m *memory) bundleGone(b *fleet.Bundle) {
 	m.renders.forget(b)
 	m.plans.drop(b)
 	m.sums.Delete(b.UID)
+	m.refusedRollbacks.Delete(b.UID)
+}
+
+// rollbackRefused: a rollback of b to revision was refused; true the first time for that
+// revision.
+func (m *memory) rollbackRefused(b *fleet.Bundle, revision string) bool {
+	prev, loaded := m.refusedRollbacks.Swap(b.UID, revision)
+	return !loaded || prev.(string) != revision
 }
 
 // bundleFinalized: the BundleDeployments of the deleted Bundle of key were deleted, those the

@@ -3,6 +3,7 @@ package bundle
 import (
 	"cmp"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -36,6 +37,14 @@ type progressive struct {
 	// rules checks a Bundle against its namespace's Policies and GitRepoRestrictions, as the
 	// pass checked the Bundle (handler.checkRules).
 	rules func(*fleet.Bundle) (bool, *refusal, error)
+	// verify says why a kept revision may not be deployed for a Bundle (its seal, seal.go); nil
+	// checks none.
+	verify func(*fleet.Bundle, *fleet.RolloutRevision) error
+	// passedErr is why the revision that passed cannot be returned to (made with passed).
+	passedErr error
+	// firstRefusal says whether a refused rollback to a revision is news (warned once per
+	// revision, not per cluster and pass).
+	firstRefusal func(revision string) bool
 }
 
 // policyName is the RolloutPolicy b rolls out by: its own annotation's, else its GitRepo's or
@@ -65,6 +74,7 @@ func (h *handler) progressiveOf(b *fleet.Bundle, targets []target.ClusterInfo, b
 		return nil, nil
 	}
 	current := rollout.Inputs(b, contentName)
+	current.Seal = h.seal.seal(b, current)
 	in := rollout.Input{PolicyName: name, Revision: current.Revision, Current: current, Now: h.now(), Targets: targets, BDs: bds}
 	pol, err := h.rolloutPolicies.Get(b.Namespace, name)
 	switch {
@@ -73,7 +83,8 @@ func (h *handler) progressiveOf(b *fleet.Bundle, targets []target.ClusterInfo, b
 	case !apierrors.IsNotFound(err):
 		return nil, err
 	}
-	pg := &progressive{policy: name, revision: in.Revision, now: in.Now, bundle: b, rules: h.checkRules}
+	pg := &progressive{policy: name, revision: in.Revision, now: in.Now, bundle: b, rules: h.checkRules, verify: h.seal.verify,
+		firstRefusal: func(revision string) bool { return h.mem.rollbackRefused(b, revision) }}
 	if roll, err := h.rollouts.Cache().Get(b.Namespace, b.Name); err == nil {
 		pg.roll, in.Spec, in.Status = roll, roll.Spec, roll.Status
 	} else if !apierrors.IsNotFound(err) {
@@ -141,7 +152,7 @@ func (pg *progressive) rollBack(ci target.ClusterInfo, desired, cur *fleet.Bundl
 		return nil
 	}
 	old, err := pg.renderPassed(ci)
-	if err != nil {
+	if err != nil && (pg.firstRefusal == nil || pg.firstRefusal(passed.Revision)) {
 		logrus.WithFields(logfields.For("bundle", pg.bundle.Namespace, pg.bundle.Name)).WithField("cluster", ci.Cluster.Name).
 			Warnf("not rolled back to revision %s: %v", passed.Revision, err)
 	}
@@ -164,30 +175,45 @@ func (pg *progressive) rollBack(ci target.ClusterInfo, desired, cur *fleet.Bundl
 // revision must meet the namespace's Policies and GitRepoRestrictions as they stand, as the
 // Bundle itself must.
 func (pg *progressive) renderPassed(ci target.ClusterInfo) (*fleet.BundleDeployment, error) {
-	kept := pg.result.Status.Passed
-	if pg.passed == nil {
-		b := *pg.bundle
-		b.Spec.BundleDeploymentOptions, b.Spec.HelmOpOptions = *kept.Options.DeepCopy(), kept.HelmOpOptions.DeepCopy()
-		b.Spec.Targets, b.Spec.ContentsID = nil, kept.ContentsID
-		for _, t := range kept.Targets {
-			b.Spec.Targets = append(b.Spec.Targets, *t.DeepCopy())
-		}
-		if pg.rules != nil {
-			if _, refused, err := pg.rules(&b); err != nil || refused != nil {
-				return nil, cmp.Or(err, refusedErr(refused))
-			}
-		}
-		m, err := target.NewMatcher(&b)
-		if err != nil {
-			return nil, err
-		}
-		pg.passed, pg.passedMatch = &b, m
+	if pg.passed == nil && pg.passedErr == nil {
+		pg.passed, pg.passedMatch, pg.passedErr = pg.passedBundle()
+	}
+	if pg.passedErr != nil {
+		return nil, pg.passedErr
 	}
 	m := pg.passedMatch.Match(ci)
 	if m == nil {
 		return nil, nil
 	}
-	return render(pg.passed, ci, m, kept.Content)
+	return render(pg.passed, ci, m, pg.result.Status.Passed.Content)
+}
+
+// passedBundle is the Bundle as the revision that passed had it, with its matcher: once its
+// seal verifies (only a manager of this installation recorded it, for this Bundle) and it meets
+// the namespace's rules as they stand.
+func (pg *progressive) passedBundle() (*fleet.Bundle, *target.Matcher, error) {
+	kept := pg.result.Status.Passed
+	if pg.verify != nil {
+		if err := pg.verify(pg.bundle, kept); err != nil {
+			return nil, nil, err
+		}
+	}
+	b := *pg.bundle
+	b.Spec.BundleDeploymentOptions, b.Spec.HelmOpOptions = *kept.Options.DeepCopy(), kept.HelmOpOptions.DeepCopy()
+	b.Spec.Targets, b.Spec.ContentsID = nil, kept.ContentsID
+	for _, t := range kept.Targets {
+		b.Spec.Targets = append(b.Spec.Targets, *t.DeepCopy())
+	}
+	if pg.rules != nil {
+		if _, refused, err := pg.rules(&b); err != nil || refused != nil {
+			return nil, nil, cmp.Or(err, refusedErr(refused))
+		}
+	}
+	m, err := target.NewMatcher(&b)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &b, m, nil
 }
 
 func refusedErr(r *refusal) error {
@@ -264,6 +290,9 @@ func syncOwned(upd, next *fleet.BundleDeployment) {
 // Bundle's Rollout condition, and asks for the next pass the rollout needs.
 func (h *handler) record(b *fleet.Bundle, pg *progressive, status *fleet.BundleStatus) error {
 	st := pg.result.Status
+	if pg.passedErr != nil && !strings.Contains(st.Message, "not rolled back: ") {
+		st.Message = strings.TrimPrefix(st.Message+"; ", "; ") + "not rolled back: " + pg.passedErr.Error()
+	}
 	cond, reason := corev1.ConditionTrue, st.Phase
 	switch st.Phase {
 	case fleet.RolloutHalted, fleet.RolloutRolledBack, fleet.RolloutAborted, fleet.RolloutInvalid:

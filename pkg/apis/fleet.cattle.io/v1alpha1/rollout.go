@@ -283,6 +283,9 @@ type RolloutRevision struct {
 	Targets []BundleTarget `json:"targets,omitempty"`
 	// +nullable
 	HelmOpOptions *BundleHelmOptions `json:"helmOpOptions,omitempty"`
+	// Seal is the manager's: an HMAC of the revision's Content and its Bundle, under a key only
+	// the manager reads. A revision whose seal does not verify is never deployed.
+	Seal string `json:"seal,omitempty"`
 }
 
 // RolloutStageStatus is one stage's counts.
