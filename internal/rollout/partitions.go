@@ -46,7 +46,9 @@ type Partitions struct {
 	of []*partition
 }
 
-// Unavailable says a BundleDeployment is not (yet) deployed as its spec asks and ready.
+// Unavailable says a BundleDeployment is not (yet) deployed as its spec asks and ready, by
+// Fleet's rule (the IDs compared alone, as summary.State does): a deployment held back with no
+// deploymentID does not count against maxUnavailable, or a held rollout could never go on.
 func Unavailable(bd *fleet.BundleDeployment) bool {
 	return bd.Status.AppliedDeploymentID != bd.Spec.DeploymentID || !bd.Status.Ready
 }

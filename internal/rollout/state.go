@@ -42,7 +42,7 @@ func standingOf(bd *fleet.BundleDeployment, revision string, gates []fleet.Healt
 		return s.pending(now, GateReady, "held: the cluster is paused or outside its schedule")
 	}
 	st := &bd.Status
-	applied := bd.Spec.DeploymentID != "" && st.AppliedDeploymentID == bd.Spec.DeploymentID
+	applied := fleet.Applied(&bd.Spec, st)
 	if c := fleet.FindCondition(st.Conditions, fleet.ConditionInstalled); c != nil && c.Status == corev1.ConditionFalse && !applied {
 		return s.fail(GateReady, "deploy failed: "+c.Message)
 	}

@@ -20,6 +20,8 @@ const MaxNonReady = 10
 // State is a BundleDeployment's state, checked in Fleet's order: a failed or pending apply first,
 // then readiness, then staged-but-not-promoted options, then drift.
 func State(bd *fleet.BundleDeployment) fleet.BundleState {
+	// Fleet's states compare the two IDs alone: a deployment held back (no deploymentID) and
+	// never applied counts as applied here, where fleet.Applied says not.
 	applied := bd.Status.AppliedDeploymentID == bd.Spec.DeploymentID
 	switch {
 	case !applied && deployFailed(bd):

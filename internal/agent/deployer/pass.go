@@ -240,7 +240,7 @@ func (h *handler) check(bd *fleet.BundleDeployment, rel *helmdeployer.Release, s
 	}
 	cd := driftCorrection(bd)
 	if err == nil && !res.NonModified && cd != nil && cd.Enabled &&
-		status.AppliedDeploymentID == bd.Spec.DeploymentID && !bd.Spec.Paused {
+		fleet.Applied(&bd.Spec, status) && !bd.Spec.Paused {
 		h.log(bd.Name).WithField("release", rel.String()).Info("correcting drift")
 		maxHistory := 0
 		if opts.Helm != nil {

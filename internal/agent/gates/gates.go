@@ -129,7 +129,7 @@ func (c *Checker) Evaluate(ctx context.Context, bd *fleet.BundleDeployment, stat
 			fmt.Sprintf("annotation %s: %d gates, at most %d", fleet.RolloutGatesAnnotation, len(gates), rollout.MaxGates), now)
 		return 0
 	}
-	if bd.Spec.DeploymentID == "" || status.AppliedDeploymentID != bd.Spec.DeploymentID {
+	if !fleet.Applied(&bd.Spec, status) {
 		return 0 // the pass that deploys it clears the results and checks after
 	}
 	ready := fleet.FindCondition(status.Conditions, fleet.ConditionReady)

@@ -207,7 +207,7 @@ func (s *Snapshot) addDeployment(api fleetcontrollers.Interface, bd *fleet.Bundl
 	if !hasBundle && bd.DeletionTimestamp == nil {
 		s.issue(NoBundle, "BundleDeployment", bd, "its Bundle %s/%s does not exist", bd.Labels[fleet.BundleNamespaceLabel], bd.Labels[fleet.BundleLabel])
 	}
-	if bd.Spec.DeploymentID != "" && bd.Status.AppliedDeploymentID != bd.Spec.DeploymentID {
+	if bd.Spec.DeploymentID != "" && !fleet.Applied(&bd.Spec, &bd.Status) {
 		s.issue(NotApplied, "BundleDeployment", bd, "deploymentID %s, applied %q (state %s)", bd.Spec.DeploymentID, bd.Status.AppliedDeploymentID, bd.Status.Display.State)
 	}
 	if ready, msg := readyOf(bd.Status.Conditions); ready != "" && ready != string(corev1.ConditionTrue) {

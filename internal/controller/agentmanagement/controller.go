@@ -282,7 +282,7 @@ func (h *handler) status(c *fleet.Cluster, s fleet.ClusterStatus) (fleet.Cluster
 		return s, nil
 	}
 	bd, err := h.BundleDeployments.Cache().Get(s.Namespace, b.Name)
-	applied := err == nil && bd.Spec.DeploymentID != "" && bd.Status.AppliedDeploymentID == bd.Spec.DeploymentID &&
+	applied := err == nil && fleet.Applied(&bd.Spec, &bd.Status) &&
 		bd.Labels[ConfigHashLabel] == b.Labels[ConfigHashLabel]
 	s.AgentConfigChanged = !applied
 	if applied {

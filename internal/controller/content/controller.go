@@ -65,7 +65,12 @@ func Register(ctx context.Context, contents fleetcontrollers.ContentController, 
 	_, _ = bds.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
 		DeleteFunc: enqueue,
-		UpdateFunc: func(old, cur any) { enqueue(old); enqueue(cur) },
+		UpdateFunc: func(old, cur any) {
+			if keptChanged(old, cur) {
+				enqueue(old)
+				enqueue(cur)
+			}
+		},
 	})
 }
 
@@ -130,6 +135,19 @@ func watchRollouts(contents fleetcontrollers.ContentController, rollouts fleetco
 	_, _ = rollouts.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
 		DeleteFunc: enqueue,
-		UpdateFunc: func(old, cur any) { enqueue(old); enqueue(cur) },
+		UpdateFunc: func(old, cur any) {
+			if keptChanged(old, cur) {
+				enqueue(old)
+				enqueue(cur)
+			}
+		},
 	})
+}
+
+// keptChanged says whether a Rollout's update changed the Contents it keeps: most of its writes
+// are stage counts, which count no Content again.
+func keptChanged(old, cur any) bool {
+	o, ok1 := old.(*fleet.Rollout)
+	c, ok2 := cur.(*fleet.Rollout)
+	return !ok1 || !ok2 || !slices.Equal(rolloutContents(o), rolloutContents(c))
 }

@@ -147,3 +147,11 @@ type BundleDeploymentResource struct {
 	// CreatedAt is when the resource was created.
 	CreatedAt metav1.Time `json:"createdAt,omitempty"`
 }
+
+// Applied says the agent deployed what spec asks for: spec has a deploymentID (one held back
+// by its Bundle has none) and status reports that one applied. Fleet's states compare the two
+// IDs alone (an empty one included); the rollout, gates, the monitor and agent management ask
+// this.
+func Applied(spec *BundleDeploymentSpec, status *BundleDeploymentStatus) bool {
+	return spec.DeploymentID != "" && status.AppliedDeploymentID == spec.DeploymentID
+}
