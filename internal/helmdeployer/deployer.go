@@ -179,7 +179,7 @@ func (d *Deployer) serviceAccount(ctx context.Context, name string) (string, err
 	case apierrors.IsNotFound(err) && name == "":
 		return "", nil
 	case apierrors.IsNotFound(err):
-		return "", Permanent(fmt.Errorf("serviceAccount %s not found in namespace %s", name, d.agentNamespace))
+		return "", helmrelease.Permanent(fmt.Errorf("serviceAccount %s not found in namespace %s", name, d.agentNamespace))
 	case err != nil:
 		return "", err
 	}

@@ -6,14 +6,8 @@ import (
 	"github.com/fleetgo/fleet/internal/helmrelease"
 )
 
-// A permanent error is a deploy failure only the user can fix: retrying the same input fails
-// the same way, so it is reported, not retried in a loop.
-
-// Permanent marks err as one only a change of the bundle (or of the cluster) can fix.
-func Permanent(err error) error { return helmrelease.Permanent(err) }
-
-// IsPermanent reports whether err was marked Permanent.
-func IsPermanent(err error) bool { return helmrelease.IsPermanent(err) }
+// A permanent error (helmrelease.Permanent) is a deploy failure only the user can fix:
+// retrying the same input fails the same way, so it is reported, not retried in a loop.
 
 // Helm reports these as plain strings: rendering and validation failures, kinds the cluster
 // does not serve, and updates the apiserver refuses for good.
@@ -43,7 +37,7 @@ func classify(err error) error {
 	msg := err.Error()
 	for _, s := range permanentHelmErrors {
 		if strings.Contains(msg, s) {
-			return Permanent(err)
+			return helmrelease.Permanent(err)
 		}
 	}
 	return err

@@ -13,6 +13,8 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/client-go/rest"
+
+	"github.com/fleetgo/fleet/internal/helmrelease"
 )
 
 func TestClassify(t *testing.T) {
@@ -29,15 +31,15 @@ func TestClassify(t *testing.T) {
 	}
 	for _, c := range cases {
 		err := classify(errors.New(c.msg))
-		if IsPermanent(err) != c.permanent {
-			t.Errorf("classify(%q): permanent = %v, want %v", c.msg, IsPermanent(err), c.permanent)
+		if helmrelease.IsPermanent(err) != c.permanent {
+			t.Errorf("classify(%q): permanent = %v, want %v", c.msg, helmrelease.IsPermanent(err), c.permanent)
 		}
 		if err.Error() != c.msg {
 			t.Errorf("classify changed the message: %q", err.Error())
 		}
 	}
-	wrapped := fmt.Errorf("deploying: %w", Permanent(errors.New("x")))
-	if !IsPermanent(wrapped) {
+	wrapped := fmt.Errorf("deploying: %w", helmrelease.Permanent(errors.New("x")))
+	if !helmrelease.IsPermanent(wrapped) {
 		t.Error("a wrapped permanent error is not permanent")
 	}
 }

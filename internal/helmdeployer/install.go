@@ -13,6 +13,7 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 
+	"github.com/fleetgo/fleet/internal/helmrelease"
 	"github.com/fleetgo/fleet/internal/metrics"
 	"github.com/fleetgo/fleet/internal/render"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
@@ -76,7 +77,7 @@ func (d *Deployer) deploy(ctx context.Context, in Input) (*Release, error) {
 	name, ns := render.ReleaseName(&opts, in.BundleID), render.Namespace(&opts)
 	c, post, err := render.Chart(in.Files, &opts, name)
 	if err != nil {
-		return nil, Permanent(err)
+		return nil, helmrelease.Permanent(err)
 	}
 	annotateChart(c, in)
 	ac, createdNS, sa, err := d.prepare(ctx, ns, in)
@@ -198,14 +199,14 @@ func (d *Deployer) lastRelease(ctx context.Context, ac *action.Configuration, ns
 	e, recorded, err := d.verified(ctx, ac, ns, name)
 	switch {
 	case errors.Is(err, errNotRecorded) && !takeOwnership:
-		return nil, Permanent(fmt.Errorf("release %s/%s exists and this agent did not make it (set helm.takeOwnership to adopt it)", ns, name))
+		return nil, helmrelease.Permanent(fmt.Errorf("release %s/%s exists and this agent did not make it (set helm.takeOwnership to adopt it)", ns, name))
 	case errors.Is(err, errNotRecorded):
 		// Taken over as the bundle asks: its newest revision is the one to act from.
 		ac.Releases.Driver = d.vouch(ctx, ac.Releases.Driver, entry{Namespace: ns, Name: name, BundleID: bundleID}, last)
 	case err != nil:
 		return nil, err
 	case e.BundleID != bundleID && !takeOwnership:
-		return nil, Permanent(fmt.Errorf("release %s/%s belongs to %q, not to this bundle (set helm.takeOwnership to adopt it)", ns, name, e.BundleID))
+		return nil, helmrelease.Permanent(fmt.Errorf("release %s/%s belongs to %q, not to this bundle (set helm.takeOwnership to adopt it)", ns, name, e.BundleID))
 	case recorded == nil:
 		return nil, nil
 	default:

@@ -16,6 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/fleetgo/fleet/internal/helmrelease"
 )
 
 // The ledger is the agent's own record of the releases it made: one ConfigMap per release in the
@@ -219,7 +221,7 @@ func (d *Deployer) verified(ctx context.Context, ac *action.Configuration, ns, n
 		}
 	}
 	if recorded == nil && remaining > 0 || recorded != nil && digest(recorded) != e.Digest {
-		return nil, nil, Permanent(fmt.Errorf("release %s/%s revision %d was changed by someone other than this agent; it is left alone", ns, name, e.Version))
+		return nil, nil, helmrelease.Permanent(fmt.Errorf("release %s/%s revision %d was changed by someone other than this agent; it is left alone", ns, name, e.Version))
 	}
 	ac.Releases.Driver = d.vouch(ctx, ac.Releases.Driver, *e, recorded)
 	return e, recorded, nil

@@ -12,6 +12,8 @@ import (
 	"helm.sh/helm/v3/pkg/storage/driver"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/fleetgo/fleet/internal/helmrelease"
 )
 
 func rev(v int, status release.Status, manifest string) *release.Release {
@@ -95,7 +97,7 @@ func TestLedgerVerifiesHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	ac = &action.Configuration{Releases: storage.Init(store)}
-	if _, _, err := d.verified(ctx, ac, "ns", "app"); err == nil || !IsPermanent(err) {
+	if _, _, err := d.verified(ctx, ac, "ns", "app"); err == nil || !helmrelease.IsPermanent(err) {
 		t.Fatalf("a changed recorded revision: %v", err)
 	}
 }

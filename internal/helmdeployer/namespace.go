@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/fleetgo/fleet/internal/helmrelease"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
@@ -35,7 +36,7 @@ func (d *Deployer) namespaceAllowed(ctx context.Context, name string, opts *flee
 func checkNamespace(name string, ns *corev1.Namespace, selector *metav1.LabelSelector) error {
 	sel, err := metav1.LabelSelectorAsSelector(selector)
 	if err != nil {
-		return Permanent(fmt.Errorf("allowedTargetNamespaceSelector: %w", err))
+		return helmrelease.Permanent(fmt.Errorf("allowedTargetNamespaceSelector: %w", err))
 	}
 	if ns == nil {
 		return fmt.Errorf("namespace %s does not exist: allowedTargetNamespaceSelector %q admits only existing namespaces whose labels match", name, sel)

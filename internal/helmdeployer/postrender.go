@@ -13,6 +13,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fleetgo/fleet/internal/helmrelease"
 	"github.com/fleetgo/fleet/internal/render"
 )
 
@@ -108,7 +109,7 @@ func (p *postRenderer) force(obj *unstructured.Unstructured) error {
 		return fmt.Errorf("namespace %s: %s %s: %w", p.namespace, gvk.Kind, obj.GetName(), err)
 	}
 	if !ok {
-		return Permanent(fmt.Errorf("namespace %s: the bundle's namespace option puts every resource into it, but %s %s is cluster-scoped",
+		return helmrelease.Permanent(fmt.Errorf("namespace %s: the bundle's namespace option puts every resource into it, but %s %s is cluster-scoped",
 			p.namespace, gvk.Kind, obj.GetName()))
 	}
 	obj.SetNamespace(p.namespace)

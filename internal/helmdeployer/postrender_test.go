@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/fleetgo/fleet/internal/helmrelease"
 )
 
 const crdAndConfigMap = `apiVersion: apiextensions.k8s.io/v1
@@ -49,7 +51,7 @@ func TestPostRendererForcesNamespace(t *testing.T) {
 		}
 	}
 	_, err = p.Run(bytes.NewBufferString(crdAndConfigMap))
-	if err == nil || !IsPermanent(err) || !strings.Contains(err.Error(), "CustomResourceDefinition widgets.example.com is cluster-scoped") {
+	if err == nil || !helmrelease.IsPermanent(err) || !strings.Contains(err.Error(), "CustomResourceDefinition widgets.example.com is cluster-scoped") {
 		t.Errorf("a cluster-scoped object with the namespace option: %v", err)
 	}
 }

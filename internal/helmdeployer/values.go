@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fleetgo/fleet/internal/helmrelease"
 	"github.com/fleetgo/fleet/internal/render"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
@@ -83,7 +84,7 @@ func (r valuesRef) read(ctx context.Context, kube kubernetes.Interface, field st
 	}
 	values := map[string]any{}
 	if err := yaml.Unmarshal(data, &values); err != nil {
-		return nil, nil, Permanent(fmt.Errorf("%s: key %s of %s %s/%s is not a YAML map: %w", field, r.key, r.kind, r.ns, r.name, err))
+		return nil, nil, helmrelease.Permanent(fmt.Errorf("%s: key %s of %s %s/%s is not a YAML map: %w", field, r.key, r.kind, r.ns, r.name, err))
 	}
 	return values, data, nil
 }

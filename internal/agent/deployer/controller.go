@@ -23,6 +23,7 @@ import (
 	"github.com/fleetgo/fleet/internal/agent/gates"
 	"github.com/fleetgo/fleet/internal/agent/monitor"
 	"github.com/fleetgo/fleet/internal/helmdeployer"
+	"github.com/fleetgo/fleet/internal/helmrelease"
 	"github.com/fleetgo/fleet/internal/logfields"
 	"github.com/fleetgo/fleet/internal/names"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
@@ -174,7 +175,7 @@ func (h *handler) downstream(bd *fleet.BundleDeployment) ([]metav1.Object, strin
 				obj, version = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: r.Name}, Data: cm.Data, BinaryData: cm.BinaryData}, cm.ResourceVersion
 			}
 		default:
-			return nil, "", helmdeployer.Permanent(fmt.Errorf("%s: kind must be Secret or ConfigMap", where))
+			return nil, "", helmrelease.Permanent(fmt.Errorf("%s: kind must be Secret or ConfigMap", where))
 		}
 		if apierrors.IsNotFound(err) {
 			return nil, "", missing

@@ -16,6 +16,7 @@ import (
 	"github.com/fleetgo/fleet/internal/bdstatus"
 	"github.com/fleetgo/fleet/internal/bundlevalues"
 	"github.com/fleetgo/fleet/internal/helmdeployer"
+	"github.com/fleetgo/fleet/internal/helmrelease"
 	"github.com/fleetgo/fleet/internal/metrics"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
@@ -85,7 +86,7 @@ func (h *handler) next(key string, bd *fleet.BundleDeployment) (*fleet.BundleDep
 		return bd, nil
 	}
 	switch {
-	case o.err != nil && !helmdeployer.IsPermanent(o.err):
+	case o.err != nil && !helmrelease.IsPermanent(o.err):
 		return bd, o.err
 	case o.requeue > 0:
 		h.bds.EnqueueAfter(bd.Namespace, bd.Name, o.requeue)
@@ -143,7 +144,7 @@ func (h *handler) deploy(bd *fleet.BundleDeployment, rel *helmdeployer.Release, 
 		Downstream: in.downstream})
 	if err != nil {
 		err = h.failed(bd, status, err, now)
-		if helmdeployer.IsPermanent(err) {
+		if helmrelease.IsPermanent(err) {
 			return nil, PermanentRetry, err
 		}
 		return nil, 0, err
@@ -191,7 +192,7 @@ func (h *handler) storedValues(bd *fleet.BundleDeployment) (*fleet.BundleDeploym
 		return nil, err
 	}
 	if err != nil {
-		return nil, helmdeployer.Permanent(err)
+		return nil, helmrelease.Permanent(err)
 	}
 	if values == nil {
 		return opts, nil
@@ -225,7 +226,7 @@ func (h *handler) overwrittenGone(bd *fleet.BundleDeployment, rel *helmdeployer.
 // fix it. It returns err.
 func (h *handler) failed(bd *fleet.BundleDeployment, status *fleet.BundleDeploymentStatus, err error, now time.Time) error {
 	bdstatus.MarkFailed(status, err, now)
-	if helmdeployer.IsPermanent(err) {
+	if helmrelease.IsPermanent(err) {
 		h.log(bd.Name).WithError(err).Warn("deploy failed; fix the bundle")
 	}
 	return err

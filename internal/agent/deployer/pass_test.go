@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/fleetgo/fleet/internal/helmdeployer"
+	"github.com/fleetgo/fleet/internal/helmrelease"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 )
@@ -84,7 +85,7 @@ func TestNext(t *testing.T) {
 		t.Fatalf("err %v, enqueued %v", err, q.after)
 	}
 
-	h.mem.record(key, outcome{replaces: "11", err: helmdeployer.Permanent(errors.New("bad chart")), requeue: PermanentRetry})
+	h.mem.record(key, outcome{replaces: "11", err: helmrelease.Permanent(errors.New("bad chart")), requeue: PermanentRetry})
 	if _, err := h.next(key, bd); err != nil || q.after[2] != PermanentRetry {
 		t.Fatalf("err %v, enqueued %v", err, q.after)
 	}
