@@ -3,6 +3,7 @@ package apply_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,6 +19,7 @@ import (
 	"github.com/fleetgo/fleet/internal/bundlebuild"
 	"github.com/fleetgo/fleet/internal/bundlereader"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 )
 
 func newNamespace(ctx context.Context) string {
@@ -51,6 +53,17 @@ func run(ctx context.Context, o bundlebuild.Options) (string, error) {
 	var out bytes.Buffer
 	err := bundlebuild.Run(ctx, o, clients.Bundle(), &out)
 	return out.String(), err
+}
+
+// countingBundles counts the Bundles read one by one.
+type countingBundles struct {
+	fleetcontrollers.BundleClient
+	gets int
+}
+
+func (c *countingBundles) Get(ns, name string, o metav1.GetOptions) (*fleet.Bundle, error) {
+	c.gets++
+	return c.BundleClient.Get(ns, name, o)
 }
 
 func bundleNames(ns string) []string {
@@ -93,6 +106,22 @@ var _ = Describe("fleet apply", func() {
 		Expect(b.Spec.DefaultNamespace).To(Equal("changed"))
 		Expect(b.Labels).To(HaveKeyWithValue(fleet.CommitLabel, "c2"))
 		Expect(b.Labels).To(HaveKeyWithValue(fleet.RepoLabel, "repo"))
+	})
+
+	It("reads each Bundle once per run", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		root := repo(map[string]string{"one/fleet.yaml": "defaultNamespace: one\n", "one/cm.yaml": "kind: ConfigMap\n",
+			"two/fleet.yaml": "defaultNamespace: two\n", "two/cm.yaml": "kind: ConfigMap\n"})
+		o := bundlebuild.Options{Root: root, Options: bundlereader.Options{Name: "repo", Namespace: ns, Commit: "c1"}}
+		for _, commit := range []string{"c1", "c2"} { // created, then updated
+			o.Commit = commit
+			counted := &countingBundles{BundleClient: clients.Bundle()}
+			Expect(bundlebuild.Run(ctx, o, counted, io.Discard)).To(Succeed())
+			Expect(counted.gets).To(Equal(2), "commit %s", commit)
+		}
+		b, err := clients.Bundle().Get(ns, "repo-two", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(b.Labels).To(HaveKeyWithValue(fleet.CommitLabel, "c2"))
 	})
 
 	It("lists on the Bundles it writes the resources they take over from the Bundles it deletes (overwrites), as Fleet's apply does", func(ctx context.Context) {

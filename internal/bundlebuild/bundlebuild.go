@@ -148,12 +148,17 @@ func (o *Options) complete() error {
 // would take over another GitRepo's Bundle): no run is half applied. Contents go to the OCI
 // registry first, so that a Bundle never names contents that are not there.
 func write(ctx context.Context, o Options, bundles fleetcontrollers.BundleClient, read []*fleet.Bundle, out io.Writer) error {
-	for _, b := range read {
+	first := make([]readOnce, len(read))
+	for i, b := range read {
 		existing, err := bundles.Get(b.Namespace, b.Name, metav1.GetOptions{})
-		if err == nil {
+		switch {
+		case err == nil:
 			if err := claimed(existing, b); err != nil {
 				return err
 			}
+			first[i] = readOnce{b: existing, ok: true}
+		case apierrors.IsNotFound(err):
+			first[i] = readOnce{ok: true}
 		}
 	}
 	if o.OCI != nil {
@@ -163,8 +168,8 @@ func write(ctx context.Context, o Options, bundles fleetcontrollers.BundleClient
 			}
 		}
 	}
-	for _, b := range read {
-		if err := publish(ctx, o, bundles, b); err != nil {
+	for i, b := range read {
+		if err := publish(ctx, o, bundles, b, first[i]); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "bundle %s/%s applied\n", b.Namespace, b.Name)
@@ -267,7 +272,7 @@ func applyOne(ctx context.Context, o Options, bundles fleetcontrollers.BundleCli
 	if o.Output != "" {
 		return writeYAML(o.Output, []*fleet.Bundle{b}, out)
 	}
-	if err := publish(ctx, o, bundles, b); err != nil {
+	if err := publish(ctx, o, bundles, b, readOnce{}); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "bundle %s/%s applied\n", b.Namespace, b.Name)
@@ -290,10 +295,32 @@ func writeYAML(dest string, bundles []*fleet.Bundle, out io.Writer) error {
 	return os.WriteFile(dest, buf.Bytes(), 0o644)
 }
 
-// createOrUpdate writes one Bundle, retrying when another writer changed it in between. A
-// Bundle something else owns is not written over (see owner).
-func createOrUpdate(client fleetcontrollers.BundleClient, want *fleet.Bundle) (*fleet.Bundle, error) {
-	return upsert(client.Get, client.Create, client.Update, want, func(existing *fleet.Bundle) (*fleet.Bundle, error) {
+// readOnce is a Bundle the run already read (ok; b nil: there was none), used for the first
+// try of its write instead of reading it again.
+type readOnce struct {
+	b  *fleet.Bundle
+	ok bool
+}
+
+// get reads the Bundle: the first time what was read before, when it was.
+func (r *readOnce) get(client fleetcontrollers.BundleClient) func(ns, name string, o metav1.GetOptions) (*fleet.Bundle, error) {
+	return func(ns, name string, o metav1.GetOptions) (*fleet.Bundle, error) {
+		if !r.ok {
+			return client.Get(ns, name, o)
+		}
+		r.ok = false
+		if r.b == nil {
+			return nil, apierrors.NewNotFound(fleet.SchemeGroupVersion.WithResource("bundles").GroupResource(), name)
+		}
+		return r.b.DeepCopy(), nil
+	}
+}
+
+// createOrUpdate writes one Bundle, retrying when another writer changed it in between (its
+// first try starts from first, when the run read it already). A Bundle something else owns is
+// not written over (see owner).
+func createOrUpdate(client fleetcontrollers.BundleClient, want *fleet.Bundle, first readOnce) (*fleet.Bundle, error) {
+	return upsert(first.get(client), client.Create, client.Update, want, func(existing *fleet.Bundle) (*fleet.Bundle, error) {
 		if err := claimed(existing, want); err != nil {
 			return nil, err
 		}

@@ -19,9 +19,9 @@ import (
 // Bundle's valuesHash, and owned by the Bundle once it has a UID; a Bundle that no longer has
 // values loses its Secret. The Secrets are written without being read: a GitRepo's Job may
 // write values Secrets, not read any.
-func publish(ctx context.Context, o Options, bundles fleetcontrollers.BundleClient, want *fleet.Bundle) error {
+func publish(ctx context.Context, o Options, bundles fleetcontrollers.BundleClient, want *fleet.Bundle, first readOnce) error {
 	if o.Secrets == nil {
-		_, err := createOrUpdate(bundles, want)
+		_, err := createOrUpdate(bundles, want, first)
 		return err
 	}
 	b := want.DeepCopy()
@@ -31,7 +31,7 @@ func publish(ctx context.Context, o Options, bundles fleetcontrollers.BundleClie
 	}
 	var uid types.UID
 	had := false
-	existing, err := bundles.Get(b.Namespace, b.Name, metav1.GetOptions{})
+	existing, err := first.get(bundles)(b.Namespace, b.Name, metav1.GetOptions{})
 	switch {
 	case err == nil:
 		// Another's Bundle is not written, nor its values.
@@ -48,7 +48,12 @@ func publish(ctx context.Context, o Options, bundles fleetcontrollers.BundleClie
 			return err
 		}
 	}
-	written, err := createOrUpdate(bundles, b)
+	if err == nil {
+		first = readOnce{b: existing, ok: true}
+	} else {
+		first = readOnce{ok: true}
+	}
+	written, err := createOrUpdate(bundles, b, first)
 	if err != nil {
 		return err
 	}
