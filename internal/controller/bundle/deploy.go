@@ -333,9 +333,12 @@ func byKey(a, b *fleet.Cluster) int {
 // checkRender says whether the cluster's BundleDeployment renders, rendering it only when the
 // memory has not seen these inputs: then it returns what was rendered.
 func checkRender(mem *memory, b *fleet.Bundle, ci target.ClusterInfo, m *target.Match, content string, fp [sha256.Size]byte) (*fleet.BundleDeployment, error) {
-	return mem.renderChecked(b, ci.Cluster.UID, content, fp, func() (*fleet.BundleDeployment, error) {
-		return render(b, ci, m, content)
-	})
+	if seen, err := mem.renderSeen(b, ci.Cluster.UID, content, fp); seen {
+		return nil, err
+	}
+	desired, err := render(b, ci, m, content)
+	mem.rendered(b, ci.Cluster.UID, content, fp, err)
+	return desired, err
 }
 
 // render renders the BundleDeployment for a cluster matched by MatchTargets.

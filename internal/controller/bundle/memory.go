@@ -179,16 +179,15 @@ func (m *memory) contentStored(b *fleet.Bundle, name string) { m.renders.setCont
 // factsOf is what targeting derives from c, derived once per change of c.
 func (m *memory) factsOf(c *fleet.Cluster) clusterFact { return m.facts.of(c) }
 
-// renderChecked says whether b's target on cluster was rendered for these inputs before, and
-// that render's error; render renders it when not, and the outcome is kept.
-func (m *memory) renderChecked(b *fleet.Bundle, cluster types.UID, content string, fp [sha256.Size]byte,
-	render func() (*fleet.BundleDeployment, error)) (*fleet.BundleDeployment, error) {
-	if seen, err := m.renders.seen(b, cluster, content, fp); seen {
-		return nil, err
-	}
-	desired, err := render()
+// renderSeen says whether b's target on cluster was rendered for these inputs before, and that
+// render's error.
+func (m *memory) renderSeen(b *fleet.Bundle, cluster types.UID, content string, fp [sha256.Size]byte) (bool, error) {
+	return m.renders.seen(b, cluster, content, fp)
+}
+
+// rendered: b's target on cluster was rendered for these inputs, with err.
+func (m *memory) rendered(b *fleet.Bundle, cluster types.UID, content string, fp [sha256.Size]byte, err error) {
 	m.renders.rendered(b, cluster, content, fp, err)
-	return desired, err
 }
 
 // deploymentCurrent: bd was written for these inputs by this controller and is unchanged since.
