@@ -84,7 +84,7 @@ func product(pkg string) bool {
 // pure packages hold logic that needs no client: they are tested without a cluster. Neither
 // they nor anything they import, however deep, uses a client.
 var pure = []string{"internal/target", "internal/summary", "internal/names", "internal/bdstatus",
-	"internal/restriction", "internal/policy", "internal/render", "internal/yamldoc", "internal/rollout", "internal/helmrelease"}
+	"internal/restriction", "internal/policy", "internal/render", "internal/yamldoc", "internal/rollout", "internal/helmrelease", "internal/notify"}
 
 // clientThrough is the first client package that pkg reaches through the module's packages it
 // imports, however deep, with the path it takes ("" when none).

@@ -14,6 +14,40 @@ import (
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
+// AlertList is a list of Alert resources
+type AlertList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata"`
+
+	Items []Alert `json:"items"`
+}
+
+func NewAlert(namespace, name string, obj Alert) *Alert {
+	obj.APIVersion, obj.Kind = SchemeGroupVersion.WithKind("Alert").ToAPIVersionAndKind()
+	obj.Name = name
+	obj.Namespace = namespace
+	return &obj
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// AlertProviderList is a list of AlertProvider resources
+type AlertProviderList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata"`
+
+	Items []AlertProvider `json:"items"`
+}
+
+func NewAlertProvider(namespace, name string, obj AlertProvider) *AlertProvider {
+	obj.APIVersion, obj.Kind = SchemeGroupVersion.WithKind("AlertProvider").ToAPIVersionAndKind()
+	obj.Name = name
+	obj.Namespace = namespace
+	return &obj
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
 // BundleList is a list of Bundle resources
 type BundleList struct {
 	metav1.TypeMeta `json:",inline"`

@@ -16,6 +16,8 @@ import (
 )
 
 var (
+	AlertResourceName                    = "alerts"
+	AlertProviderResourceName            = "alertproviders"
 	BundleResourceName                   = "bundles"
 	BundleDeploymentResourceName         = "bundledeployments"
 	BundleNamespaceMappingResourceName   = "bundlenamespacemappings"
@@ -55,6 +57,10 @@ var (
 // Adds the list of known types to Scheme.
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
+		&Alert{},
+		&AlertList{},
+		&AlertProvider{},
+		&AlertProviderList{},
 		&Bundle{},
 		&BundleList{},
 		&BundleDeployment{},

@@ -19,6 +19,8 @@ func init() {
 }
 
 type Interface interface {
+	Alert() AlertController
+	AlertProvider() AlertProviderController
 	Bundle() BundleController
 	BundleDeployment() BundleDeploymentController
 	BundleNamespaceMapping() BundleNamespaceMappingController
@@ -45,6 +47,14 @@ func New(controllerFactory controller.SharedControllerFactory) Interface {
 
 type version struct {
 	controllerFactory controller.SharedControllerFactory
+}
+
+func (v *version) Alert() AlertController {
+	return generic.NewController[*v1alpha1.Alert, *v1alpha1.AlertList](schema.GroupVersionKind{Group: "fleet.cattle.io", Version: "v1alpha1", Kind: "Alert"}, "alerts", true, v.controllerFactory)
+}
+
+func (v *version) AlertProvider() AlertProviderController {
+	return generic.NewController[*v1alpha1.AlertProvider, *v1alpha1.AlertProviderList](schema.GroupVersionKind{Group: "fleet.cattle.io", Version: "v1alpha1", Kind: "AlertProvider"}, "alertproviders", true, v.controllerFactory)
 }
 
 func (v *version) Bundle() BundleController {
