@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/fleetgo/fleet/internal/helmdeployer"
+	"github.com/fleetgo/fleet/internal/helmrelease"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
@@ -79,7 +80,7 @@ func TestReportFailedDeploy(t *testing.T) {
 	now := time.Now()
 	bd := bdWith("c:2", nil)
 	status := fleet.BundleDeploymentStatus{AppliedDeploymentID: "c:1"}
-	MarkFailed(&status, helmdeployer.Permanent(errors.New("chart app: values.yaml: broken")), now)
+	MarkFailed(&status, helmrelease.Permanent(errors.New("chart app: values.yaml: broken")), now)
 	Report(bd, &status, now)
 	if status.Display.State != string(fleet.ErrApplied) {
 		t.Fatalf("state %q, want ErrApplied", status.Display.State)

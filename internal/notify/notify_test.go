@@ -19,7 +19,7 @@ func TestOneGroupedMessagePerTransition(t *testing.T) {
 			Reason: fmt.Sprintf("GET http://10.0.%d.4:8080/healthz on %s: status 503 after 1%ds (pod web-5d8f9c7b6-x%d)", i, c, i, i)})
 	}
 	st := &fleet.RolloutStatus{Revision: "6d4b29e3086f", Phase: fleet.RolloutRolledBack, Stage: "canary",
-		Stages: []fleet.RolloutStageStatus{{Name: "canary", Clusters: 12, Updated: 12, Passing: 9, Failed: 3}, {Name: "rest", Clusters: 400}},
+		Stages:   []fleet.RolloutStageStatus{{Name: "canary", Clusters: 12, Updated: 12, Passing: 9, Failed: 3}, {Name: "rest", Clusters: 400}},
 		Failures: failures}
 	e, ok := OfRollout("app", st)
 	if !ok || e.Reason != RolledBack || e.Severity != fleet.SeverityError || e.Source != "Bundle/app" {
