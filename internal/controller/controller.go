@@ -40,6 +40,7 @@ import (
 	"github.com/fleetgo/fleet/internal/controller/events"
 	"github.com/fleetgo/fleet/internal/controller/gitrepo"
 	"github.com/fleetgo/fleet/internal/controller/helmop"
+	"github.com/fleetgo/fleet/internal/controller/notify"
 	"github.com/fleetgo/fleet/internal/controller/imagescan"
 	"github.com/fleetgo/fleet/internal/controller/index"
 	"github.com/fleetgo/fleet/internal/controller/registration"
@@ -260,6 +261,8 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 		helmop.Register(ctx, helmop.Deps{HelmOps: f.HelmOp(), Bundles: f.Bundle(), BundleDeployments: f.BundleDeployment(),
 			Secrets: c.Secret().Cache(), Apply: bundles.WithSetOwnerReference(false, false), Policies: f.Policy(), Guard: w.guard})
 	}
+	notify.Register(ctx, notify.Deps{Alerts: f.Alert(), Providers: f.AlertProvider(), GitRepos: f.GitRepo(), Bundles: f.Bundle(),
+		Rollouts: f.Rollout(), Secrets: c.Secret().Cache(), Guard: w.guard})
 	observe(ctx, w, o)
 	downstream.Register(ctx, kube, f.BundleDeployment(), c.Secret(), f.Cluster(), w.guard, w.recorder)
 	if !sharded {

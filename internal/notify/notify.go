@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/rancher/wrangler/v3/pkg/condition"
 
@@ -57,6 +56,9 @@ type Event struct {
 	Counts map[string]int
 	// Groups are the failures grouped by cause.
 	Groups []Group
+	// CommitState (pending, success, failure), for a commit check: of Commit, in the repository
+	// Repo, under the check's name Context.
+	CommitState, Commit, Repo, Context string
 }
 
 // Group is the clusters that failed for one cause.
@@ -138,7 +140,7 @@ var (
 func Signature(cluster, reason string) string {
 	s := reason
 	if cluster != "" {
-		s = strings.ReplaceAll(s, cluster, "<cluster>")
+		s = regexp.MustCompile(`\b`+regexp.QuoteMeta(cluster)+`\b`).ReplaceAllString(s, "<cluster>")
 	}
 	s = hashes.ReplaceAllString(s, "<hash>")
 	return numbers.ReplaceAllString(s, "N")

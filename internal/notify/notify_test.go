@@ -25,6 +25,9 @@ func TestOneGroupedMessagePerTransition(t *testing.T) {
 	if !ok || e.Reason != RolledBack || e.Severity != fleet.SeverityError || e.Source != "Bundle/app" {
 		t.Fatalf("event: %+v", e)
 	}
+	if sig := Signature("b", "GET http://web/ on b: status 503"); sig != "GET http://web/ on <cluster>: status N" {
+		t.Errorf("a cluster's name folded inside a word: %s", sig)
+	}
 	if len(e.Groups) != 1 || e.Groups[0].Count != 3 || strings.Join(e.Groups[0].Clusters, ",") != "edge-2,edge-7,edge-9" {
 		t.Fatalf("groups: %+v", e.Groups)
 	}

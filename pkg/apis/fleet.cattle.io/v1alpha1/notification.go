@@ -142,7 +142,9 @@ type AlertStatus struct {
 
 // AlertSent is the last message delivered for a source ("Kind/name").
 type AlertSent struct {
-	Source string      `json:"source"`
-	Key    string      `json:"key"`
-	At     metav1.Time `json:"at"`
+	Source string `json:"source"`
+	Key    string `json:"key"`
+	// At is when it was delivered (empty: it was the source's state when the Alert came).
+	// +nullable
+	At *metav1.Time `json:"at,omitempty"`
 }

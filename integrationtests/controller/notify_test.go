@@ -1,0 +1,137 @@
+package controller_test
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/fleetgo/fleet/internal/controller/notify"
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+)
+
+// receiver is a local endpoint that takes JSON messages as a chat service or webhook receiver
+// does: with hmacKey, only a body signed with it (as X-Fleet-Signature says) is taken.
+type receiver struct {
+	*httptest.Server
+	hmacKey []byte
+	mu      sync.Mutex
+	got     []map[string]any
+	keys    []string
+	refused int
+}
+
+func newReceiver(hmacKey []byte) *receiver {
+	r := &receiver{hmacKey: hmacKey}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.hmacKey != nil {
+			m := hmac.New(sha256.New, r.hmacKey)
+			m.Write(body)
+			if !hmac.Equal([]byte(req.Header.Get(notify.SignatureHeader)), []byte("sha256="+hex.EncodeToString(m.Sum(nil)))) {
+				r.refused++
+				w.WriteHeader(http.StatusUnauthorized)
+				return
+			}
+		}
+		msg := map[string]any{}
+		if req.Header.Get("Content-Type") != "application/json" || json.Unmarshal(body, &msg) != nil {
+			r.refused++
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		r.got = append(r.got, msg)
+		r.keys = append(r.keys, req.Header.Get(notify.KeyHeader))
+		w.WriteHeader(http.StatusOK)
+	}))
+	DeferCleanup(r.Close)
+	return r
+}
+
+// field lists each message's value of key.
+func (r *receiver) field(key string) func() []string {
+	return func() []string {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		out := []string{}
+		for _, m := range r.got {
+			s, _ := m[key].(string)
+			out = append(out, s)
+		}
+		return out
+	}
+}
+
+var _ = Describe("an Alert", func() {
+	It("sends one message per rollout transition, not one per cluster: to a webhook, signed, and to Slack, failures only", func(ctx context.Context) {
+		ns := atOnce(ctx, "a", "b", "c")
+		Eventually(func() string { return rolloutOf(ns)().Phase }).Should(Equal(fleet.RolloutProgressing))
+		hook, slack := newReceiver([]byte("hook-key")), newReceiver(nil)
+		_, err := kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "hook", Namespace: ns,
+			Annotations: map[string]string{"fleet.cattle.io/allowed-uses": fleet.UseNotifications}},
+			Data: map[string][]byte{"address": []byte(hook.URL), "hmacKey": []byte("hook-key")}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		for name, spec := range map[string]fleet.AlertProviderSpec{
+			"hook":  {Type: fleet.ProviderWebhook, SecretName: "hook", UIURL: "https://fleet.example/"},
+			"slack": {Type: fleet.ProviderSlack, Address: slack.URL, Channel: "#deploys"},
+		} {
+			_, err := api.AlertProvider().Create(&fleet.AlertProvider{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: spec})
+			Expect(err).NotTo(HaveOccurred())
+		}
+		sources := []fleet.AlertSource{{Kind: "Bundle", Name: "app"}}
+		for name, spec := range map[string]fleet.AlertSpec{
+			"all":      {ProviderRef: "hook", Sources: sources},
+			"failures": {ProviderRef: "slack", Sources: sources, EventSeverity: fleet.SeverityError},
+		} {
+			_, err := api.Alert().Create(&fleet.Alert{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: spec})
+			Expect(err).NotTo(HaveOccurred())
+		}
+		// What the rollout showed when the Alerts came is not sent: they report from then on.
+		for _, name := range []string{"all", "failures"} {
+			Eventually(func() []fleet.AlertSent {
+				a, err := api.Alert().Get(ns, name, metav1.GetOptions{})
+				Expect(err).NotTo(HaveOccurred())
+				return a.Status.Sent
+			}).ShouldNot(BeNil())
+		}
+
+		By("three clusters pass: one message, Complete")
+		for _, bd := range deployments(ns, "app") {
+			agentGates(bd, true)
+		}
+		Eventually(hook.field("reason"), "20s").Should(Equal([]string{"Complete"}))
+
+		By("a new revision starts, and one cluster's gate fails: Started, then RolledBack, once each")
+		updateBundle(ns, "app", func(b *fleet.Bundle) { b.Spec.DefaultNamespace = "v2" })
+		Eventually(onValue(ns, "v2"), "20s").Should(Equal([]string{"a", "b", "c"}))
+		Eventually(hook.field("reason"), "20s").Should(Equal([]string{"Complete", "Started"}))
+		agentGates(deployments(ns, "app")["b"], false)
+		Eventually(hook.field("reason"), "20s").Should(Equal([]string{"Complete", "Started", "RolledBack"}))
+		Eventually(slack.field("text"), "20s").Should(ConsistOf(And(HavePrefix("[RolledBack] app revision"), ContainSubstring("1 failed: web: GET http://web/: status N (b)"))))
+		Expect(slack.got[0]["channel"]).To(Equal("#deploys"))
+		Consistently(hook.field("reason"), "3s").Should(HaveLen(3))
+
+		hook.mu.Lock()
+		defer hook.mu.Unlock()
+		Expect(hook.refused).To(BeZero())
+		Expect(hook.got[2]["link"]).To(Equal("https://fleet.example/bundles/" + ns + "/app"))
+		Expect(hook.keys).To(HaveLen(3))
+		Expect(hook.keys[0]).NotTo(Equal(hook.keys[1]))
+		a, err := api.Alert().Get(ns, "all", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(a.Status.LastMessage).To(ContainSubstring("rolled back"))
+		Expect(fleet.FindCondition(a.Status.Conditions, fleet.ConditionDelivered).Status).To(Equal(corev1.ConditionTrue))
+	})
+})
