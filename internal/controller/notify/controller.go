@@ -135,7 +135,9 @@ func (h *handler) events(a *fleet.Alert) ([]notify.Event, error) {
 				if e, ok := notify.OfGitRepo(gr.Name, &gr.Status, failedBefore("GitRepo/"+gr.Name)); ok {
 					out = append(out, e)
 				}
-				out = append(out, h.commitEvent(gr))
+				if gr.Status.Commit != "" {
+					out = append(out, h.commitEvent(gr))
+				}
 				if err := h.bundlesOf(a.Namespace, fleet.RepoLabel, gr.Name, bundles); err != nil {
 					return nil, err
 				}
