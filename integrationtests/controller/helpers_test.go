@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -21,10 +22,17 @@ func newNamespace(ctx context.Context) string {
 	return ns.Name
 }
 
-// newCluster creates a Cluster that has checked in, and waits for its namespace.
+// newCluster creates a Cluster that has checked in, and waits for its namespace. It is deleted
+// after the spec: past 100 Clusters the manager spaces its roll-ups out as a large installation
+// does (cluster.smallInstallation), and the suite's specs are timed for a small one.
 func newCluster(ns, name string, lbls map[string]string) *fleet.Cluster {
 	c, err := api.Cluster().Create(&fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: lbls}})
 	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() {
+		if err := api.Cluster().Delete(ns, name, &metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			Expect(err).NotTo(HaveOccurred())
+		}
+	})
 	Eventually(func() string {
 		c, err = api.Cluster().Get(ns, name, metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())

@@ -10,12 +10,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/fleetgo/fleet/integrationtests/testenv"
+	"github.com/fleetgo/fleet/internal/config"
+	"github.com/fleetgo/fleet/internal/controller"
 	"github.com/fleetgo/fleet/internal/controller/notify"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
@@ -33,31 +37,34 @@ type receiver struct {
 
 func newReceiver(hmacKey []byte) *receiver {
 	r := &receiver{hmacKey: hmacKey}
-	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		body, _ := io.ReadAll(req.Body)
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if r.hmacKey != nil {
-			m := hmac.New(sha256.New, r.hmacKey)
-			m.Write(body)
-			if !hmac.Equal([]byte(req.Header.Get(notify.SignatureHeader)), []byte("sha256="+hex.EncodeToString(m.Sum(nil)))) {
-				r.refused++
-				w.WriteHeader(http.StatusUnauthorized)
-				return
-			}
-		}
-		msg := map[string]any{}
-		if req.Header.Get("Content-Type") != "application/json" || json.Unmarshal(body, &msg) != nil {
-			r.refused++
-			w.WriteHeader(http.StatusBadRequest)
-			return
-		}
-		r.got = append(r.got, msg)
-		r.keys = append(r.keys, req.Header.Get(notify.KeyHeader))
-		w.WriteHeader(http.StatusOK)
-	}))
+	r.Server = httptest.NewServer(http.HandlerFunc(r.take))
 	DeferCleanup(r.Close)
 	return r
+}
+
+// take takes a message as the endpoint does.
+func (r *receiver) take(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.hmacKey != nil {
+		m := hmac.New(sha256.New, r.hmacKey)
+		m.Write(body)
+		if !hmac.Equal([]byte(req.Header.Get(notify.SignatureHeader)), []byte("sha256="+hex.EncodeToString(m.Sum(nil)))) {
+			r.refused++
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+	}
+	msg := map[string]any{}
+	if req.Header.Get("Content-Type") != "application/json" || json.Unmarshal(body, &msg) != nil {
+		r.refused++
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	r.got = append(r.got, msg)
+	r.keys = append(r.keys, req.Header.Get(notify.KeyHeader))
+	w.WriteHeader(http.StatusOK)
 }
 
 // field lists each message's value of key.
@@ -133,5 +140,73 @@ var _ = Describe("an Alert", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(a.Status.LastMessage).To(ContainSubstring("rolled back"))
 		Expect(fleet.FindCondition(a.Status.Conditions, fleet.ConditionDelivered).Status).To(Equal(corev1.ConditionTrue))
+	})
+})
+
+var _ = Describe("a message whose manager restarts before delivering it", func() {
+	It("is delivered exactly once, by the next manager", func(ctx context.Context) {
+		// A control plane of its own: the suite's manager must not deliver it meanwhile.
+		own, ownAPI, err := testenv.StartWithCRDs(ctx, "notify-restart")
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(own.Stop)
+		ownKube, err := own.Clientset()
+		Expect(err).NotTo(HaveOccurred())
+		up := &atomic.Bool{}
+		hook := newReceiver(nil)
+		hook.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !up.Load() {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				return
+			}
+			hook.take(w, r)
+		})
+		stop := testenv.RunController(own.RESTConfig(), config.Config{}, controller.Options{HealthAddr: freeAddr(), MetricsAddr: freeAddr()})
+		stopped := false
+		DeferCleanup(func() {
+			if !stopped {
+				_ = stop()
+			}
+		})
+		const ns = "restart"
+		_, err = ownKube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = ownAPI.AlertProvider().Create(&fleet.AlertProvider{ObjectMeta: metav1.ObjectMeta{Name: "hook", Namespace: ns},
+			Spec: fleet.AlertProviderSpec{Type: fleet.ProviderWebhook, Address: hook.URL}})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = ownAPI.Alert().Create(&fleet.Alert{ObjectMeta: metav1.ObjectMeta{Name: "all", Namespace: ns},
+			Spec: fleet.AlertSpec{ProviderRef: "hook", Sources: []fleet.AlertSource{{Kind: "Bundle", Name: "app"}}}})
+		Expect(err).NotTo(HaveOccurred())
+		alert := func() *fleet.Alert {
+			a, err := ownAPI.Alert().Get(ns, "all", metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			return a
+		}
+		Eventually(func() bool { return fleet.FindCondition(alert().Status.Conditions, fleet.ConditionDelivered) != nil }).Should(BeTrue())
+
+		By("a rollout completes while the endpoint refuses: the delivery fails and waits")
+		_, err = ownAPI.RolloutPolicy().Create(&fleet.RolloutPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns},
+			Spec: fleet.RolloutPolicySpec{Stages: []fleet.RolloutStage{{Name: "all"}}}})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = ownAPI.Bundle().Create(&fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns,
+			Annotations: map[string]string{fleet.RolloutPolicyAnnotation: "p"}},
+			Spec: fleet.BundleSpec{Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: "kind: ConfigMap\nmetadata:\n  name: app\n"}}}})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() string { return alert().Status.LastError }, "30s").Should(ContainSubstring("status 503"))
+		Expect(hook.field("reason")()).To(BeEmpty())
+
+		By("the manager stops before the endpoint comes back; the next one delivers the message once")
+		stopped = true
+		Expect(stop()).To(Succeed())
+		up.Store(true)
+		stop = testenv.RunController(own.RESTConfig(), config.Config{}, controller.Options{HealthAddr: freeAddr(), MetricsAddr: freeAddr()})
+		stopped = false
+		Eventually(hook.field("reason"), "60s").Should(Equal([]string{"Complete"}))
+		Eventually(func() string { return alert().Status.LastMessage }).Should(ContainSubstring("complete"))
+		Expect(alert().Status.LastError).To(BeEmpty())
+
+		By("a third manager sends nothing again")
+		Expect(stop()).To(Succeed())
+		stop = testenv.RunController(own.RESTConfig(), config.Config{}, controller.Options{HealthAddr: freeAddr(), MetricsAddr: freeAddr()})
+		Consistently(hook.field("reason"), "8s").Should(HaveLen(1))
 	})
 })

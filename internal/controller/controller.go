@@ -261,8 +261,6 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 		helmop.Register(ctx, helmop.Deps{HelmOps: f.HelmOp(), Bundles: f.Bundle(), BundleDeployments: f.BundleDeployment(),
 			Secrets: c.Secret().Cache(), Apply: bundles.WithSetOwnerReference(false, false), Policies: f.Policy(), Guard: w.guard})
 	}
-	notify.Register(ctx, notify.Deps{Alerts: f.Alert(), Providers: f.AlertProvider(), GitRepos: f.GitRepo(), Bundles: f.Bundle(),
-		Rollouts: f.Rollout(), Secrets: c.Secret().Cache(), Guard: w.guard})
 	observe(ctx, w, o)
 	downstream.Register(ctx, kube, f.BundleDeployment(), c.Secret(), f.Cluster(), w.guard, w.recorder)
 	if !sharded {
@@ -310,7 +308,9 @@ func (w *wiring) agentBundle(o Options) func(*fleet.Bundle, *fleet.Cluster) bool
 }
 
 // startManagement registers what is one per management cluster, the unsharded controller's
-// alone: registration, Clusters and their groups, and the collection of Contents.
+// alone: registration, Clusters and their groups, the collection of Contents, and the notifier
+// (which reads every shard's GitRepos and Rollouts: one message per transition, whatever the
+// number of shards).
 func startManagement(ctx context.Context, w *wiring, o Options) error {
 	f := w.f
 	if o.RegistrationNamespace == "" {
@@ -324,6 +324,8 @@ func startManagement(ctx context.Context, w *wiring, o Options) error {
 	startClusters(ctx, w, o)
 	content.Register(ctx, f.Content(), f.BundleDeployment(), f.Rollout(), o.ContentGracePeriod)
 	clustergroup.Register(ctx, f.ClusterGroup(), f.Cluster())
+	notify.Register(ctx, notify.Deps{Alerts: f.Alert(), Providers: f.AlertProvider(), GitRepos: f.GitRepo(), Bundles: f.Bundle(),
+		Rollouts: f.Rollout(), Secrets: w.c.Secret().Cache(), Guard: w.guard})
 	return nil
 }
 

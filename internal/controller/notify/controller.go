@@ -173,16 +173,17 @@ func (h *handler) events(a *fleet.Alert) ([]notify.Event, error) {
 	return out, nil
 }
 
-// bundlesOf adds the names of the Bundles whose label names owner ("" or "*": every owner).
+// bundlesOf adds the names of the Bundles whose label names owner ("" or "*": every owner),
+// as their Rollouts carry it (the Rollouts cache holds every shard's).
 func (h *handler) bundlesOf(ns, label, owner string, into map[string]bool) error {
 	sel := labels.Everything()
 	if owner != "" && owner != "*" {
 		sel = labels.SelectorFromSet(labels.Set{label: owner})
 	}
-	bs, err := h.Bundles.Cache().List(ns, sel)
-	for _, b := range bs {
-		if b.Labels[label] != "" {
-			into[b.Name] = true
+	rs, err := h.Rollouts.Cache().List(ns, sel)
+	for _, r := range rs {
+		if r.Labels[label] != "" {
+			into[r.Name] = true
 		}
 	}
 	return err
@@ -191,11 +192,9 @@ func (h *handler) bundlesOf(ns, label, owner string, into map[string]bool) error
 // commitEvent is the commit check a GitRepo's commit earns now (for the forges' providers).
 func (h *handler) commitEvent(gr *fleet.GitRepo) notify.Event {
 	var rollouts []*fleet.RolloutStatus
-	if bs, err := h.Bundles.Cache().List(gr.Namespace, labels.SelectorFromSet(labels.Set{fleet.RepoLabel: gr.Name})); err == nil {
-		for _, b := range bs {
-			if r, err := h.Rollouts.Cache().Get(gr.Namespace, b.Name); err == nil {
-				rollouts = append(rollouts, &r.Status)
-			}
+	if rs, err := h.Rollouts.Cache().List(gr.Namespace, labels.SelectorFromSet(labels.Set{fleet.RepoLabel: gr.Name})); err == nil {
+		for _, r := range rs {
+			rollouts = append(rollouts, &r.Status)
 		}
 	}
 	state, desc := notify.CommitState(&gr.Status, rollouts)
