@@ -112,50 +112,21 @@ func (h *handler) baseline(a *fleet.Alert, events []notify.Event) (*fleet.Alert,
 // state, and each rollout of the Bundles it names or those of the GitRepos and HelmOps it names.
 func (h *handler) events(a *fleet.Alert) ([]notify.Event, error) {
 	var out []notify.Event
-	failedBefore := func(source string) bool {
-		for _, s := range a.Status.Sent {
-			if s.Source == source && strings.Contains(s.Key, "/"+notify.Failed+"/") {
-				return true
-			}
-		}
-		return false
-	}
 	bundles := map[string]bool{}
 	for _, src := range a.Spec.Sources {
+		var err error
 		switch src.Kind {
 		case "GitRepo":
-			repos, err := h.GitRepos.Cache().List(a.Namespace, selector(src))
-			if err != nil {
-				return nil, err
-			}
-			for _, gr := range repos {
-				if !named(src, gr.Name) {
-					continue
-				}
-				if e, ok := notify.OfGitRepo(gr.Name, &gr.Status, failedBefore("GitRepo/"+gr.Name)); ok {
-					out = append(out, e)
-				}
-				if gr.Status.Commit != "" {
-					out = append(out, h.commitEvent(gr))
-				}
-				if err := h.bundlesOf(a.Namespace, fleet.RepoLabel, gr.Name, bundles); err != nil {
-					return nil, err
-				}
-			}
+			var evs []notify.Event
+			evs, err = h.gitRepoEvents(a, src, bundles)
+			out = append(out, evs...)
 		case "HelmOp":
-			if err := h.bundlesOf(a.Namespace, fleet.HelmNameLabel, src.Name, bundles); err != nil {
-				return nil, err
-			}
+			err = h.bundlesOf(a.Namespace, fleet.HelmNameLabel, src.Name, bundles)
 		case "Bundle":
-			bs, err := h.Bundles.Cache().List(a.Namespace, selector(src))
-			if err != nil {
-				return nil, err
-			}
-			for _, b := range bs {
-				if named(src, b.Name) {
-					bundles[b.Name] = true
-				}
-			}
+			err = h.bundlesNamed(a.Namespace, src, bundles)
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
 	names := make([]string, 0, len(bundles))
@@ -171,6 +142,56 @@ func (h *handler) events(a *fleet.Alert) ([]notify.Event, error) {
 		}
 	}
 	return out, nil
+}
+
+// gitRepoEvents are the events of the GitRepos src names (their own and their commits'), their
+// Bundles added to bundles.
+func (h *handler) gitRepoEvents(a *fleet.Alert, src fleet.AlertSource, bundles map[string]bool) ([]notify.Event, error) {
+	repos, err := h.GitRepos.Cache().List(a.Namespace, selector(src))
+	if err != nil {
+		return nil, err
+	}
+	var out []notify.Event
+	for _, gr := range repos {
+		if !named(src, gr.Name) {
+			continue
+		}
+		if e, ok := notify.OfGitRepo(gr.Name, &gr.Status, failedBefore(a, "GitRepo/"+gr.Name)); ok {
+			out = append(out, e)
+		}
+		if gr.Status.Commit != "" {
+			out = append(out, h.commitEvent(gr))
+		}
+		if err := h.bundlesOf(a.Namespace, fleet.RepoLabel, gr.Name, bundles); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// failedBefore says whether the last message the Alert sent for source said it failed.
+func failedBefore(a *fleet.Alert, source string) bool {
+	for _, s := range a.Status.Sent {
+		if s.Source == source && strings.Contains(s.Key, "/"+notify.Failed+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// bundlesNamed adds the Bundles src names.
+func (h *handler) bundlesNamed(ns string, src fleet.AlertSource, into map[string]bool) error {
+	if len(src.MatchLabels) == 0 && src.Name != "" && src.Name != "*" {
+		into[src.Name] = true // its Rollout, whichever shard holds the Bundle
+		return nil
+	}
+	bs, err := h.Bundles.Cache().List(ns, selector(src))
+	for _, b := range bs {
+		if named(src, b.Name) {
+			into[b.Name] = true
+		}
+	}
+	return err
 }
 
 // bundlesOf adds the names of the Bundles whose label names owner ("" or "*": every owner),
