@@ -1,6 +1,7 @@
 package controller_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -11,6 +12,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -18,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fleetgo/fleet/integrationtests/testenv"
+	clinotify "github.com/fleetgo/fleet/internal/cli/notify"
 	"github.com/fleetgo/fleet/internal/config"
 	"github.com/fleetgo/fleet/internal/controller"
 	"github.com/fleetgo/fleet/internal/controller/notify"
@@ -208,5 +211,27 @@ var _ = Describe("a message whose manager restarts before delivering it", func()
 		Expect(stop()).To(Succeed())
 		stop = testenv.RunController(own.RESTConfig(), config.Config{}, controller.Options{HealthAddr: freeAddr(), MetricsAddr: freeAddr()})
 		Consistently(hook.field("reason"), "8s").Should(HaveLen(1))
+	})
+})
+
+var _ = Describe("fleet notify test", func() {
+	It("has the manager send a test message through the Alert's provider, and says why one cannot be delivered", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		hook := newReceiver(nil)
+		for name, addr := range map[string]string{"hook": hook.URL, "gone": "http://127.0.0.1:1/"} {
+			_, err := api.AlertProvider().Create(&fleet.AlertProvider{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+				Spec: fleet.AlertProviderSpec{Type: fleet.ProviderWebhook, Address: addr}})
+			Expect(err).NotTo(HaveOccurred())
+			_, err = api.Alert().Create(&fleet.Alert{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+				Spec: fleet.AlertSpec{ProviderRef: name, Sources: []fleet.AlertSource{{Kind: "GitRepo"}}}})
+			Expect(err).NotTo(HaveOccurred())
+		}
+		var out bytes.Buffer
+		Expect(clinotify.Test(ctx, api.Alert(), ns, "hook", time.Minute, 200*time.Millisecond, &out)).To(Succeed())
+		Expect(out.String()).To(ContainSubstring("test message delivered through hook"))
+		Expect(hook.field("reason")()).To(Equal([]string{"Test"}))
+
+		err := clinotify.Test(ctx, api.Alert(), ns, "gone", time.Minute, 200*time.Millisecond, &out)
+		Expect(err).To(MatchError(And(ContainSubstring("was not delivered"), ContainSubstring("alertprovider gone: POST http://127.0.0.1:1/..."))))
 	})
 })

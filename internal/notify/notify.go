@@ -38,6 +38,15 @@ const (
 	CommitFailure = "failure"
 )
 
+// TestReason is a test message's (`fleet notify test`).
+const TestReason = "Test"
+
+// Test is the test message the Alert's request nonce asks for.
+func Test(alert, nonce string) Event {
+	return Event{Source: "Alert/" + alert + "#test", Key: "test/" + nonce, Reason: TestReason, Severity: fleet.SeverityInfo,
+		Summary: "a test message of Alert " + alert + " (fleet notify test, " + nonce + ")", Counts: map[string]int{}}
+}
+
 // MaxNamed bounds the cluster names a failure group lists.
 const MaxNamed = 3
 

@@ -76,6 +76,9 @@ func (h *handler) sync(key string, a *fleet.Alert) (*fleet.Alert, error) {
 	if a.Status.Sent == nil && fleet.FindCondition(a.Status.Conditions, fleet.ConditionDelivered) == nil {
 		return h.baseline(a, events)
 	}
+	if nonce := a.Annotations[fleet.NotifyTestAnnotation]; nonce != "" {
+		events = append(events, notify.Test(a.Name, nonce))
+	}
 	forge := false
 	if p, err := h.Providers.Cache().Get(a.Namespace, a.Spec.ProviderRef); err == nil {
 		forge = p.Spec.Type == fleet.ProviderGitHub || p.Spec.Type == fleet.ProviderGitLab
@@ -85,8 +88,9 @@ func (h *handler) sync(key string, a *fleet.Alert) (*fleet.Alert, error) {
 		sent[s.Source] = s.Key
 	}
 	for _, e := range events {
-		// A forge takes commit checks only; chat and webhooks take the rest.
-		if (e.CommitState != "") != forge || sent[e.Source] == e.Key {
+		// A forge takes commit checks only; chat and webhooks take the rest; a test goes to any
+		// (a forge's fails, saying so).
+		if sent[e.Source] == e.Key || e.Reason != notify.TestReason && (e.CommitState != "") != forge {
 			continue
 		}
 		if e.CommitState != "" || notify.Wanted(a.Spec.EventSeverity, a.Spec.Events, e) {
@@ -101,7 +105,9 @@ func (h *handler) baseline(a *fleet.Alert, events []notify.Event) (*fleet.Alert,
 	upd := a.DeepCopy()
 	upd.Status.Sent = []fleet.AlertSent{}
 	for _, e := range events {
-		upd.Status.Sent = append(upd.Status.Sent, fleet.AlertSent{Source: e.Source, Key: e.Key})
+		if e.Reason != notify.TestReason { // asked for: sent once the Alert watches
+			upd.Status.Sent = append(upd.Status.Sent, fleet.AlertSent{Source: e.Source, Key: e.Key})
+		}
 	}
 	fleet.SetCondition(&upd.Status.Conditions, fleet.ConditionDelivered, corev1.ConditionUnknown, "Watching",
 		"nothing sent yet: what the sources showed when the Alert came is not sent", time.Now())

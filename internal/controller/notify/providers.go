@@ -83,9 +83,13 @@ func (h *handler) send(ctx context.Context, a *fleet.Alert, e notify.Event) erro
 			"summary": e.Summary, "text": strings.ReplaceAll(text(t.p, a, e), "\n", "\n\n")}, nil)
 	case fleet.ProviderWebhook:
 		return t.post(ctx, payload(t.p, a, e), map[string]string{KeyHeader: e.Key})
-	case fleet.ProviderGitHub:
-		return t.github(ctx, e)
-	case fleet.ProviderGitLab:
+	case fleet.ProviderGitHub, fleet.ProviderGitLab:
+		if e.CommitState == "" {
+			return fmt.Errorf("alertprovider %s is a %s provider: it takes commit checks only, no %s message", t.p.Name, t.p.Spec.Type, e.Reason)
+		}
+		if t.p.Spec.Type == fleet.ProviderGitHub {
+			return t.github(ctx, e)
+		}
 		return t.gitlab(ctx, e)
 	}
 	return fmt.Errorf("alertprovider %s spec.type: %q is not a provider type", t.p.Name, t.p.Spec.Type)

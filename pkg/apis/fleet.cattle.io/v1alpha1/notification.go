@@ -40,6 +40,11 @@ const (
 // refusing endpoint).
 const ConditionDelivered = "Delivered"
 
+// NotifyTestAnnotation on an Alert asks the manager for a test message through its provider
+// (`fleet notify test`): its value, any new one, names the request; the Alert's status.sent
+// records it as source "Alert/<name>#test", key "test/<value>", once delivered.
+const NotifyTestAnnotation = "fleetgo.io/notify-test"
+
 // UseNotifications is the use of a Secret (annotation fleet.cattle.io/allowed-uses) that an
 // AlertProvider names.
 const UseNotifications = "notifications"
