@@ -21,9 +21,11 @@ import (
 // The rollout repository: one chart, a ConfigMap naming the version and a Deployment. The
 // management cluster (stage "rest") runs no pods, so it gets no replicas.
 const (
-	rolloutRepo  = "rollout-demo"
-	rolloutNS    = "rollout-demo"
-	rolloutChart = `apiVersion: v2
+	rolloutRepo = "rollout-demo"
+	// rolloutRepoPath is its path on the git server: owner and name, as a forge has them.
+	rolloutRepoPath = "team/" + rolloutRepo
+	rolloutNS       = "rollout-demo"
+	rolloutChart    = `apiVersion: v2
 name: web
 version: 0.1.0
 `
@@ -82,7 +84,7 @@ func publishRollout(ctx context.Context, version, nodeSelector string) string {
 		Expect(os.MkdirAll(filepath.Join(dir, filepath.Dir(path)), 0o755)).To(Succeed())
 		Expect(os.WriteFile(filepath.Join(dir, path), []byte(content), 0o644)).To(Succeed())
 	}
-	commit, err := git.Publish(ctx, rolloutRepo, "main", dir, version)
+	commit, err := git.Publish(ctx, rolloutRepoPath, "main", dir, version)
 	Expect(err).NotTo(HaveOccurred())
 	return commit
 }
@@ -109,6 +111,8 @@ func rolloutStatus() fleet.RolloutStatus {
 
 var _ = Describe("a progressive rollout in three stages (canary, one, the rest)", Ordered, func() {
 	var health string
+	// notes receive the Alerts' messages and the commit checks.
+	var notes *endpoints
 
 	BeforeAll(func(ctx context.Context) {
 		// The "web" health check the agents make from inside their clusters: unhealthy while
@@ -123,6 +127,9 @@ var _ = Describe("a progressive rollout in three stages (canary, one, the rest)"
 		go func() { _ = srv.Serve(l) }()
 		DeferCleanup(srv.Close)
 		health = fmt.Sprintf("http://%s:%d/healthz", netns.HostIP, l.Addr().(*net.TCPAddr).Port)
+
+		notes = newEndpoints()
+		notes.alertOn(rolloutRepo)
 
 		soak := &metav1.Duration{Duration: 5 * time.Second}
 		_, err = api.RolloutPolicy().Create(&fleet.RolloutPolicy{ObjectMeta: metav1.ObjectMeta{Name: "three-stages", Namespace: fleet.DefaultNamespace},
@@ -146,10 +153,10 @@ var _ = Describe("a progressive rollout in three stages (canary, one, the rest)"
 	})
 
 	It("passes a good commit through every stage after its soak, holding the second stage until `fleet rollout approve`", func(ctx context.Context) {
-		publishRollout(ctx, "v1", "{}")
+		v1 := publishRollout(ctx, "v1", "{}")
 		_, err := api.GitRepo().Create(&fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: rolloutRepo, Namespace: fleet.DefaultNamespace,
 			Annotations: map[string]string{fleet.RolloutPolicyAnnotation: "three-stages"}},
-			Spec: fleet.GitRepoSpec{Repo: git.RepoURL(rolloutRepo), Branch: "main", ClientSecretName: "git-auth", Paths: []string{"app"},
+			Spec: fleet.GitRepoSpec{Repo: git.RepoURL(rolloutRepoPath), Branch: "main", ClientSecretName: "git-auth", Paths: []string{"app"},
 				PollingInterval: &metav1.Duration{Duration: 2 * time.Second},
 				Targets:         []fleet.GitTarget{{Name: "all", ClusterSelector: &metav1.LabelSelector{}}}}})
 		Expect(err).NotTo(HaveOccurred())
@@ -165,12 +172,21 @@ var _ = Describe("a progressive rollout in three stages (canary, one, the rest)"
 		Eventually(func() string { return rolloutStatus().Phase }, time.Minute).Should(Equal(fleet.RolloutComplete))
 		Eventually(replicas(dev, rolloutNS, "web")).Should(Equal(int32(1)))
 		Expect(fleetCmd("status", "--kubeconfig", manager.Kubeconfig, rolloutRepo)).To(MatchRegexp(`rollout \(three-stages\) Complete: canary 1/1 Complete, second 1/1 Complete, rest 1/1 Complete`))
+		// The commit's check: pending while it rolled out, success once complete; the last message says so.
+		Eventually(notes.statusesOf(v1), time.Minute).Should(Equal([]string{"pending", "success"}))
+		Eventually(notes.since(0), time.Minute).Should(ContainElement(HavePrefix("Complete: " + rolloutRepo + "-app revision")))
 	})
 
 	It("rolls the canary back when the new workload never becomes available; no other cluster gets it", func(ctx context.Context) {
-		publishRollout(ctx, "v2", "{no-such-node: \"true\"}")
+		before := notes.count()
+		v2 := publishRollout(ctx, "v2", "{no-such-node: \"true\"}")
 		Eventually(versionOn(dev.kube), time.Minute).Should(Equal("v2"))
 		Eventually(func() string { return rolloutStatus().Phase }, 2*time.Minute).Should(Equal(fleet.RolloutRolledBack))
+		// One message per transition, the failure's in the last; the commit's check fails.
+		Eventually(notes.since(before), time.Minute).Should(HaveExactElements(HavePrefix("Started: "+rolloutRepo+"-app revision"),
+			And(HavePrefix("RolledBack: "), ContainSubstring("halted in stage canary"), ContainSubstring("cluster "+dev.name+" failed gate Ready"))))
+		Consistently(notes.since(before), "3s").Should(HaveLen(2))
+		Eventually(notes.statusesOf(v2), time.Minute).Should(Equal([]string{"pending", "failure"}))
 		st := rolloutStatus()
 		Expect(st.Failures).To(HaveLen(1))
 		Expect(st.Failures[0].Cluster).To(Equal(dev.name))

@@ -112,7 +112,7 @@ var _ = Describe("fleet ui --in-cluster limits", Ordered, func() {
 	It("keeps one set of watches per identity, bounds viewers, sessions and live pages, takes sign-ins only from its own form, and signs out", func(ctx context.Context) {
 		_, err := kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "fleet-ui-limits-reader"},
 			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"fleet.cattle.io"}, Verbs: []string{"get", "list", "watch"},
-				Resources: []string{"gitrepos", "helmops", "bundles", "bundledeployments", "clusters", "clustergroups", "rollouts"}}}}, metav1.CreateOptions{})
+				Resources: []string{"gitrepos", "helmops", "bundles", "bundledeployments", "clusters", "clustergroups", "rollouts", "alerts"}}}}, metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		runCtx, cancel := context.WithCancel(context.Background())
 		DeferCleanup(cancel)

@@ -177,6 +177,8 @@ func (s *Server) render(uri string) (string, string, bool) {
 		name, title, data = "clusters.html", "Clusters", s.clusterPage(page)
 	case path == "/clustergroups":
 		name, title, data = "groups.html", "Cluster groups", s.groups()
+	case path == "/alerts":
+		name, title, data = "alerts.html", "Alerts", s.alerts()
 	case len(parts) == 3 && (parts[0] == "gitrepos" || parts[0] == "helmops"):
 		kind := map[string]string{"gitrepos": "GitRepo", "helmops": "HelmOp"}[parts[0]]
 		name, title, data = "repo.html", kind+" "+parts[1]+"/"+parts[2], s.repo(kind, parts[1], parts[2])

@@ -26,6 +26,7 @@ func NewStatic(objs []runtime.Object) (*Server, error) {
 		clusters:    static("Clusters", &fleet.Cluster{}, objs, &fleet.ClusterList{}),
 		groups:      static("ClusterGroups", &fleet.ClusterGroup{}, objs, &fleet.ClusterGroupList{}),
 		rollouts:    static("Rollouts", &fleet.Rollout{}, objs, &fleet.RolloutList{}),
+		alerts:      static("Alerts", &fleet.Alert{}, objs, &fleet.AlertList{}),
 	}
 	return s, nil
 }

@@ -58,3 +58,31 @@ func TestStaticServerShowsEachKindsObjects(t *testing.T) {
 		t.Errorf("an action on fixed objects: %s", resp.Status)
 	}
 }
+
+// The alerts page shows each Alert's provider, what it reports on, and its last delivery or why
+// it failed.
+func TestAlertsPageShowsLastDelivery(t *testing.T) {
+	now := metav1.Now()
+	ok := &fleet.Alert{ObjectMeta: metav1.ObjectMeta{Name: "rollouts", Namespace: fleet.DefaultNamespace},
+		Spec:   fleet.AlertSpec{ProviderRef: "slack", Sources: []fleet.AlertSource{{Kind: "GitRepo", Name: "shop"}}},
+		Status: fleet.AlertStatus{LastSent: &now, LastMessage: "shop-web revision abc complete"}}
+	fleet.SetCondition(&ok.Status.Conditions, fleet.ConditionDelivered, "True", "", "", now.Time)
+	failing := &fleet.Alert{ObjectMeta: metav1.ObjectMeta{Name: "checks", Namespace: fleet.DefaultNamespace},
+		Spec:   fleet.AlertSpec{ProviderRef: "github", Sources: []fleet.AlertSource{{Kind: "Bundle"}}},
+		Status: fleet.AlertStatus{LastError: "alertprovider github: POST https://api.github.com/...: refused: status 401"}}
+	fleet.SetCondition(&failing.Status.Conditions, fleet.ConditionDelivered, "False", "Failed", failing.Status.LastError, now.Time)
+	s, err := NewStatic([]runtime.Object{ok, failing})
+	if err != nil {
+		t.Fatal(err)
+	}
+	title, body, found := s.render("/alerts")
+	if !found || title != "Alerts" {
+		t.Fatalf("/alerts: %q %v", title, found)
+	}
+	for _, want := range []string{`data-name="fleet-default/rollouts"`, "GitRepo shop", "Delivered", "shop-web revision abc complete",
+		"Bundle *", "Failing", "status 401"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the alerts page does not show %q:\n%s", want, body)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rancher/wrangler/v3/pkg/genericcondition"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -239,6 +240,47 @@ func (s *Server) groups() []groupView {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
 	return out
+}
+
+// alertView is a row of the alerts page: what an Alert reports on, through which provider, and
+// what it last delivered.
+type alertView struct {
+	Namespace, Name, Provider, Sources, State, LastSent, LastMessage, LastError string
+}
+
+// alertsPage is the alerts page: its rows, or why they cannot be read.
+type alertsPage struct {
+	Rows    []alertView
+	Problem string
+}
+
+func (s *Server) alerts() alertsPage {
+	p := alertsPage{Problem: s.k.alerts.problem()}
+	for _, a := range list[*fleet.Alert](s.k.alerts) {
+		var srcs []string
+		for _, src := range a.Spec.Sources {
+			srcs = append(srcs, src.Kind+" "+cmp.Or(src.Name, "*"))
+		}
+		v := alertView{Namespace: a.Namespace, Name: a.Name, Provider: a.Spec.ProviderRef, Sources: strings.Join(srcs, ", "),
+			State: "Watching", LastMessage: a.Status.LastMessage, LastError: a.Status.LastError}
+		if c := fleet.FindCondition(a.Status.Conditions, fleet.ConditionDelivered); c != nil {
+			v.State = map[corev1.ConditionStatus]string{corev1.ConditionTrue: "Delivered", corev1.ConditionFalse: "Failing"}[c.Status]
+		}
+		if a.Spec.Suspend {
+			v.State = "Suspended"
+		}
+		if v.State == "" {
+			v.State = "Watching"
+		}
+		if a.Status.LastSent != nil {
+			v.LastSent = a.Status.LastSent.UTC().Format(time.RFC3339)
+		}
+		p.Rows = append(p.Rows, v)
+	}
+	slices.SortFunc(p.Rows, func(a, b alertView) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+	return p
 }
 
 // pageSize is how many clusters the clusters page lists at once.

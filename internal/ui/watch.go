@@ -19,6 +19,9 @@ import (
 // its own, so a kind the viewer may not list leaves the others working (and shows in a banner).
 type kinds struct {
 	gitRepos, helmOps, bundles, deployments, clusters, groups, rollouts *watched
+	// alerts are shown on their own page; a viewer who may not read them sees why there, not
+	// in every page's banner (notifications are ours, and many Fleet roles do not name them).
+	alerts *watched
 }
 
 // watched is one kind's informer and the last error its list or watch met.
@@ -138,6 +141,7 @@ func watchAll(ctx context.Context, api fleetcontrollers.Interface, changed func(
 		clusters:    newWatched(ctx, "Clusters", &fleet.Cluster{}, api.Cluster().List, api.Cluster().Watch, changed),
 		groups:      newWatched(ctx, "ClusterGroups", &fleet.ClusterGroup{}, api.ClusterGroup().List, api.ClusterGroup().Watch, changed),
 		rollouts:    newWatched(ctx, "Rollouts", &fleet.Rollout{}, api.Rollout().List, api.Rollout().Watch, changed),
+		alerts:      newWatched(ctx, "Alerts", &fleet.Alert{}, api.Alert().List, api.Alert().Watch, changed),
 	}
 }
 
