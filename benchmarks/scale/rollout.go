@@ -44,7 +44,9 @@ type RolloutRun struct {
 	// CanaryFailure and StageFailure: the failing revisions.
 	CanaryFailure RolloutPhase `json:"canaryFailure"`
 	StageFailure  RolloutPhase `json:"stageFailure"`
-	Phases        []Phase      `json:"phases"`
+	// Notifications are an Alert's messages on the Bundle over all four revisions.
+	Notifications Notifications `json:"notifications"`
+	Phases        []Phase       `json:"phases"`
 }
 
 // RolloutPhase is one revision's rollout.
@@ -105,6 +107,15 @@ func runRollout(fleetBin string, n int, checkin time.Duration) (r RolloutRun, er
 	}
 	x.bds = bdWatcher(ctx, e)
 	defer x.bds.cancel()
+	probe, err := startNotifyProbe(ctx, e, rolloutBundle)
+	if err != nil {
+		return r, err
+	}
+	defer func() {
+		r.Notifications = probe.stop()
+		fmt.Printf("[rollout %d] notifications: %d messages %v; from transition to delivery p95 %.2f s, max %.2f s (goal %.0f s)\n",
+			n, r.Notifications.Messages, r.Notifications.Reasons, r.Notifications.P95Seconds, r.Notifications.MaxSeconds, notifyLimit.Seconds())
+	}()
 	if r.Stages, err = x.setup(); err != nil {
 		return r, err
 	}
