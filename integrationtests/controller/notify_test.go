@@ -128,16 +128,18 @@ var _ = Describe("an Alert", func() {
 		Eventually(onValue(ns, "v2"), "20s").Should(Equal([]string{"a", "b", "c"}))
 		Eventually(hook.field("reason"), "20s").Should(Equal([]string{"Complete", "Started"}))
 		agentGates(deployments(ns, "app")["b"], false)
-		Eventually(hook.field("reason"), "20s").Should(Equal([]string{"Complete", "Started", "RolledBack"}))
-		Eventually(slack.field("text"), "20s").Should(ConsistOf(And(HavePrefix("[RolledBack] app revision"), ContainSubstring("1 failed: web: GET http://web/: status N (b)"))))
+		Eventually(hook.field("reason"), "20s").Should(Equal([]string{"Complete", "Started", "Halted", "RolledBack"}))
+		Eventually(slack.field("text"), "20s").Should(HaveExactElements(
+			And(HavePrefix("[Halted] app revision"), ContainSubstring("halted at stage all"), ContainSubstring("1 failed: web: GET http://web/: status N (b)")),
+			HavePrefix("[RolledBack] app revision")))
 		Expect(slack.got[0]["channel"]).To(Equal("#deploys"))
-		Consistently(hook.field("reason"), "3s").Should(HaveLen(3))
+		Consistently(hook.field("reason"), "3s").Should(HaveLen(4))
 
 		hook.mu.Lock()
 		defer hook.mu.Unlock()
 		Expect(hook.refused).To(BeZero())
-		Expect(hook.got[2]["link"]).To(Equal("https://fleet.example/bundles/" + ns + "/app"))
-		Expect(hook.keys).To(HaveLen(3))
+		Expect(hook.got[3]["link"]).To(Equal("https://fleet.example/bundles/" + ns + "/app"))
+		Expect(hook.keys).To(HaveLen(4))
 		Expect(hook.keys[0]).NotTo(Equal(hook.keys[1]))
 		a, err := api.Alert().Get(ns, "all", metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())

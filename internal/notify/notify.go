@@ -5,6 +5,7 @@
 package notify
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"slices"
@@ -84,6 +85,24 @@ var rolloutReasons = map[string]string{
 	fleet.RolloutProgressing: Started, fleet.RolloutSoaking: Soaking, fleet.RolloutWaitingForApproval: WaitingForApproval,
 	fleet.RolloutPaused: Paused, fleet.RolloutHalted: Halted, fleet.RolloutRolledBack: RolledBack,
 	fleet.RolloutAborted: Aborted, fleet.RolloutComplete: Complete, fleet.RolloutInvalid: Invalid,
+}
+
+// RolloutEvents are the events of a Bundle's rollout as its Rollout's status shows it now, in
+// the order they happened: a rollback is a halt first (at its stage, with the failures), then
+// the rollback itself; any other phase is one event (OfRollout). Empty when it has none.
+func RolloutEvents(bundle string, st *fleet.RolloutStatus) []Event {
+	e, ok := OfRollout(bundle, st)
+	if !ok {
+		return nil
+	}
+	if e.Reason != RolledBack || st.Stage == "" {
+		return []Event{e}
+	}
+	halted := *st
+	halted.Phase = fleet.RolloutHalted
+	h, _ := OfRollout(bundle, &halted)
+	e.Summary = fmt.Sprintf("%s revision %s rolled back: the clusters that got it return to revision %s", bundle, st.Revision, cmp.Or(st.PassedRevision, "(none kept)"))
+	return []Event{h, e}
 }
 
 // OfRollout is the event of a Bundle's rollout as its Rollout's status shows it now; false when

@@ -41,6 +41,11 @@ func TestOneGroupedMessagePerTransition(t *testing.T) {
 	if again, _ := OfRollout("app", st); again.Key != e.Key {
 		t.Errorf("another failing cluster made another message: %s, %s", again.Key, e.Key)
 	}
+	seq := RolloutEvents("app", st)
+	if len(seq) != 2 || seq[0].Reason != Halted || seq[1].Reason != RolledBack || seq[0].Key == seq[1].Key ||
+		!strings.Contains(seq[0].Summary, "halted at stage canary") {
+		t.Fatalf("a rollback is a halt, then the rollback: %+v", seq)
+	}
 	st.Phase = fleet.RolloutProgressing
 	if next, _ := OfRollout("app", st); next.Key == e.Key || next.Reason != Started {
 		t.Errorf("a new phase is not a new message: %+v", next)

@@ -83,21 +83,42 @@ func (h *handler) sync(key string, a *fleet.Alert) (*fleet.Alert, error) {
 	if p, err := h.Providers.Cache().Get(a.Namespace, a.Spec.ProviderRef); err == nil {
 		forge = p.Spec.Type == fleet.ProviderGitHub || p.Spec.Type == fleet.ProviderGitLab
 	}
+	for source, evs := range unsent(a, events) {
+		var wanted []notify.Event
+		for _, e := range evs {
+			// A forge takes commit checks only; chat and webhooks take the rest; a test goes to
+			// any (a forge's fails, saying so).
+			if e.Reason != notify.TestReason && (e.CommitState != "") != forge {
+				continue
+			}
+			if e.CommitState != "" || e.Reason == notify.TestReason || notify.Wanted(a.Spec.EventSeverity, a.Spec.Events, e) {
+				wanted = append(wanted, e)
+			}
+		}
+		h.out.add(a, source, wanted)
+	}
+	return a, nil
+}
+
+// unsent are, per source, its events (in order) after the last one the Alert sent: all of them
+// when it sent none of them.
+func unsent(a *fleet.Alert, events []notify.Event) map[string][]notify.Event {
 	sent := map[string]string{}
 	for _, s := range a.Status.Sent {
 		sent[s.Source] = s.Key
 	}
+	by := map[string][]notify.Event{}
 	for _, e := range events {
-		// A forge takes commit checks only; chat and webhooks take the rest; a test goes to any
-		// (a forge's fails, saying so).
-		if sent[e.Source] == e.Key || e.Reason != notify.TestReason && (e.CommitState != "") != forge {
-			continue
-		}
-		if e.CommitState != "" || notify.Wanted(a.Spec.EventSeverity, a.Spec.Events, e) {
-			h.out.add(a, e)
+		by[e.Source] = append(by[e.Source], e)
+	}
+	for source, evs := range by {
+		for i, e := range evs {
+			if e.Key == sent[source] {
+				by[source] = evs[i+1:]
+			}
 		}
 	}
-	return a, nil
+	return by
 }
 
 // baseline records the sources' events as sent, sending none.
@@ -106,7 +127,7 @@ func (h *handler) baseline(a *fleet.Alert, events []notify.Event) (*fleet.Alert,
 	upd.Status.Sent = []fleet.AlertSent{}
 	for _, e := range events {
 		if e.Reason != notify.TestReason { // asked for: sent once the Alert watches
-			upd.Status.Sent = append(upd.Status.Sent, fleet.AlertSent{Source: e.Source, Key: e.Key})
+			setSent(&upd.Status, fleet.AlertSent{Source: e.Source, Key: e.Key}) // a source's last
 		}
 	}
 	fleet.SetCondition(&upd.Status.Conditions, fleet.ConditionDelivered, corev1.ConditionUnknown, "Watching",
@@ -142,9 +163,7 @@ func (h *handler) events(a *fleet.Alert) ([]notify.Event, error) {
 	slices.Sort(names)
 	for _, n := range names {
 		if r, err := h.Rollouts.Cache().Get(a.Namespace, n); err == nil {
-			if e, ok := notify.OfRollout(n, &r.Status); ok {
-				out = append(out, e)
-			}
+			out = append(out, notify.RolloutEvents(n, &r.Status)...)
 		}
 	}
 	return out, nil

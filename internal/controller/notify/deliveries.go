@@ -35,17 +35,20 @@ type job struct {
 	source string
 }
 
-// deliveries are the messages waiting for their endpoint, one per Alert and source (a newer
-// event of the source replaces one not sent yet: the message says how things stand).
+// deliveries are the messages waiting for their endpoint, per Alert and source in the order of
+// their transitions (the source's events not sent yet, as the last look at it found them).
 type deliveries struct {
 	h     *handler
 	queue workqueue.TypedRateLimitingInterface[job]
 	mu    sync.Mutex
-	next  map[job]notify.Event
+	next  map[job][]notify.Event
+	// delivered is the key each job delivered last, recorded in the Alert's status: a look at
+	// an Alert the cache shows from before that write queues nothing already delivered.
+	delivered map[job]string
 }
 
 func newDeliveries(ctx context.Context, h *handler) *deliveries {
-	d := &deliveries{h: h, next: map[job]notify.Event{},
+	d := &deliveries{h: h, next: map[job][]notify.Event{}, delivered: map[job]string{},
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[job](deliveryRetryFirst, deliveryRetryMax))}
 	for range deliveryWorkers {
 		go d.work(ctx)
@@ -57,12 +60,22 @@ func newDeliveries(ctx context.Context, h *handler) *deliveries {
 	return d
 }
 
-// add queues e for Alert a.
-func (d *deliveries) add(a *fleet.Alert, e notify.Event) {
-	j := job{alert: a.Namespace + "/" + a.Name, source: e.Source}
+// add queues evs, the unsent events of source, for Alert a (none: nothing waits for it).
+func (d *deliveries) add(a *fleet.Alert, source string, evs []notify.Event) {
+	j := job{alert: a.Namespace + "/" + a.Name, source: source}
 	d.mu.Lock()
-	d.next[j] = e
-	d.mu.Unlock()
+	defer d.mu.Unlock()
+	for i, e := range evs {
+		if e.Key == d.delivered[j] {
+			evs = evs[i+1:]
+			break
+		}
+	}
+	if len(evs) == 0 {
+		delete(d.next, j)
+		return
+	}
+	d.next[j] = evs
 	d.queue.Add(j)
 }
 
@@ -73,6 +86,11 @@ func (d *deliveries) forget(key string) {
 	for j := range d.next {
 		if j.alert == key {
 			delete(d.next, j)
+		}
+	}
+	for j := range d.delivered {
+		if j.alert == key {
+			delete(d.delivered, j)
 		}
 	}
 }
@@ -92,12 +110,13 @@ func (d *deliveries) work(ctx context.Context) {
 // with backoff.
 func (d *deliveries) one(ctx context.Context, j job) {
 	d.mu.Lock()
-	e, ok := d.next[j]
+	evs := d.next[j]
 	d.mu.Unlock()
-	if !ok {
+	if len(evs) == 0 {
 		d.queue.Forget(j)
 		return
 	}
+	e := evs[0]
 	ns, name, _ := strings.Cut(j.alert, "/")
 	a, err := d.h.Alerts.Cache().Get(ns, name)
 	if err != nil || a.Spec.Suspend || sentAlready(a, e) {
@@ -115,17 +134,28 @@ func (d *deliveries) one(ctx context.Context, j job) {
 		d.queue.AddRateLimited(j)
 		return
 	}
+	d.mu.Lock()
+	d.delivered[j] = e.Key
+	d.mu.Unlock()
 	d.done(j, e)
 }
 
-// done: e of j is delivered (or no longer to be): a newer event queued meanwhile stays.
+// done: e of j is delivered (or no longer to be); the events after it go next.
 func (d *deliveries) done(j job, e notify.Event) {
 	d.mu.Lock()
-	if cur, ok := d.next[j]; ok && cur.Key == e.Key {
-		delete(d.next, j)
+	more := false
+	if cur := d.next[j]; len(cur) > 0 && cur[0].Key == e.Key {
+		d.next[j] = cur[1:]
+		more = len(cur) > 1
+		if !more {
+			delete(d.next, j)
+		}
 	}
 	d.mu.Unlock()
 	d.queue.Forget(j)
+	if more {
+		d.queue.Add(j)
+	}
 }
 
 func sentAlready(a *fleet.Alert, e notify.Event) bool {
