@@ -100,6 +100,20 @@ func (e *endpoints) since(n int) func() []string {
 	}
 }
 
+// about are the messages after the first n whose summary starts with subject (a Bundle's
+// rollout's; not the GitRepo's own, which a failing poll may add under load).
+func (e *endpoints) about(subject string, n int) func() []string {
+	return func() []string {
+		var out []string
+		for _, m := range e.since(n)() {
+			if _, summary, _ := strings.Cut(m, ": "); strings.HasPrefix(summary, subject) {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+}
+
 func (e *endpoints) count() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()

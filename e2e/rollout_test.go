@@ -183,10 +183,11 @@ var _ = Describe("a progressive rollout in three stages (canary, one, the rest)"
 		Eventually(versionOn(dev.kube), time.Minute).Should(Equal("v2"))
 		Eventually(func() string { return rolloutStatus().Phase }, 2*time.Minute).Should(Equal(fleet.RolloutRolledBack))
 		// One message per transition, the failure's in the last; the commit's check fails.
-		Eventually(notes.since(before), time.Minute).Should(HaveExactElements(HavePrefix("Started: "+rolloutRepo+"-app revision"),
+		bundle := notes.about(rolloutRepo+"-app revision", before)
+		Eventually(bundle, time.Minute).Should(HaveExactElements(HavePrefix("Started: "),
 			And(HavePrefix("Halted: "), ContainSubstring("halted at stage canary"), ContainSubstring("cluster "+dev.name+" failed gate Ready")),
 			HavePrefix("RolledBack: ")))
-		Consistently(notes.since(before), "3s").Should(HaveLen(3))
+		Consistently(bundle, "3s").Should(HaveLen(3))
 		Eventually(notes.statusesOf(v2), time.Minute).Should(Equal([]string{"pending", "failure"}))
 		st := rolloutStatus()
 		Expect(st.Failures).To(HaveLen(1))
