@@ -139,7 +139,8 @@ func (t *target) post(ctx context.Context, body any, headers map[string]string) 
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.address, bytes.NewReader(data))
 	if err != nil {
-		return fmt.Errorf("alertprovider %s address: %w", t.p.Name, errors.Unwrap(err))
+		// The address is not repeated: it may be a credential.
+		return fmt.Errorf("alertprovider %s address: not a URL the manager can post to", t.p.Name)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	for k, v := range headers {

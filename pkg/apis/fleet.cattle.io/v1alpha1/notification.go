@@ -114,7 +114,8 @@ type AlertSpec struct {
 	// Soaked, WaitingForApproval, Halted, RolledBack, Complete, Failed, Recovered).
 	// +nullable
 	Events []string `json:"events,omitempty"`
-	// Suspend stops sending; what happens meanwhile is not sent later.
+	// Suspend stops sending. What happens meanwhile is not sent later, but where each source
+	// stands when sending resumes is, when that differs from what was sent last.
 	Suspend bool `json:"suspend,omitempty"`
 }
 
