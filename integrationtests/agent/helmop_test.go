@@ -93,7 +93,9 @@ var _ = Describe("HelmOps", Ordered, func() {
 				s, msg := helmOpCondition("web", t)
 				g.Expect(s).To(Equal(corev1.ConditionTrue), "%s: %s", t, msg)
 			}
-		}).Should(Succeed())
+			// Right after the outage spec the manager's watches may still be listing again (client-go
+			// backs off up to a minute): allow three, as the specs after it do.
+		}, 3*time.Minute).Should(Succeed())
 		b, err := api.Bundle().Get(fleet.DefaultNamespace, "web", metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(b.Labels).To(HaveKeyWithValue(fleet.HelmNameLabel, "web"))
