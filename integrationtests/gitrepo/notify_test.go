@@ -103,8 +103,8 @@ var _ = Describe("a commit's check on the forge", func() {
 		newGitRepo("checks", "team/checks", func(s *fleet.GitRepoSpec) {
 			s.Targets = []fleet.GitTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"checks": "yes"}}}}
 		})
-		Eventually(gh.seen, "30s").Should(ContainElement(commit + " pending fleet/checks"))
-		Eventually(gl.seen, "30s").Should(ContainElement(commit + " running fleet/checks"))
+		Eventually(gh.seen, "90s").Should(ContainElement(commit + " pending fleet/checks"))
+		Eventually(gl.seen, "90s").Should(ContainElement(commit + " running fleet/checks"))
 
 		By("the one cluster's agent reports the deployment ready")
 		Eventually(func() error {
@@ -119,8 +119,8 @@ var _ = Describe("a commit's check on the forge", func() {
 			_, err = api.BundleDeployment().UpdateStatus(cur)
 			return err
 		}).Should(Succeed())
-		Eventually(gh.seen, "30s").Should(Equal([]string{commit + " pending fleet/checks", commit + " success fleet/checks"}))
-		Eventually(gl.seen, "30s").Should(Equal([]string{commit + " running fleet/checks", commit + " success fleet/checks"}))
+		Eventually(gh.seen, "90s").Should(Equal([]string{commit + " pending fleet/checks", commit + " success fleet/checks"}))
+		Eventually(gl.seen, "90s").Should(Equal([]string{commit + " running fleet/checks", commit + " success fleet/checks"}))
 		Expect(gh.refused + gl.refused).To(BeZero())
 	})
 })

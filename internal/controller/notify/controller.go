@@ -184,11 +184,16 @@ func (h *handler) gitRepoEvents(a *fleet.Alert, src fleet.AlertSource, bundles m
 		if e, ok := notify.OfGitRepo(gr.Name, &gr.Status, failedBefore(a, "GitRepo/"+gr.Name)); ok {
 			out = append(out, e)
 		}
-		if gr.Status.Commit != "" {
-			out = append(out, h.commitEvent(gr))
-		}
-		if err := h.bundlesOf(a.Namespace, fleet.RepoLabel, gr.Name, bundles); err != nil {
+		// Its Bundles' Rollouts, read once for its rollouts' events and its commit's check.
+		rs, err := h.Rollouts.Cache().List(a.Namespace, labels.SelectorFromSet(labels.Set{fleet.RepoLabel: gr.Name}))
+		if err != nil {
 			return nil, err
+		}
+		for _, r := range rs {
+			bundles[r.Name] = true
+		}
+		if gr.Status.Commit != "" {
+			out = append(out, commitEvent(gr, rs))
 		}
 	}
 	return out, nil
@@ -235,13 +240,12 @@ func (h *handler) bundlesOf(ns, label, owner string, into map[string]bool) error
 	return err
 }
 
-// commitEvent is the commit check a GitRepo's commit earns now (for the forges' providers).
-func (h *handler) commitEvent(gr *fleet.GitRepo) notify.Event {
-	var rollouts []*fleet.RolloutStatus
-	if rs, err := h.Rollouts.Cache().List(gr.Namespace, labels.SelectorFromSet(labels.Set{fleet.RepoLabel: gr.Name})); err == nil {
-		for _, r := range rs {
-			rollouts = append(rollouts, &r.Status)
-		}
+// commitEvent is the commit check a GitRepo's commit earns now, given its Bundles' Rollouts (for
+// the forges' providers).
+func commitEvent(gr *fleet.GitRepo, rs []*fleet.Rollout) notify.Event {
+	rollouts := make([]*fleet.RolloutStatus, 0, len(rs))
+	for _, r := range rs {
+		rollouts = append(rollouts, &r.Status)
 	}
 	state, desc := notify.CommitState(&gr.Status, rollouts)
 	return notify.Event{Source: commitSource(gr.Name), Key: fmt.Sprintf("commit/%s/%s", gr.Status.Commit, state), Reason: "Commit",
