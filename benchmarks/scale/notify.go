@@ -21,12 +21,22 @@ import (
 // (their reasons, in order of arrival), and how long each took from the Rollout's status showing
 // its transition to its arrival.
 type Notifications struct {
-	Messages   int      `json:"messages"`
-	Reasons    []string `json:"reasons"`
-	P95Seconds float64  `json:"p95Seconds"`
-	MaxSeconds float64  `json:"maxSeconds"`
+	Messages int      `json:"messages"`
+	Reasons  []string `json:"reasons"`
+	// Failures are the messages that name failures (a halt, a rollback): their summary line
+	// and the failures grouped by cause, as received.
+	Failures   []NotifiedFailure `json:"failures"`
+	P95Seconds float64           `json:"p95Seconds"`
+	MaxSeconds float64           `json:"maxSeconds"`
 	// LimitSeconds is the goal for the p95.
 	LimitSeconds float64 `json:"limitSeconds"`
+}
+
+// NotifiedFailure is one message naming failures.
+type NotifiedFailure struct {
+	Reason  string         `json:"reason"`
+	Summary string         `json:"summary"`
+	Groups  []notify.Group `json:"groups"`
 }
 
 // notifyLimit is the goal: a message within 10 s of its transition (p95).
@@ -39,6 +49,7 @@ type notifyProbe struct {
 	shown   map[string]time.Time
 	arrived map[string]time.Time
 	reasons []string
+	failed  []NotifiedFailure
 	srv     *http.Server
 	rolls   *watcher[*fleet.Rollout]
 }
@@ -53,12 +64,15 @@ func startNotifyProbe(ctx context.Context, e *env, bundle string) (*notifyProbe,
 	}
 	p.srv = &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		var msg struct{ Reason string }
+		var msg NotifiedFailure
 		_ = json.Unmarshal(body, &msg)
 		p.mu.Lock()
 		if _, dup := p.arrived[r.Header.Get("X-Fleet-Message-Key")]; !dup {
 			p.arrived[r.Header.Get("X-Fleet-Message-Key")] = time.Now()
 			p.reasons = append(p.reasons, msg.Reason)
+			if len(msg.Groups) > 0 {
+				p.failed = append(p.failed, msg)
+			}
 		}
 		p.mu.Unlock()
 	})}
@@ -98,7 +112,7 @@ func (p *notifyProbe) stop() Notifications {
 	p.rolls.cancel()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := Notifications{Messages: len(p.reasons), Reasons: p.reasons, LimitSeconds: notifyLimit.Seconds()}
+	out := Notifications{Messages: len(p.reasons), Reasons: p.reasons, Failures: p.failed, LimitSeconds: notifyLimit.Seconds()}
 	var took []float64
 	for key, at := range p.arrived {
 		if shown, ok := p.shown[key]; ok {

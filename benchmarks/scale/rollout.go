@@ -20,7 +20,8 @@ import (
 // The progressive rollout experiment: a Bundle on every simulated cluster rolls out by a
 // RolloutPolicy of three stages (one canary cluster, 10% of the rest, the rest), each soaking
 // rolloutSoak, with one HTTP gate the simulated agents report. Three revisions follow the first
-// deployment: a healthy one; one whose canary fails its gate; one whose second stage fails.
+// deployment: a healthy one; one whose canary fails its gate; one whose second stage fails on
+// three of its clusters, each saying so with its own address and timing (one cause).
 const (
 	rolloutBundle = "progressive"
 	rolloutSoak   = 20 * time.Second
@@ -66,11 +67,13 @@ type RolloutPhase struct {
 
 // rolloutExperiment holds what the phases share.
 type rolloutExperiment struct {
-	e           *env
-	n           int
-	canary      string // the canary's cluster namespace
-	gateFailure atomic.Pointer[func(bd *fleet.BundleDeployment) string]
-	bds         *watcher[*fleet.BundleDeployment]
+	e      *env
+	n      int
+	canary string // the canary's cluster namespace
+	// threeOfTenth are three cluster namespaces of the second stage: those failing revision v4.
+	threeOfTenth map[string]int
+	gateFailure  atomic.Pointer[func(bd *fleet.BundleDeployment) string]
+	bds          *watcher[*fleet.BundleDeployment]
 }
 
 func runRollout(fleetBin string, n int, checkin time.Duration) (r RolloutRun, err error) {
@@ -115,6 +118,9 @@ func runRollout(fleetBin string, n int, checkin time.Duration) (r RolloutRun, er
 		r.Notifications = probe.stop()
 		fmt.Printf("[rollout %d] notifications: %d messages %v; from transition to delivery p95 %.2f s, max %.2f s (goal %.0f s)\n",
 			n, r.Notifications.Messages, r.Notifications.Reasons, r.Notifications.P95Seconds, r.Notifications.MaxSeconds, notifyLimit.Seconds())
+		for _, f := range r.Notifications.Failures {
+			fmt.Printf("[rollout %d]   %s: %d groups %+v\n", n, f.Reason, len(f.Groups), f.Groups)
+		}
 	}()
 	if r.Stages, err = x.setup(); err != nil {
 		return r, err
@@ -131,6 +137,10 @@ func (x *rolloutExperiment) setup() ([]int, error) {
 	slices.SortFunc(clusters.Items, func(a, b fleet.Cluster) int { return strings.Compare(a.Name, b.Name) })
 	first := clusters.Items[0]
 	x.canary = first.Status.Namespace
+	x.threeOfTenth = map[string]int{}
+	for i, c := range []fleet.Cluster{clusters.Items[1], clusters.Items[4], clusters.Items[9]} {
+		x.threeOfTenth[c.Status.Namespace] = i + 1
+	}
 	soak := &metav1.Duration{Duration: rolloutSoak}
 	ten := int32(10)
 	_, err = x.e.api.RolloutPolicy().Create(&fleet.RolloutPolicy{ObjectMeta: metav1.ObjectMeta{Name: "bench", Namespace: fleet.DefaultNamespace},
@@ -175,7 +185,7 @@ func (x *rolloutExperiment) phases(r *RolloutRun) error {
 	}
 	fmt.Printf("[rollout %d] canary: %d further clusters, all back %.1f s after the first failure; a revision whose second stage fails\n",
 		x.n, r.CanaryFailure.Further, r.CanaryFailure.RolledBackSeconds)
-	r.StageFailure, ph, err = x.failing("v4", "v2", 1+r.Stages[1], func(bd *fleet.BundleDeployment) bool { return bd.Namespace != x.canary })
+	r.StageFailure, ph, err = x.failing("v4", "v2", 1+r.Stages[1], func(bd *fleet.BundleDeployment) bool { return x.threeOfTenth[bd.Namespace] > 0 })
 	r.Phases = append(r.Phases, ph)
 	if err == nil {
 		fmt.Printf("[rollout %d] second stage: %d updated, %d further, all back %.1f s after the first failure\n",
@@ -241,7 +251,9 @@ func (x *rolloutExperiment) revision(v, prev string, timeout time.Duration) (Pha
 func (x *rolloutExperiment) failing(v, prev string, allowed int, fail func(*fleet.BundleDeployment) bool) (RolloutPhase, Phase, error) {
 	f := func(bd *fleet.BundleDeployment) string {
 		if bd.Spec.Options.DefaultNamespace == v && fail(bd) {
-			return "simulated: the smoke check fails on this cluster"
+			// One cause, told with what differs between clusters: an address, a duration.
+			i := x.threeOfTenth[bd.Namespace]
+			return fmt.Sprintf("simulated: GET http://10.0.%d.17:8080/healthz: status 503 after %d ms", i, 100+37*i)
 		}
 		return ""
 	}

@@ -64,9 +64,10 @@ func checkIn(ns, name string) {
 	}).Should(Succeed())
 }
 
-// keepCheckingIn does what the agents' heartbeats do, every second until the spec ends: a spec
-// taking longer than three check-in intervals (6s here) would otherwise see its clusters Offline.
-func keepCheckingIn(ns string, names ...string) {
+// keepCheckingIn does what the agents' heartbeats do, every second until the spec ends (or its
+// agents stop: the cancel returned): a spec taking longer than three check-in intervals (6s
+// here) would otherwise see its clusters Offline.
+func keepCheckingIn(ns string, names ...string) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	DeferCleanup(cancel)
 	go func() {
@@ -85,6 +86,7 @@ func keepCheckingIn(ns string, names ...string) {
 			}
 		}
 	}()
+	return cancel
 }
 
 func sel(kv ...string) *metav1.LabelSelector {

@@ -237,3 +237,74 @@ var _ = Describe("fleet notify test", func() {
 		Expect(err).To(MatchError(And(ContainSubstring("was not delivered"), ContainSubstring("alertprovider gone: POST http://127.0.0.1:1/..."))))
 	})
 })
+
+var _ = Describe("an Alert on a Bundle's and its clusters' health", func() {
+	It("sends NotReady past its deadline, drift and its correction, clusters offline and back, and folds repeats into one digest", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		newCluster(ns, "x", nil)
+		newCluster(ns, "y", nil)
+		keepCheckingIn(ns, "x")
+		stopY := keepCheckingIn(ns, "y")
+		hook := newReceiver(nil)
+		_, err := api.AlertProvider().Create(&fleet.AlertProvider{ObjectMeta: metav1.ObjectMeta{Name: "hook", Namespace: ns},
+			Spec: fleet.AlertProviderSpec{Type: fleet.ProviderWebhook, Address: hook.URL}})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = api.Alert().Create(&fleet.Alert{ObjectMeta: metav1.ObjectMeta{Name: "health", Namespace: ns},
+			Spec: fleet.AlertSpec{ProviderRef: "hook", Sources: []fleet.AlertSource{{Kind: "Bundle", Name: "web"}, {Kind: "Cluster"}},
+				NotReadyAfter: &metav1.Duration{Duration: 3 * time.Second}, DigestWindow: &metav1.Duration{Duration: 40 * time.Second}}})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() bool {
+			a, err := api.Alert().Get(ns, "health", metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			return fleet.FindCondition(a.Status.Conditions, fleet.ConditionDelivered) != nil
+		}).Should(BeTrue())
+		newBundle(ns, "web", fleet.BundleSpec{Targets: []fleet.BundleTarget{{ClusterName: "x"}, {ClusterName: "y"}}})
+		var bds map[string]*fleet.BundleDeployment
+		Eventually(func() int { bds = deployments(ns, "web"); return len(bds) }).Should(Equal(2))
+		report := func(c string, ready, modified bool) {
+			agentReports(bds[c], func(s *fleet.BundleDeploymentStatus) {
+				s.AppliedDeploymentID, s.Ready, s.NonModified = bds[c].Spec.DeploymentID, ready, !modified
+				s.NonReadyStatus, s.ModifiedStatus = nil, nil
+				if !ready {
+					s.NonReadyStatus = []fleet.NonReadyStatus{{Kind: "Deployment", Namespace: "default", Name: "web",
+						Summary: fleet.Summary{State: "in-progress", Message: []string{"Available: 0/3 replicas"}}}}
+				}
+				if modified {
+					s.ModifiedStatus = []fleet.ModifiedStatus{{Kind: "ConfigMap", Namespace: "default", Name: "web", Exist: true, Patch: `{"data":{"a":"1"}}`}}
+				}
+				fleet.SetCondition(&s.Conditions, fleet.ConditionDeployed, corev1.ConditionTrue, "", "", time.Now())
+			})
+		}
+
+		By("y stays not ready past the deadline: one NotReady naming it; then ready: Ready")
+		report("x", true, false)
+		report("y", false, false)
+		Eventually(hook.field("reason"), "30s").Should(Equal([]string{"NotReady"}))
+		Expect(hook.field("summary")()[0]).To(ContainSubstring("Bundle web not ready for over 3s"))
+		Expect(hook.got[0]["groups"]).To(ContainElement(HaveKeyWithValue("clusters", ContainElement(ContainSubstring("y")))))
+		report("y", true, false)
+		Eventually(hook.field("reason"), "30s").Should(Equal([]string{"NotReady", "Ready"}))
+
+		By("x drifts and is corrected: a message each; again within the window: held, then one digest")
+		report("x", true, true)
+		Eventually(hook.field("reason"), "30s").Should(Equal([]string{"NotReady", "Ready", "Drifted"}))
+		report("x", true, false)
+		Eventually(hook.field("reason"), "30s").Should(Equal([]string{"NotReady", "Ready", "Drifted", "DriftCorrected"}))
+		report("x", true, true)
+		Consistently(hook.field("reason"), "3s").Should(HaveLen(4))
+		report("x", true, false)
+		Eventually(hook.field("reason"), "90s").Should(Equal([]string{"NotReady", "Ready", "Drifted", "DriftCorrected", "DriftCorrected"}))
+		Expect(hook.field("summary")()[4]).To(HavePrefix("2 changes held back (DriftCorrected 1, Drifted 1); now: Bundle web: the drift is gone"))
+		Expect(hook.field("key")()[4]).To(ContainSubstring("#digest-"))
+
+		By("y's agent stops checking in: Offline naming it; back: Online")
+		stopY()
+		Eventually(hook.field("reason"), "60s").Should(HaveLen(6))
+		Expect(hook.field("reason")()[5]).To(Equal("Offline"))
+		Expect(hook.field("summary")()[5]).To(Equal("1 of 2 clusters offline: y"))
+		keepCheckingIn(ns, "y")
+		Eventually(hook.field("reason"), "60s").Should(HaveLen(7))
+		Expect(hook.field("reason")()[6]).To(Equal("Online"))
+		Consistently(hook.field("reason"), "3s").Should(HaveLen(7))
+	})
+})

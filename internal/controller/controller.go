@@ -325,7 +325,7 @@ func startManagement(ctx context.Context, w *wiring, o Options) error {
 	content.Register(ctx, f.Content(), f.BundleDeployment(), f.Rollout(), o.ContentGracePeriod)
 	clustergroup.Register(ctx, f.ClusterGroup(), f.Cluster())
 	notify.Register(ctx, notify.Deps{Alerts: f.Alert(), Providers: f.AlertProvider(), GitRepos: f.GitRepo(), Bundles: f.Bundle(),
-		Rollouts: f.Rollout(), Secrets: w.c.Secret().Cache(), Guard: w.guard})
+		HelmOps: f.HelmOp(), Clusters: f.Cluster(), Rollouts: f.Rollout(), Secrets: w.c.Secret().Cache(), Guard: w.guard})
 	return nil
 }
 

@@ -69,15 +69,18 @@ type Event struct {
 	// CommitState (pending, success, failure), for a commit check: of Commit, in the repository
 	// Repo, under the check's name Context.
 	CommitState, Commit, Repo, Context string
+	// Folds: a repeat of its reason for its source within the Alert's digest window is held
+	// and sent in a digest (health and GitRepo events; never a rollout's or a commit's).
+	Folds bool
 }
 
 // Group is the clusters that failed for one cause.
 type Group struct {
 	// Signature is the cause with numbers, hashes and the cluster's name folded.
-	Signature string
-	Count     int
+	Signature string `json:"signature"`
+	Count     int    `json:"count"`
 	// Clusters are the first MaxNamed of them, in name order.
-	Clusters []string
+	Clusters []string `json:"clusters"`
 }
 
 // rolloutReasons are the events of the rollout phases.
@@ -209,7 +212,7 @@ func Grouped(failures []fleet.RolloutFailure) []Group {
 // or apply or stalls (per commit and cause), Recovered once ready again after that; false when
 // neither.
 func OfGitRepo(name string, st *fleet.GitRepoStatus, failedBefore bool) (Event, bool) {
-	e := Event{Source: "GitRepo/" + name, Counts: map[string]int{"Ready": st.ReadyClusters, "Desired": st.DesiredReadyClusters}}
+	e := Event{Source: "GitRepo/" + name, Folds: true, Counts: map[string]int{"Ready": st.ReadyClusters, "Desired": st.DesiredReadyClusters}}
 	if cond, msg, failed := failure(st); failed {
 		e.Reason, e.Severity = Failed, fleet.SeverityError
 		e.Key = fmt.Sprintf("gitrepo/%s/%s/%s/%s", st.Commit, Failed, cond, Signature("", msg))

@@ -30,6 +30,8 @@ type Deps struct {
 	Providers fleetcontrollers.AlertProviderController
 	GitRepos  fleetcontrollers.GitRepoController
 	Bundles   fleetcontrollers.BundleController
+	HelmOps   fleetcontrollers.HelmOpController
+	Clusters  fleetcontrollers.ClusterController
 	Rollouts  fleetcontrollers.RolloutController
 	Secrets   corecontrollers.SecretCache
 	// Guard refuses Secrets that are credentials of the manager or a cluster.
@@ -38,24 +40,45 @@ type Deps struct {
 
 type handler struct {
 	Deps
-	out *deliveries
+	out   *deliveries
+	folds *folds
 }
 
 // Register starts the notifier: Alerts are looked at again when their provider or any source of
 // their namespace changes.
 func Register(ctx context.Context, d Deps) {
-	h := &handler{Deps: d}
+	h := &handler{Deps: d, folds: newFolds()}
 	h.out = newDeliveries(ctx, h)
 	d.Alerts.OnChange(ctx, "notify", h.sync)
-	again := func(namespace string, _ string, _ runtime.Object) ([]relatedresource.Key, error) {
+	again := func(namespace string, _ string, obj runtime.Object) ([]relatedresource.Key, error) {
 		alerts, err := d.Alerts.Cache().List(namespace, labels.Everything())
 		keys := make([]relatedresource.Key, 0, len(alerts))
 		for _, a := range alerts {
-			keys = append(keys, relatedresource.Key{Namespace: a.Namespace, Name: a.Name})
+			if looksAt(a, obj) {
+				keys = append(keys, relatedresource.Key{Namespace: a.Namespace, Name: a.Name})
+			}
 		}
 		return keys, err
 	}
-	relatedresource.Watch(ctx, "notify-sources", again, d.Alerts, d.Rollouts, d.GitRepos, d.Providers)
+	relatedresource.Watch(ctx, "notify-sources", again, d.Alerts, d.Rollouts, d.GitRepos, d.Providers, d.HelmOps, d.Bundles, d.Clusters)
+}
+
+// looksAt says whether a change of obj may change what Alert a sends: a Cluster, Bundle or
+// HelmOp only when a names that kind (those change often); anything else (a Rollout, a
+// GitRepo, a provider, or what was deleted) always.
+func looksAt(a *fleet.Alert, obj runtime.Object) bool {
+	kind := ""
+	switch obj.(type) {
+	case *fleet.Cluster:
+		kind = "Cluster"
+	case *fleet.Bundle:
+		kind = "Bundle"
+	case *fleet.HelmOp:
+		kind = "HelmOp"
+	default:
+		return true
+	}
+	return slices.ContainsFunc(a.Spec.Sources, func(s fleet.AlertSource) bool { return s.Kind == kind })
 }
 
 // sync hands each source event the Alert has not sent to the delivery workers. An Alert seen for
@@ -64,26 +87,28 @@ func Register(ctx context.Context, d Deps) {
 func (h *handler) sync(key string, a *fleet.Alert) (*fleet.Alert, error) {
 	if a == nil || a.DeletionTimestamp != nil {
 		h.out.forget(key)
+		h.folds.forget(key)
 		return a, nil
 	}
 	if a.Spec.Suspend {
 		return a, nil
 	}
-	events, err := h.events(a)
+	g, err := h.events(a)
 	if err != nil {
 		return a, err
 	}
 	if a.Status.Sent == nil && fleet.FindCondition(a.Status.Conditions, fleet.ConditionDelivered) == nil {
-		return h.baseline(a, events)
+		return h.baseline(a, g.events)
 	}
 	if nonce := a.Annotations[fleet.NotifyTestAnnotation]; nonce != "" {
-		events = append(events, notify.Test(a.Name, nonce))
+		g.events = append(g.events, notify.Test(a.Name, nonce))
 	}
 	forge := false
 	if p, err := h.Providers.Cache().Get(a.Namespace, a.Spec.ProviderRef); err == nil {
 		forge = p.Spec.Type == fleet.ProviderGitHub || p.Spec.Type == fleet.ProviderGitLab
 	}
-	for source, evs := range unsent(a, events) {
+	wake := g.wake
+	for source, evs := range unsent(a, g.events) {
 		var wanted []notify.Event
 		for _, e := range evs {
 			// A forge takes commit checks only; chat and webhooks take the rest; a test goes to
@@ -95,9 +120,35 @@ func (h *handler) sync(key string, a *fleet.Alert) (*fleet.Alert, error) {
 				wanted = append(wanted, e)
 			}
 		}
+		if cur := current(g.events, source); cur != nil && !forge {
+			var again time.Duration
+			wanted, again = h.folds.hold(a, source, *cur, wanted, g.now)
+			wake = sooner(wake, again)
+		}
 		h.out.add(a, source, wanted)
 	}
+	if wake > 0 {
+		h.Alerts.EnqueueAfter(a.Namespace, a.Name, wake)
+	}
 	return a, nil
+}
+
+// current is source's newest event, nil when it has none.
+func current(events []notify.Event, source string) *notify.Event {
+	var cur *notify.Event
+	for i := range events {
+		if events[i].Source == source {
+			cur = &events[i]
+		}
+	}
+	return cur
+}
+
+func sooner(a, b time.Duration) time.Duration {
+	if a == 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // unsent are, per source, its events (in order) after the last one the Alert sent: all of them
@@ -113,7 +164,7 @@ func unsent(a *fleet.Alert, events []notify.Event) map[string][]notify.Event {
 	}
 	for source, evs := range by {
 		for i, e := range evs {
-			if e.Key == sent[source] {
+			if e.Key == notify.BaseKey(sent[source]) {
 				by[source] = evs[i+1:]
 			}
 		}
@@ -127,7 +178,7 @@ func (h *handler) baseline(a *fleet.Alert, events []notify.Event) (*fleet.Alert,
 	upd.Status.Sent = []fleet.AlertSent{}
 	for _, e := range events {
 		if e.Reason != notify.TestReason { // asked for: sent once the Alert watches
-			setSent(&upd.Status, fleet.AlertSent{Source: e.Source, Key: e.Key}) // a source's last
+			setSent(&upd.Status, fleet.AlertSent{Source: e.Source, Key: e.Key, Reason: e.Reason}) // a source's last
 		}
 	}
 	fleet.SetCondition(&upd.Status.Conditions, fleet.ConditionDelivered, corev1.ConditionUnknown, "Watching",
@@ -135,68 +186,86 @@ func (h *handler) baseline(a *fleet.Alert, events []notify.Event) (*fleet.Alert,
 	return h.Alerts.UpdateStatus(upd)
 }
 
+// gathered are an Alert's sources' current events, the Bundles whose rollouts it reports on,
+// and how long until a source's NotReady is due (0: none is).
+type gathered struct {
+	a       *fleet.Alert
+	now     time.Time
+	events  []notify.Event
+	bundles map[string]bool
+	wake    time.Duration
+}
+
 // events are the current events of the Alert's sources: each GitRepo's own and its commit's
-// state, and each rollout of the Bundles it names or those of the GitRepos and HelmOps it names.
-func (h *handler) events(a *fleet.Alert) ([]notify.Event, error) {
-	var out []notify.Event
-	bundles := map[string]bool{}
+// state, each source's drift and readiness, its clusters' being offline, and each rollout of
+// the Bundles it names or those of the GitRepos and HelmOps it names.
+func (h *handler) events(a *fleet.Alert) (*gathered, error) {
+	g := &gathered{a: a, now: time.Now(), bundles: map[string]bool{}}
+	var clusters []*fleet.Cluster
 	for _, src := range a.Spec.Sources {
 		var err error
 		switch src.Kind {
 		case "GitRepo":
-			var evs []notify.Event
-			evs, err = h.gitRepoEvents(a, src, bundles)
-			out = append(out, evs...)
+			err = h.gitRepoEvents(g, src)
 		case "HelmOp":
-			err = h.bundlesOf(a.Namespace, fleet.HelmNameLabel, src.Name, bundles)
+			err = h.helmOpEvents(g, src)
 		case "Bundle":
-			err = h.bundlesNamed(a.Namespace, src, bundles)
+			err = h.bundlesNamed(g, src)
+		case "Cluster":
+			var cs []*fleet.Cluster
+			cs, err = h.clustersOf(a.Namespace, src)
+			clusters = append(clusters, cs...)
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
-	names := make([]string, 0, len(bundles))
-	for n := range bundles {
+	if len(clusters) > 0 {
+		if e, ok := notify.OfClusters(dedup(clusters), sentKey(a, notify.ClustersSource)); ok {
+			g.events = append(g.events, e)
+		}
+	}
+	names := make([]string, 0, len(g.bundles))
+	for n := range g.bundles {
 		names = append(names, n)
 	}
 	slices.Sort(names)
 	for _, n := range names {
 		if r, err := h.Rollouts.Cache().Get(a.Namespace, n); err == nil {
-			out = append(out, notify.RolloutEvents(n, &r.Status)...)
+			g.events = append(g.events, notify.RolloutEvents(n, &r.Status)...)
 		}
 	}
-	return out, nil
+	return g, nil
 }
 
-// gitRepoEvents are the events of the GitRepos src names (their own and their commits'), their
-// Bundles added to bundles.
-func (h *handler) gitRepoEvents(a *fleet.Alert, src fleet.AlertSource, bundles map[string]bool) ([]notify.Event, error) {
-	repos, err := h.GitRepos.Cache().List(a.Namespace, selector(src))
+// gitRepoEvents gathers the events of the GitRepos src names (their own, their health's and
+// their commits'), and their Bundles.
+func (h *handler) gitRepoEvents(g *gathered, src fleet.AlertSource) error {
+	repos, err := h.GitRepos.Cache().List(g.a.Namespace, selector(src))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var out []notify.Event
 	for _, gr := range repos {
 		if !named(src, gr.Name) {
 			continue
 		}
-		if e, ok := notify.OfGitRepo(gr.Name, &gr.Status, failedBefore(a, "GitRepo/"+gr.Name)); ok {
-			out = append(out, e)
+		if e, ok := notify.OfGitRepo(gr.Name, &gr.Status, failedBefore(g.a, "GitRepo/"+gr.Name)); ok {
+			g.events = append(g.events, e)
 		}
+		g.health("GitRepo/"+gr.Name, gr.Status.Summary, gr.Status.Conditions)
 		// Its Bundles' Rollouts, read once for its rollouts' events and its commit's check.
-		rs, err := h.Rollouts.Cache().List(a.Namespace, labels.SelectorFromSet(labels.Set{fleet.RepoLabel: gr.Name}))
+		rs, err := h.Rollouts.Cache().List(g.a.Namespace, labels.SelectorFromSet(labels.Set{fleet.RepoLabel: gr.Name}))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, r := range rs {
-			bundles[r.Name] = true
+			g.bundles[r.Name] = true
 		}
 		if gr.Status.Commit != "" {
-			out = append(out, commitEvent(gr, rs))
+			g.events = append(g.events, commitEvent(gr, rs))
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // failedBefore says whether the last message the Alert sent for source said it failed.
@@ -207,37 +276,6 @@ func failedBefore(a *fleet.Alert, source string) bool {
 		}
 	}
 	return false
-}
-
-// bundlesNamed adds the Bundles src names.
-func (h *handler) bundlesNamed(ns string, src fleet.AlertSource, into map[string]bool) error {
-	if len(src.MatchLabels) == 0 && src.Name != "" && src.Name != "*" {
-		into[src.Name] = true // its Rollout, whichever shard holds the Bundle
-		return nil
-	}
-	bs, err := h.Bundles.Cache().List(ns, selector(src))
-	for _, b := range bs {
-		if named(src, b.Name) {
-			into[b.Name] = true
-		}
-	}
-	return err
-}
-
-// bundlesOf adds the names of the Bundles whose label names owner ("" or "*": every owner),
-// as their Rollouts carry it (the Rollouts cache holds every shard's).
-func (h *handler) bundlesOf(ns, label, owner string, into map[string]bool) error {
-	sel := labels.Everything()
-	if owner != "" && owner != "*" {
-		sel = labels.SelectorFromSet(labels.Set{label: owner})
-	}
-	rs, err := h.Rollouts.Cache().List(ns, sel)
-	for _, r := range rs {
-		if r.Labels[label] != "" {
-			into[r.Name] = true
-		}
-	}
-	return err
 }
 
 // commitEvent is the commit check a GitRepo's commit earns now, given its Bundles' Rollouts (for

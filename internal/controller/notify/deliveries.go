@@ -83,16 +83,8 @@ func (d *deliveries) add(a *fleet.Alert, source string, evs []notify.Event) {
 func (d *deliveries) forget(key string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for j := range d.next {
-		if j.alert == key {
-			delete(d.next, j)
-		}
-	}
-	for j := range d.delivered {
-		if j.alert == key {
-			delete(d.delivered, j)
-		}
-	}
+	dropAlert(d.next, key)
+	dropAlert(d.delivered, key)
 }
 
 func (d *deliveries) work(ctx context.Context) {
@@ -137,6 +129,7 @@ func (d *deliveries) one(ctx context.Context, j job) {
 	d.mu.Lock()
 	d.delivered[j] = e.Key
 	d.mu.Unlock()
+	d.h.folds.delivered(j, e, time.Now())
 	d.done(j, e)
 }
 
@@ -181,7 +174,7 @@ func (d *deliveries) record(a *fleet.Alert, e notify.Event, sendErr error) error
 			st.LastError = sendErr.Error()
 			fleet.SetCondition(&st.Conditions, fleet.ConditionDelivered, corev1.ConditionFalse, "Failed", st.LastError, now.Time)
 		} else {
-			setSent(st, fleet.AlertSent{Source: e.Source, Key: e.Key, At: &now})
+			setSent(st, fleet.AlertSent{Source: e.Source, Key: e.Key, Reason: e.Reason, At: &now})
 			st.LastSent, st.LastMessage, st.LastError = &now, e.Summary, ""
 			fleet.SetCondition(&st.Conditions, fleet.ConditionDelivered, corev1.ConditionTrue, "", "", now.Time)
 		}

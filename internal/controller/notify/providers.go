@@ -117,9 +117,14 @@ func link(p *fleet.AlertProvider, a *fleet.Alert, e notify.Event) string {
 	if p.Spec.UIURL == "" {
 		return ""
 	}
-	kind, name, _ := strings.Cut(strings.TrimSuffix(e.Source, "#commit"), "/")
+	base := strings.TrimSuffix(p.Spec.UIURL, "/")
+	if e.Source == notify.ClustersSource {
+		return base + "/clusters"
+	}
+	source, _, _ := strings.Cut(e.Source, "#") // a GitRepo's commit, drift or readiness: its page
+	kind, name, _ := strings.Cut(source, "/")
 	page := map[string]string{"GitRepo": "gitrepos", "Bundle": "bundles", "HelmOp": "helmops"}[kind]
-	return strings.TrimSuffix(p.Spec.UIURL, "/") + "/" + page + "/" + url.PathEscape(a.Namespace) + "/" + url.PathEscape(name)
+	return base + "/" + page + "/" + url.PathEscape(a.Namespace) + "/" + url.PathEscape(name)
 }
 
 // payload is a webhook's body: the event, whole.

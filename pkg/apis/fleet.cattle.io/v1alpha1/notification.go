@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"time"
+
 	"github.com/rancher/wrangler/v3/pkg/genericcondition"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -27,6 +29,12 @@ const (
 	// ProviderGitLab sets commit statuses through GitLab's API (the address: its base URL,
 	// default https://gitlab.com/api/v4/) with the Secret's token.
 	ProviderGitLab = "gitlab"
+)
+
+// Defaults of an Alert.
+const (
+	DefaultNotReadyAfter = 10 * time.Minute
+	DefaultDigestWindow  = 10 * time.Minute
 )
 
 // Alert event severities.
@@ -111,19 +119,31 @@ type AlertSpec struct {
 	// +kubebuilder:validation:Enum=info;error;""
 	EventSeverity string `json:"eventSeverity,omitempty"`
 	// Events, when set, are the only event reasons sent (as the messages name them: Started,
-	// Soaked, WaitingForApproval, Halted, RolledBack, Complete, Failed, Recovered).
+	// Soaking, WaitingForApproval, Paused, Halted, RolledBack, Aborted, Complete, Invalid,
+	// Failed, Recovered, Drifted, DriftCorrected, NotReady, Ready, Offline, Online).
 	// +nullable
 	Events []string `json:"events,omitempty"`
+	// NotReadyAfter is how long a source's clusters may stay not ready (after a change, or
+	// at any time) before a NotReady message is sent (default 10m).
+	// +nullable
+	NotReadyAfter *metav1.Duration `json:"notReadyAfter,omitempty"`
+	// DigestWindow folds repeats: a message of a reason the Alert sent for the same source less
+	// than this long ago is held, and what was held goes out as one digest when the window
+	// ends (default 10m; 0s: nothing is folded). Rollout transitions and commit checks are
+	// never folded.
+	// +nullable
+	DigestWindow *metav1.Duration `json:"digestWindow,omitempty"`
 	// Suspend stops sending. What happens meanwhile is not sent later, but where each source
 	// stands when sending resumes is, when that differs from what was sent last.
 	Suspend bool `json:"suspend,omitempty"`
 }
 
-// AlertSource names GitRepos, HelmOps or Bundles of the Alert's namespace: one by name, or
-// those carrying MatchLabels ("*" or an empty name with no labels: all of the kind).
+// AlertSource names GitRepos, HelmOps, Bundles or Clusters of the Alert's namespace: one by
+// name, or those carrying MatchLabels ("*" or an empty name with no labels: all of the kind).
+// Clusters are reported on together: which of them went offline, and when all are back.
 type AlertSource struct {
-	// Kind is GitRepo, HelmOp or Bundle.
-	// +kubebuilder:validation:Enum=GitRepo;HelmOp;Bundle
+	// Kind is GitRepo, HelmOp, Bundle or Cluster.
+	// +kubebuilder:validation:Enum=GitRepo;HelmOp;Bundle;Cluster
 	Kind string `json:"kind"`
 	Name string `json:"name,omitempty"`
 	// +nullable
@@ -150,6 +170,8 @@ type AlertStatus struct {
 type AlertSent struct {
 	Source string `json:"source"`
 	Key    string `json:"key"`
+	// Reason is the message's reason (Halted, Drifted, ...).
+	Reason string `json:"reason,omitempty"`
 	// At is when it was delivered (empty: it was the source's state when the Alert came).
 	// +nullable
 	At *metav1.Time `json:"at,omitempty"`

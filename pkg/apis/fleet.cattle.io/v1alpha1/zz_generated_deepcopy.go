@@ -255,6 +255,16 @@ func (in *AlertSpec) DeepCopyInto(out *AlertSpec) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.NotReadyAfter != nil {
+		in, out := &in.NotReadyAfter, &out.NotReadyAfter
+		*out = new(v1.Duration)
+		**out = **in
+	}
+	if in.DigestWindow != nil {
+		in, out := &in.DigestWindow, &out.DigestWindow
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	return
 }
 
