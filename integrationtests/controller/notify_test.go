@@ -85,10 +85,10 @@ func (r *receiver) field(key string) func() []string {
 }
 
 var _ = Describe("an Alert", func() {
-	It("sends one message per rollout transition, not one per cluster: to a webhook, signed, and to Slack, failures only", func(ctx context.Context) {
+	It("sends one message per rollout transition, not one per cluster: to a webhook, signed, to Slack, failures only, and to Teams, rollbacks only", func(ctx context.Context) {
 		ns := atOnce(ctx, "a", "b", "c")
 		Eventually(func() string { return rolloutOf(ns)().Phase }).Should(Equal(fleet.RolloutProgressing))
-		hook, slack := newReceiver([]byte("hook-key")), newReceiver(nil)
+		hook, slack, teams := newReceiver([]byte("hook-key")), newReceiver(nil), newReceiver(nil)
 		_, err := kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "hook", Namespace: ns,
 			Annotations: map[string]string{"fleet.cattle.io/allowed-uses": fleet.UseNotifications}},
 			Data: map[string][]byte{"address": []byte(hook.URL), "hmacKey": []byte("hook-key")}}, metav1.CreateOptions{})
@@ -96,20 +96,22 @@ var _ = Describe("an Alert", func() {
 		for name, spec := range map[string]fleet.AlertProviderSpec{
 			"hook":  {Type: fleet.ProviderWebhook, SecretName: "hook", UIURL: "https://fleet.example/"},
 			"slack": {Type: fleet.ProviderSlack, Address: slack.URL, Channel: "#deploys"},
+			"teams": {Type: fleet.ProviderMSTeams, Address: teams.URL, UIURL: "https://fleet.example/"},
 		} {
 			_, err := api.AlertProvider().Create(&fleet.AlertProvider{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: spec})
 			Expect(err).NotTo(HaveOccurred())
 		}
 		sources := []fleet.AlertSource{{Kind: "Bundle", Name: "app"}}
 		for name, spec := range map[string]fleet.AlertSpec{
-			"all":      {ProviderRef: "hook", Sources: sources},
-			"failures": {ProviderRef: "slack", Sources: sources, EventSeverity: fleet.SeverityError},
+			"all":       {ProviderRef: "hook", Sources: sources},
+			"failures":  {ProviderRef: "slack", Sources: sources, EventSeverity: fleet.SeverityError},
+			"rollbacks": {ProviderRef: "teams", Sources: sources, Events: []string{"RolledBack"}},
 		} {
 			_, err := api.Alert().Create(&fleet.Alert{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: spec})
 			Expect(err).NotTo(HaveOccurred())
 		}
 		// What the rollout showed when the Alerts came is not sent: they report from then on.
-		for _, name := range []string{"all", "failures"} {
+		for _, name := range []string{"all", "failures", "rollbacks"} {
 			Eventually(func() []fleet.AlertSent {
 				a, err := api.Alert().Get(ns, name, metav1.GetOptions{})
 				Expect(err).NotTo(HaveOccurred())
@@ -133,6 +135,10 @@ var _ = Describe("an Alert", func() {
 			And(HavePrefix("[Halted] app revision"), ContainSubstring("halted at stage all"), ContainSubstring("1 failed: web: GET http://web/: status N (b)")),
 			HavePrefix("[RolledBack] app revision")))
 		Expect(slack.got[0]["channel"]).To(Equal("#deploys"))
+		// Teams takes a MessageCard: its summary, and the text in paragraphs with the link.
+		Eventually(teams.field("@type"), "20s").Should(Equal([]string{"MessageCard"}))
+		Expect(teams.field("summary")()[0]).To(HavePrefix("app revision"))
+		Expect(teams.field("text")()[0]).To(And(HavePrefix("[RolledBack] app revision"), HaveSuffix("\n\nhttps://fleet.example/bundles/"+ns+"/app")))
 		Consistently(hook.field("reason"), "3s").Should(HaveLen(4))
 
 		hook.mu.Lock()
