@@ -27,6 +27,7 @@ import (
 	"github.com/fleetgo/fleet/internal/agent/gates"
 	"github.com/fleetgo/fleet/internal/agent/monitor"
 	"github.com/fleetgo/fleet/internal/agent/register"
+	"github.com/fleetgo/fleet/internal/agent/sealkey"
 	"github.com/fleetgo/fleet/internal/helmdeployer"
 	"github.com/fleetgo/fleet/internal/leader"
 	"github.com/fleetgo/fleet/internal/metrics"
@@ -209,7 +210,8 @@ func start(ctx context.Context, upstream, local *rest.Config, kube kubernetes.In
 	if err != nil {
 		return err
 	}
-	deployer.Register(ctx, deployer.Deps{BundleDeployments: bds, Contents: f.Content(), Deployer: dep, Monitor: mon,
+	sealingKey := sealingKeyOf(ctx, kube, o.Namespace)
+	deployer.Register(ctx, deployer.Deps{Sealing: sealingKey, BundleDeployments: bds, Contents: f.Content(), Deployer: dep, Monitor: mon,
 		Namespace: o.ClusterNamespace, MonitorInterval: o.MonitorInterval, Changes: changes, Upstream: up, Gates: gates.New(dep.BundleClient, gates.Options{AllowLocal: os.Getenv(gates.AllowLocalEnv) == "true"})})
 	if err := scf.Start(ctx, o.Workers); err != nil {
 		return err
@@ -217,10 +219,21 @@ func start(ctx context.Context, upstream, local *rest.Config, kube kubernetes.In
 	go deployer.RunGC(ctx, o.GCInterval, bds, o.ClusterNamespace, dep)
 	if o.ClusterName != "" {
 		hb := &clusterstatus.Heartbeat{Clusters: f.Cluster(), ClusterNamespace: o.ClusterObjectNamespace,
-			ClusterName: o.ClusterName, AgentNamespace: o.Namespace, Local: kube, Interval: o.CheckinInterval}
+			ClusterName: o.ClusterName, AgentNamespace: o.Namespace, Local: kube, Interval: o.CheckinInterval, SealingKey: sealingKey.Public}
 		go hb.Run(ctx)
 	}
 	return nil
+}
+
+// sealingKeyOf is the agent's sealing key. Files sealed to this cluster need it; without one,
+// the rest deploys as before.
+func sealingKeyOf(ctx context.Context, kube kubernetes.Interface, ns string) deployer.SealingKey {
+	var k deployer.SealingKey
+	var err error
+	if k.Private, k.Public, err = sealkey.Ensure(ctx, kube, ns); err != nil {
+		logrus.WithError(err).Warn("no sealing key: the bundles' secret files cannot be sealed to this cluster")
+	}
+	return k
 }
 
 // ensureNamespace creates the agent's namespace, retrying with backoff while its cluster's

@@ -244,7 +244,7 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 		Bundles: f.Bundle(), BundleDeployments: f.BundleDeployment(), Clusters: f.Cluster(),
 		ClusterGroups: f.ClusterGroup(), Contents: f.Content(),
 		Mappings: f.BundleNamespaceMapping(), Namespaces: c.Namespace().Cache(), CheckinInterval: w.checkin, Policies: f.Policy(),
-		Restrictions: f.GitRepoRestriction(), Secrets: c.Secret().Cache(), SecretWriter: c.Secret(), GitRepos: f.GitRepo().Cache(), Guard: w.guard,
+		Restrictions: f.GitRepoRestriction(), Secrets: c.Secret().Cache(), SecretWriter: c.Secret(), GitRepos: f.GitRepo().Cache(), Guard: w.guard, SystemNamespace: o.SystemNamespace,
 		Rollouts: f.Rollout(), RolloutPolicies: f.RolloutPolicy(), HelmOps: f.HelmOp().Cache(), AgentBundle: w.agentBundle(o),
 		Apply: w.children, SealKey: sealKey,
 	})

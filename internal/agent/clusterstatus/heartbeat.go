@@ -37,6 +37,8 @@ type Heartbeat struct {
 	Local kubernetes.Interface
 	// Interval is the check-in interval; zero means DefaultInterval.
 	Interval time.Duration
+	// SealingKey is the public half of the agent's sealing key (internal/agent/sealkey).
+	SealingKey string
 }
 
 // Run checks in at once, then every interval, until ctx ends. Failures are retried sooner and
@@ -63,7 +65,8 @@ func (h *Heartbeat) Run(ctx context.Context) {
 
 // CheckIn patches the Cluster's status once.
 func (h *Heartbeat) CheckIn(ctx context.Context) error {
-	agent := fleet.AgentStatus{LastSeen: metav1.NewTime(time.Now().UTC().Truncate(time.Second)), Namespace: h.AgentNamespace}
+	agent := fleet.AgentStatus{LastSeen: metav1.NewTime(time.Now().UTC().Truncate(time.Second)), Namespace: h.AgentNamespace,
+		SealingKey: h.SealingKey}
 	if h.Local != nil {
 		nodes, err := h.Local.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {

@@ -37,6 +37,10 @@ const (
 	// PermanentRetry is how soon a deploy that failed for a reason only the user can fix is
 	// tried again (a change of the BundleDeployment retries at once).
 	PermanentRetry = 2 * time.Minute
+	// TakeoverRetry is how soon a deploy is tried again that failed on a resource another
+	// release still owns and this one lists as taken over (options.overwrites): that release is
+	// going, as when fleet apply moves a resource between bundles.
+	TakeoverRetry = 3 * time.Second
 	// DefaultMonitorInterval is how often a deployed bundle is re-checked besides the watches
 	// (and its valuesFrom sources re-read).
 	DefaultMonitorInterval = time.Minute
@@ -70,6 +74,8 @@ type Deps struct {
 	Upstream kubernetes.Interface
 	// Gates runs the health gates progressive rollouts ask for (nil: none are run).
 	Gates *gates.Checker
+	// Sealing unseals the bundles' SOPS files the manager sealed to this cluster.
+	Sealing SealingKey
 }
 
 type handler struct {
@@ -86,12 +92,13 @@ type handler struct {
 	changes  *Changes
 	upstream kubernetes.Interface
 	gates    *gates.Checker
+	sealing  SealingKey
 }
 
 // Register starts deploying the namespace's BundleDeployments.
 func Register(ctx context.Context, d Deps) {
 	h := &handler{ctx: ctx, bds: d.BundleDeployments, contents: newContentCache(d.Contents),
-		deployer: d.Deployer, monitor: d.Monitor, ns: d.Namespace, interval: d.MonitorInterval, changes: d.Changes, upstream: d.Upstream, gates: d.Gates}
+		deployer: d.Deployer, monitor: d.Monitor, ns: d.Namespace, interval: d.MonitorInterval, changes: d.Changes, upstream: d.Upstream, gates: d.Gates, sealing: d.Sealing}
 	if h.changes == nil {
 		h.changes = NewChanges(d.BundleDeployments, d.Namespace)
 	}

@@ -20,6 +20,9 @@ import (
 func (h *handler) files(bd *fleet.BundleDeployment) (render.Files, fleet.BundleDeploymentOptions, error) {
 	opts := *bd.Spec.Options.DeepCopy()
 	files, err := h.manifestFiles(bd)
+	if err == nil {
+		files, err = h.unsealed(bd, files)
+	}
 	if err != nil || bd.Spec.HelmChartOptions == nil || opts.Helm == nil {
 		return files, opts, err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -144,7 +145,10 @@ func (h *handler) deploy(bd *fleet.BundleDeployment, rel *helmdeployer.Release, 
 		Downstream: in.downstream})
 	if err != nil {
 		err = h.failed(bd, status, err, now)
-		if helmrelease.IsPermanent(err) {
+		switch {
+		case takeoverPending(err, opts.OverwrittenResources):
+			return nil, TakeoverRetry, err
+		case helmrelease.IsPermanent(err):
 			return nil, PermanentRetry, err
 		}
 		return nil, 0, err
@@ -222,11 +226,27 @@ func (h *handler) overwrittenGone(bd *fleet.BundleDeployment, rel *helmdeployer.
 	return bdstatus.Record, nil
 }
 
+// takeoverPending says whether err is Helm refusing a resource another release owns that the
+// deployment lists as taken over: the other release is on its way out (or its resources gone
+// with it soon), and the deploy succeeds once it is.
+func takeoverPending(err error, overwritten []fleet.OverwrittenResource) bool {
+	msg := err.Error()
+	if !strings.Contains(msg, "invalid ownership metadata") {
+		return false
+	}
+	return slices.ContainsFunc(overwritten, func(o fleet.OverwrittenResource) bool {
+		return strings.Contains(msg, o.Kind+" \""+o.Name+"\"")
+	})
+}
+
 // failed records a deploy error: Deployed=False always, Installed=False when only the user can
 // fix it. It returns err.
 func (h *handler) failed(bd *fleet.BundleDeployment, status *fleet.BundleDeploymentStatus, err error, now time.Time) error {
 	bdstatus.MarkFailed(status, err, now)
-	if helmrelease.IsPermanent(err) {
+	switch {
+	case takeoverPending(err, bd.Spec.Options.OverwrittenResources):
+		h.log(bd.Name).WithError(err).Info("waiting for the release that owns a resource listed in overwrites to go")
+	case helmrelease.IsPermanent(err):
 		h.log(bd.Name).WithError(err).Warn("deploy failed; fix the bundle")
 	}
 	return err

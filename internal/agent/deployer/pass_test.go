@@ -94,3 +94,19 @@ func TestNext(t *testing.T) {
 		t.Fatalf("no outcome, no look: err %v, enqueued %v", err, q.after)
 	}
 }
+
+// Helm's refusal of a resource another release owns is a takeover pending only when the
+// deployment lists that resource in overwrites.
+func TestTakeoverPending(t *testing.T) {
+	err := errors.New(`deploying release move-ns/move-to: Unable to continue with install: ConfigMap "shared" in namespace "move-ns" exists and cannot be imported into the current release: invalid ownership metadata; annotation validation error: key "meta.helm.sh/release-name" must equal "move-to": current value is "move-from"`)
+	listed := []fleet.OverwrittenResource{{Kind: "ConfigMap", Name: "shared", Namespace: "move-ns"}}
+	if !takeoverPending(err, listed) {
+		t.Error("a listed resource: not pending")
+	}
+	if takeoverPending(err, []fleet.OverwrittenResource{{Kind: "ConfigMap", Name: "other"}}) || takeoverPending(err, nil) {
+		t.Error("an unlisted resource: pending")
+	}
+	if takeoverPending(errors.New(`ConfigMap "shared": forbidden`), listed) {
+		t.Error("another error: pending")
+	}
+}

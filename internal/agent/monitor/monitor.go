@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -256,5 +257,28 @@ func normalizeDesired(u *unstructured.Unstructured) {
 		unstructured.RemoveNestedField(u.Object, "spec", "conversion", "webhook", "clientConfig", "caBundle")
 	case "APIService":
 		unstructured.RemoveNestedField(u.Object, "spec", "caBundle")
+	case "Secret":
+		secretStringData(u)
 	}
+}
+
+// secretStringData moves a desired Secret's stringData into its data, as the apiserver does
+// when it stores one (stringData is write-only: the live Secret never shows it).
+func secretStringData(u *unstructured.Unstructured) {
+	if u.GroupVersionKind().Group != "" {
+		return
+	}
+	str, found, _ := unstructured.NestedStringMap(u.Object, "stringData")
+	if !found {
+		return
+	}
+	data, _, _ := unstructured.NestedStringMap(u.Object, "data")
+	if data == nil {
+		data = map[string]string{}
+	}
+	for k, v := range str {
+		data[k] = base64.StdEncoding.EncodeToString([]byte(v))
+	}
+	unstructured.RemoveNestedField(u.Object, "stringData")
+	_ = unstructured.SetNestedStringMap(u.Object, data, "data")
 }

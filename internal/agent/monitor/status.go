@@ -86,6 +86,9 @@ func (r *Result) addDrift(plan apply.Plan) map[string]bool {
 			if p == "" {
 				continue
 			}
+			if gvk.Group == "" && gvk.Kind == "Secret" {
+				p = redactSecretPatch(p)
+			}
 			patched[key(gvk, k.Namespace, k.Name)] = true
 			r.Modified = append(r.Modified, modified(gvk, k, func(m *fleet.ModifiedStatus) { m.Exist, m.Patch = true, p }))
 		}
@@ -179,6 +182,27 @@ func ignored(cond map[string]any, rules []map[string]string) bool {
 		}
 	}
 	return false
+}
+
+// redactSecretPatch hides the values of a Secret's drift: the status goes to the manager,
+// which must never hold a Secret's content (a sealed one least of all). The keys that
+// drifted stay named.
+func redactSecretPatch(patch string) string {
+	data := map[string]any{}
+	if err := json.Unmarshal([]byte(patch), &data); err != nil {
+		return `{"data":"(redacted)"}`
+	}
+	for _, field := range []string{"data", "stringData"} {
+		if m, ok := data[field].(map[string]any); ok {
+			for k := range m {
+				m[k] = "(redacted)"
+			}
+		} else if _, ok := data[field]; ok {
+			data[field] = "(redacted)"
+		}
+	}
+	out, _ := json.Marshal(data)
+	return string(out)
 }
 
 // NormalizePatch removes from a dry-run patch what is not drift: wrangler's own object-set

@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/rancher/wrangler/v3/pkg/apply"
@@ -200,5 +201,21 @@ status: {x: 1}
 	}
 	if _, ok := u.Object["status"]; ok {
 		t.Error("status kept")
+	}
+}
+
+// A Secret's drift names the keys that drifted, never their values; its stringData compares as
+// the data the apiserver stores.
+func TestSecretDriftHoldsNoValue(t *testing.T) {
+	got := redactSecretPatch(`{"data":{"password":"Y2FuYXJ5"},"stringData":{"token":"canary"},"metadata":{"labels":{"a":"b"}}}`)
+	if strings.Contains(got, "canary") || strings.Contains(got, "Y2FuYXJ5") || !strings.Contains(got, `"password":"(redacted)"`) || !strings.Contains(got, `"labels":{"a":"b"}`) {
+		t.Errorf("redacted: %s", got)
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret",
+		"data": map[string]any{"a": "b25l"}, "stringData": map[string]any{"password": "canary"}}}
+	normalizeDesired(u)
+	data, _, _ := unstructured.NestedStringMap(u.Object, "data")
+	if _, has := u.Object["stringData"]; has || data["password"] != "Y2FuYXJ5" || data["a"] != "b25l" {
+		t.Errorf("normalized: %v", u.Object)
 	}
 }

@@ -77,6 +77,9 @@ type Deps struct {
 	// Guard refuses, as a registry's Secret, a Secret that is a credential of the manager or a
 	// cluster (package secretuse).
 	Guard secretuse.Guard
+	// SystemNamespace is the manager's namespace: its Secrets annotated
+	// fleet.cattle.io/sops-namespaces hold the keys of the bundles' SOPS files.
+	SystemNamespace string
 	// CheckinInterval is the agents' check-in interval, to tell offline clusters.
 	CheckinInterval func() time.Duration
 	// Rollouts and RolloutPolicies serve progressive rollouts (progressive.go); nil: none.
@@ -107,7 +110,9 @@ type handler struct {
 	policies fleetcontrollers.PolicyController
 	restrict fleetcontrollers.GitRepoRestrictionController
 	secrets  corecontrollers.SecretCache
-	nsCache  corecontrollers.NamespaceCache
+	// systemNamespace holds the SOPS keys (secrets.go).
+	systemNamespace string
+	nsCache         corecontrollers.NamespaceCache
 	// secretWriter and gitrepos serve Bundles whose contents a registry keeps (oci.go).
 	secretWriter corecontrollers.SecretClient
 	gitrepos     fleetcontrollers.GitRepoCache
@@ -139,7 +144,7 @@ func Register(ctx context.Context, d Deps) {
 		bundles: d.Bundles, bds: d.BundleDeployments, bdCache: d.BundleDeployments.Cache(),
 		clusters: d.Clusters.Cache(), groups: d.ClusterGroups.Cache(), contents: d.Contents,
 		mappings: d.Mappings.Cache(), policies: d.Policies, restrict: d.Restrictions, secrets: d.Secrets, nsCache: d.Namespaces,
-		secretWriter: d.SecretWriter, gitrepos: d.GitRepos, guard: d.Guard, checkin: d.CheckinInterval, now: time.Now,
+		secretWriter: d.SecretWriter, gitrepos: d.GitRepos, guard: d.Guard, systemNamespace: d.SystemNamespace, checkin: d.CheckinInterval, now: time.Now,
 		mem:      newMemory(),
 		rollouts: d.Rollouts, helmops: d.HelmOps, agentBundle: d.AgentBundle, seal: sealer(d.SealKey),
 		writeSlots: make(chan struct{}, maxWritesInFlight),

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/fleetgo/fleet/internal/controller/agentmanagement"
+	"github.com/fleetgo/fleet/internal/ocistorage"
 	"github.com/fleetgo/fleet/internal/policy"
 	"github.com/fleetgo/fleet/internal/restriction"
 	"github.com/fleetgo/fleet/internal/rollout"
@@ -55,13 +56,19 @@ func (h *handler) deploy(b *fleet.Bundle, status fleet.BundleStatus) (fleet.Bund
 	if err != nil {
 		return status, err
 	}
+	// A user error (invalid selector, template error, rollout limit): report it and keep what
+	// is deployed.
 	key, plan, madeAt, planErr := h.planOf(b, contentName)
 	if planErr != nil {
-		// A user error (invalid selector, template error, rollout limit): report it and keep
-		// what is deployed.
 		return h.rollup(b, status, nil, nil, planErr), nil
 	}
-	result, d, requeue, err := h.sync(b, plan, contentName, oci, release)
+	// A SOPS file that does not decrypt, or a cluster without a key, fails the Bundle as a plan
+	// error does: nothing is written, what is deployed stays.
+	secrets, planErr := h.secretsOf(b, plan)
+	if planErr != nil {
+		return h.rollup(b, status, nil, nil, planErr), nil
+	}
+	result, d, requeue, err := h.sync(b, plan, contentName, oci, secrets, release)
 	if err != nil {
 		h.mem.planFailed(b)
 		return status, err
@@ -76,11 +83,16 @@ func (h *handler) deploy(b *fleet.Bundle, status fleet.BundleStatus) (fleet.Bund
 			return status, err
 		}
 	}
-	status.OCIReference = ""
-	if oci != nil {
-		status.OCIReference = oci.Ref(b.Spec.ContentsID)
-	}
+	status.OCIReference = ociRef(oci, b)
 	return status, nil
+}
+
+// ociRef is the reference of b's contents in the registry that keeps them ("": none does).
+func ociRef(oci *ocistorage.Storage, b *fleet.Bundle) string {
+	if oci == nil {
+		return ""
+	}
+	return oci.Ref(b.Spec.ContentsID)
 }
 
 // ociRefused is the status of a Bundle whose registry cannot be used, shown on the Bundle (an

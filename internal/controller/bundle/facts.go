@@ -67,10 +67,11 @@ func (f *clusterFacts) forget(key string) {
 	f.mu.Unlock()
 }
 
-// clusterHash hashes everything of the Cluster itself that rendering reads.
+// clusterHash hashes everything of the Cluster itself that rendering reads (the agent's sealing
+// key too: a bundle's SOPS files are sealed to it).
 func clusterHash(c *fleet.Cluster) [sha256.Size]byte {
 	return sha256.Sum256(fmt.Append(nil, c.Name, c.Namespace, c.Labels, c.Annotations, c.Spec.TemplateValues,
-		c.Spec.Paused, c.Status.Namespace, c.Status.Scheduled, c.Status.ActiveSchedule))
+		c.Spec.Paused, c.Status.Namespace, c.Status.Scheduled, c.Status.ActiveSchedule, c.Status.Agent.SealingKey))
 }
 
 // clusterFingerprint hashes everything rendering reads for one cluster and Bundle: the Cluster

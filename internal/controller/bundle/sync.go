@@ -27,7 +27,7 @@ type synced struct {
 // sync creates, updates and deletes BundleDeployments to match the plan, staging options on
 // every target and promoting them as the rollout's decider allows. The result is in plan order.
 // release is called once the decisions are made, before waiting for the writes.
-func (h *handler) sync(b *fleet.Bundle, plan []planned, contentName string, oci *ocistorage.Storage, release func()) ([]synced, *decider, bool, error) {
+func (h *handler) sync(b *fleet.Bundle, plan []planned, contentName string, oci *ocistorage.Storage, secrets *bundleSecrets, release func()) ([]synced, *decider, bool, error) {
 	byNamespace, err := h.existing(b, plan)
 	if err != nil {
 		return nil, nil, false, err
@@ -36,7 +36,7 @@ func (h *handler) sync(b *fleet.Bundle, plan []planned, contentName string, oci 
 	if err != nil {
 		return nil, nil, false, err
 	}
-	ps := &syncPass{h: h, b: b, content: contentName, decider: d, maxNew: maxNewOf(b), out: make([]synced, len(plan))}
+	ps := &syncPass{h: h, b: b, content: contentName, decider: d, maxNew: maxNewOf(b), out: make([]synced, len(plan)), secrets: secrets}
 	if oci != nil {
 		ps.ociAgent = oci.AgentData()
 	}
@@ -85,6 +85,8 @@ type syncPass struct {
 	requeue         bool
 	// ociAgent is what agents pull the Bundle's contents with (nil: a Content holds them).
 	ociAgent map[string][]byte
+	// secrets are the Bundle's SOPS files, sealed to each deployment's cluster (nil: none).
+	secrets *bundleSecrets
 }
 
 // one decides about target i (cur: its deployment, nil when there is none) and, when it needs
@@ -121,6 +123,9 @@ func (ps *syncPass) one(i int, p planned, cur *fleet.BundleDeployment) error {
 		ps.created++
 	}
 	next := ps.decider.next(i, desired, cur)
+	if err := ps.secrets.seal(p.cluster, next, cur); err != nil {
+		return err
+	}
 	ps.g.Go(func() error {
 		h.writeSlots <- struct{}{}
 		defer func() { <-h.writeSlots }()

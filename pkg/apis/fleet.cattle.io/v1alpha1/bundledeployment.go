@@ -70,6 +70,24 @@ type BundleDeploymentSpec struct {
 	// DownstreamResourcesGeneration changes when a copied downstream resource changes, so the
 	// agent copies it again.
 	DownstreamResourcesGeneration int `json:"downstreamResourcesGeneration,omitempty"`
+
+	// SealedFiles are the bundle's SOPS-encrypted files, decrypted by the manager and sealed to
+	// this cluster's sealing key (its agent's status.agent.sealingKey): the agent unseals each
+	// in place of the file's ciphertext. This implementation's; Fleet's tools ignore it.
+	// +nullable
+	SealedFiles []SealedFile `json:"sealedFiles,omitempty"`
+}
+
+// SealedFile is one SOPS file of a bundle sealed to one cluster (internal/sealing), bound to its
+// BundleDeployment and name: it unseals nowhere else.
+type SealedFile struct {
+	// Name is the file's name in the bundle.
+	Name string `json:"name"`
+	// Sealed is the decrypted file, sealed.
+	Sealed []byte `json:"sealed"`
+	// Source fingerprints what was sealed (the file's ciphertext, the key sealed to, the
+	// binding): the manager seals again only when it changes.
+	Source string `json:"source"`
 }
 
 // BundleDeploymentStatus is written by the agent (deploy results, readiness, drift) and by the

@@ -198,4 +198,8 @@ type AgentStatus struct {
 	ReadyNodes int `json:"readyNodes,omitempty"`
 	// NonReadyNodes counts its nodes that were not Ready.
 	NonReadyNodes int `json:"nonReadyNodes,omitempty"`
+	// SealingKey is the public half of the key pair the agent made in its cluster (an age
+	// X25519 recipient): secrets for this cluster alone are sealed to it. This
+	// implementation's; Fleet's tools ignore it.
+	SealingKey string `json:"sealingKey,omitempty"`
 }

@@ -1,0 +1,156 @@
+package agent_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"filippo.io/age"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/fleetgo/fleet/internal/controller/bundle"
+	"github.com/fleetgo/fleet/internal/sealing"
+	"github.com/fleetgo/fleet/internal/sopsfile/sopstest"
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+)
+
+// sopsKey gives the manager an age key for the namespace fleet-default's SOPS files, as an admin
+// does, and returns its recipient.
+func sopsKey(ctx context.Context) string {
+	id, err := age.GenerateX25519Identity()
+	Expect(err).NotTo(HaveOccurred())
+	kube, err := manager.Clientset()
+	Expect(err).NotTo(HaveOccurred())
+	name := unique("sops-key")
+	_, err = kube.CoreV1().Secrets("cattle-fleet-system").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name,
+		Annotations: map[string]string{bundle.SOPSNamespacesAnnotation: fleet.DefaultNamespace}},
+		Data: map[string][]byte{"team.agekey": []byte("# the team's key\n" + id.String() + "\n")}}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() {
+		_ = kube.CoreV1().Secrets("cattle-fleet-system").Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	return id.Recipient().String()
+}
+
+// served finds canary in any object the manager's apiserver serves (the fleet kinds, Contents
+// unzipped, Secrets, ConfigMaps, Events) and in any file of its etcd's data (every key, raw,
+// with its history): where it shows, or "".
+func served(ctx context.Context, canary []byte) string {
+	dyn, err := dynamic.NewForConfig(manager.RESTConfig())
+	Expect(err).NotTo(HaveOccurred())
+	for _, gvr := range []schema.GroupVersionResource{
+		{Group: "fleet.cattle.io", Version: "v1alpha1", Resource: "bundles"}, {Group: "fleet.cattle.io", Version: "v1alpha1", Resource: "bundledeployments"},
+		{Group: "fleet.cattle.io", Version: "v1alpha1", Resource: "contents"}, {Group: "fleet.cattle.io", Version: "v1alpha1", Resource: "clusters"},
+		{Version: "v1", Resource: "secrets"}, {Version: "v1", Resource: "configmaps"}, {Version: "v1", Resource: "events"},
+	} {
+		list, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		for _, o := range list.Items {
+			data, err := json.Marshal(o.Object)
+			Expect(err).NotTo(HaveOccurred())
+			if gvr.Resource == "contents" {
+				raw, _ := o.Object["content"].(string)
+				data = append(data, gunzipped(raw)...)
+			}
+			if bytes.Contains(data, canary) {
+				return gvr.Resource + " " + o.GetNamespace() + "/" + o.GetName()
+			}
+		}
+	}
+	return inEtcd(canary)
+}
+
+// inEtcd is the first file of the manager's etcd data holding b ("": none).
+func inEtcd(b []byte) string {
+	found := ""
+	Expect(filepath.WalkDir(filepath.Join(manager.Dir, "etcd"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || found != "" {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err == nil && bytes.Contains(data, b) {
+			found = "etcd file " + p
+		}
+		return err
+	})).To(Succeed())
+	return found
+}
+
+func gunzipped(b64 string) []byte {
+	var raw []byte
+	if err := json.Unmarshal([]byte(`"`+b64+`"`), &raw); err != nil {
+		return nil
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		return nil
+	}
+	out, _ := io.ReadAll(zr)
+	return out
+}
+
+var _ = Describe("a bundle's SOPS-encrypted Secret", func() {
+	It("is decrypted by the manager and sealed to this cluster's key: the Secret downstream holds the value, nothing of the manager's does", func(ctx context.Context) {
+		recipient := sopsKey(ctx)
+		nonce := make([]byte, 8)
+		_, _ = rand.Read(nonce)
+		canary := "canary-" + hex.EncodeToString(nonce)
+		plain := "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nstringData:\n  password: " + canary + "\n"
+		enc := sopstest.Encrypt(GinkgoT(), "db.yaml", []byte(plain), recipient, nil)
+		name := unique("sops")
+		ns := unique("sops-ns")
+		newBundle(name, fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns},
+			Resources: []fleet.BundleResource{res("db.yaml", string(enc)), res("cm.yaml", configMap("settings", "mode", "on"))}})
+		b := readyAndCurrent(name)
+		Expect(b.Spec.SealedFiles).To(HaveLen(1))
+		Eventually(func() string {
+			s, err := local.CoreV1().Secrets(ns).Get(ctx, "db", metav1.GetOptions{})
+			if err != nil {
+				return ""
+			}
+			return string(s.Data["password"])
+		}).Should(Equal(canary))
+
+		By("the canary is nowhere on the manager: no object it serves, no byte of its etcd")
+		Expect(served(ctx, []byte(canary))).To(BeEmpty())
+		Expect(inEtcd([]byte("password: ENC[AES256_GCM,"))).NotTo(BeEmpty(), "the scan reads what etcd holds: the Bundle's ciphertext")
+
+		By("another cluster's key does not unseal this cluster's copy, nor does this one elsewhere")
+		other, _, err := sealing.NewKey()
+		Expect(err).NotTo(HaveOccurred())
+		f := b.Spec.SealedFiles[0]
+		_, err = sealing.Unseal(other, sealing.Binding(b.Namespace, b.Name, "db.yaml"), f.Sealed)
+		Expect(err).To(HaveOccurred())
+	})
+
+	It("that no key of the manager's decrypts, or that was changed after encrypting, deploys nothing and says why", func(ctx context.Context) {
+		sopsKey(ctx)
+		stranger, err := age.GenerateX25519Identity()
+		Expect(err).NotTo(HaveOccurred())
+		enc := sopstest.Encrypt(GinkgoT(), "db.yaml", []byte("apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nstringData:\n  password: x\n"),
+			stranger.Recipient().String(), nil)
+		name := unique("sops-wrong")
+		newBundle(name, fleet.BundleSpec{Resources: []fleet.BundleResource{res("db.yaml", string(enc)), res("cm.yaml", configMap(name, "a", "b"))}})
+		Eventually(func() string {
+			b, err := api.Bundle().Get(fleet.DefaultNamespace, name, metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			if c := fleet.FindCondition(b.Status.Conditions, fleet.ConditionReady); c != nil {
+				return c.Message
+			}
+			return ""
+		}).Should(ContainSubstring("secrets: db.yaml: no key given to the manager decrypts it"))
+		Consistently(func() *fleet.BundleDeployment { return bd(name) }, "3s").Should(BeNil())
+	})
+})

@@ -1,0 +1,151 @@
+package bundle
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/fleetgo/fleet/internal/bundlereader"
+	"github.com/fleetgo/fleet/internal/sealing"
+	"github.com/fleetgo/fleet/internal/sopsfile"
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+)
+
+// SOPSNamespacesAnnotation, on a Secret of the manager's namespace, lists the namespaces (comma
+// separated, or "*") whose bundles' SOPS files its keys decrypt: data keys ending ".agekey" hold
+// age identities (one per line), those ending ".asc" armored OpenPGP private keys. A tenant, who
+// cannot read the manager's namespace, never sees them.
+const SOPSNamespacesAnnotation = "fleet.cattle.io/sops-namespaces"
+
+// bundleSecrets are a Bundle's SOPS files for one pass: their ciphertexts by name, and, once a
+// deployment needs one sealed, the files decrypted (kept for the pass only, never written).
+type bundleSecrets struct {
+	cipher map[string][]byte
+	plain  map[string][]byte
+}
+
+// secretsOf reads b's SOPS files and decrypts them with the keys its namespace was given, and
+// checks that every cluster it targets has a sealing key: a file that does not decrypt, or a
+// cluster without a key, fails the whole Bundle before anything is written (nil: it has none).
+func (h *handler) secretsOf(b *fleet.Bundle, plan []planned) (*bundleSecrets, error) {
+	s := &bundleSecrets{cipher: map[string][]byte{}}
+	for _, r := range b.Spec.Resources {
+		if !strings.Contains(r.Content, "sops") && r.Encoding == "" {
+			continue // plain text without SOPS metadata
+		}
+		data, err := bundlereader.Decode(r)
+		if err != nil {
+			return nil, err
+		}
+		if sopsfile.Is(r.Name, data) {
+			s.cipher[path.Clean(r.Name)] = data
+		}
+	}
+	if len(s.cipher) == 0 {
+		return nil, nil
+	}
+	if b.Spec.ContentsID != "" {
+		return nil, fmt.Errorf("secrets: SOPS files are not sealed for bundles whose contents a registry keeps")
+	}
+	var keyless []string
+	for _, p := range plan {
+		if p.namespace != "" && p.cluster.Status.Agent.SealingKey == "" {
+			keyless = append(keyless, p.cluster.Name)
+		}
+	}
+	if len(keyless) > 0 {
+		sort.Strings(keyless)
+		return nil, fmt.Errorf("secrets: clusters without a sealing key (their agents report one when they check in): %s",
+			strings.Join(keyless[:min(len(keyless), 5)], ", "))
+	}
+	keys, err := h.sopsKeys(b.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	s.plain = map[string][]byte{}
+	for name, data := range s.cipher {
+		plain, err := sopsfile.Decrypt(name, data, keys)
+		if err != nil {
+			return nil, fmt.Errorf("secrets: %w", err)
+		}
+		s.plain[name] = plain
+	}
+	return s, nil
+}
+
+// sopsKeys are the keys the manager's namespace holds for namespace ns.
+func (h *handler) sopsKeys(ns string) (sopsfile.Keys, error) {
+	var keys sopsfile.Keys
+	secrets, err := h.secrets.List(h.systemNamespace, labels.Everything())
+	if err != nil {
+		return keys, err
+	}
+	for _, s := range secrets {
+		allowed := strings.Split(s.Annotations[SOPSNamespacesAnnotation], ",")
+		if !slices.ContainsFunc(allowed, func(a string) bool { a = strings.TrimSpace(a); return a == ns || a == "*" }) {
+			continue
+		}
+		for k, v := range s.Data {
+			switch {
+			case strings.HasSuffix(k, ".agekey"):
+				for _, line := range strings.Split(string(v), "\n") {
+					if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+						keys.Age = append(keys.Age, line)
+					}
+				}
+			case strings.HasSuffix(k, ".asc"):
+				keys.PGP = append(keys.PGP, v)
+			}
+		}
+	}
+	if len(keys.Age) == 0 && len(keys.PGP) == 0 {
+		return keys, fmt.Errorf("secrets: no SOPS key for namespace %s: an admin gives one in a Secret of %s annotated %s", ns, h.systemNamespace, SOPSNamespacesAnnotation)
+	}
+	return keys, nil
+}
+
+// seal gives next, the deployment of cluster c, the Bundle's files sealed to c's key: those
+// whose source (ciphertext, key, binding) is unchanged from cur's are kept as they are.
+func (s *bundleSecrets) seal(c *fleet.Cluster, next, cur *fleet.BundleDeployment) error {
+	next.Spec.SealedFiles = nil
+	if s == nil {
+		return nil
+	}
+	key := c.Status.Agent.SealingKey
+	names := make([]string, 0, len(s.cipher))
+	for name := range s.cipher {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		bind := sealing.Binding(next.Namespace, next.Name, name)
+		f := fleet.SealedFile{Name: name, Source: sealing.Source(s.cipher[name], key, bind)}
+		if old := sealedFile(cur, name); old != nil && old.Source == f.Source {
+			f.Sealed = old.Sealed
+		} else {
+			sealed, err := sealing.Seal(key, bind, map[string][]byte{"file": s.plain[name]})
+			if err != nil {
+				return fmt.Errorf("secrets: sealing %s to cluster %s: %w", name, c.Name, err)
+			}
+			f.Sealed = sealed
+		}
+		next.Spec.SealedFiles = append(next.Spec.SealedFiles, f)
+	}
+	return nil
+}
+
+func sealedFile(bd *fleet.BundleDeployment, name string) *fleet.SealedFile {
+	if bd == nil {
+		return nil
+	}
+	for i := range bd.Spec.SealedFiles {
+		if bd.Spec.SealedFiles[i].Name == name {
+			return &bd.Spec.SealedFiles[i]
+		}
+	}
+	return nil
+}
