@@ -160,6 +160,7 @@ func main() {
 	flag.BoolVar(&stormOnly, "storm-only", false, "run only the registration storm (and its plain-client run) at each size")
 	plotOnly := flag.Bool("plot-only", false, "run nothing: draw the growth plots from the results in -out")
 	rolloutN := flag.Int("rollout", 0, "run only the progressive rollout experiment, at this many clusters")
+	secretsN := flag.Int("secrets", 0, "run only the sealed-secrets experiment, at this many clusters")
 	flag.Parse()
 	// The simulated agents log as the agent does; thousands of them would drown the figures.
 	logrus.SetLevel(logrus.WarnLevel)
@@ -174,6 +175,22 @@ func main() {
 	}()
 	if *plotOnly {
 		*only, *shards = -1, false
+	}
+	if *secretsN > 0 {
+		r, err := runSecrets(*fleetBin, *secretsN, *checkin)
+		base := fmt.Sprintf("secrets-%d", *secretsN)
+		if werr := write(*out, base, r); werr != nil && err == nil {
+			err = werr
+		}
+		if perr := plotProgress(*out, base, Run{Clusters: r.Clusters, Phases: r.Phases}); perr != nil && err == nil {
+			err = perr
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench secrets:", err)
+			stopAll()
+			os.Exit(1)
+		}
+		return
 	}
 	if *rolloutN > 0 {
 		r, err := runRollout(*fleetBin, *rolloutN, *checkin)

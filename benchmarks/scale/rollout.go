@@ -81,29 +81,18 @@ func runRollout(fleetBin string, n int, checkin time.Duration) (r RolloutRun, er
 	defer cancel()
 	r = RolloutRun{Date: time.Now().UTC().Format(time.RFC3339), Cores: runtime.NumCPU(), MemGiB: proc.MemTotalGiB(), Clusters: n,
 		SoakSeconds: rolloutSoak.Seconds()}
-	e, err := newEnv(ctx, fmt.Sprintf("rollout%d", n), checkin)
-	if err != nil {
-		return r, err
-	}
-	defer e.stop()
-	if err := e.startController(fleetBin, ""); err != nil {
-		return r, err
-	}
-	v, err := e.token(ctx, "sim")
-	if err != nil {
-		return r, err
-	}
-	x := &rolloutExperiment{e: e, n: n}
-	s := sim.New(sim.Options{Values: v, Prefix: "sim", Labels: simLabels, CheckinInterval: checkin,
+	x := &rolloutExperiment{n: n}
+	e, _, ph, err := simulated(ctx, fleetBin, "rollout", n, checkin, sim.Options{
 		GateFailure: func(_ string, bd *fleet.BundleDeployment) string {
 			if f := x.gateFailure.Load(); f != nil {
 				return (*f)(bd)
 			}
 			return ""
 		}})
-	s.Start(ctx)
-	fmt.Printf("[rollout %d] registering the simulated clusters\n", n)
-	ph, err := storm(ctx, e, s, n, 10*time.Minute+time.Duration(n)*100*time.Millisecond)
+	if e != nil {
+		defer e.stop()
+	}
+	x.e = e
 	r.Phases = append(r.Phases, ph)
 	if err != nil {
 		return r, err

@@ -33,6 +33,7 @@ import (
 	"github.com/fleetgo/fleet/internal/agent/clusterstatus"
 	"github.com/fleetgo/fleet/internal/agent/register"
 	"github.com/fleetgo/fleet/internal/registration"
+	"github.com/fleetgo/fleet/internal/sealing"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
@@ -63,6 +64,9 @@ type Options struct {
 	// GateFailure, when set, says why the agent of clientID fails the rollout gates bd asks for
 	// ("" : they pass): chosen clusters fail a gate, for tests and benchmarks.
 	GateFailure func(clientID string, bd *fleet.BundleDeployment) string
+	// Sealing gives each agent a sealing key, reported at check-in, with which it unseals the
+	// files the manager sealed to its cluster (spec.sealedFiles) before reporting them applied.
+	Sealing bool
 }
 
 // Agent is one simulated agent.
@@ -74,6 +78,8 @@ type Agent struct {
 	store      cache.Store
 	revisions  sync.Map // BundleDeployment name -> int: the simulated Helm revision
 	cancel     context.CancelFunc
+	// sealPrivate and sealPublic are its sealing key (Options.Sealing).
+	sealPrivate, sealPublic string
 }
 
 // Sim is the running simulation.
@@ -89,6 +95,9 @@ type Sim struct {
 	// Writes counts status writes accepted, Conflicts those refused as stale (retried), Errors
 	// the others.
 	Writes, Conflicts, Errors atomic.Int64
+	// Unsealed counts the sealed files the agents opened, UnsealFailures those that did not
+	// open (their deployments are not reported applied).
+	Unsealed, UnsealFailures atomic.Int64
 	// Progress, when set, is called after each accepted status write.
 	Progress func(bd *fleet.BundleDeployment)
 }
@@ -214,6 +223,11 @@ func (s *Sim) run(ctx context.Context, i int, a *Agent) error {
 	}
 	f := ff.Fleet().V1alpha1()
 	a.bds, a.clusters = f.BundleDeployment(), f.Cluster()
+	if s.o.Sealing {
+		if a.sealPrivate, a.sealPublic, err = sealing.NewKey(); err != nil {
+			return err
+		}
+	}
 	ns := a.Credential.ClusterNamespace
 	enqueue := func(obj any) {
 		if bd, ok := obj.(*fleet.BundleDeployment); ok && needsStatus(bd) {
@@ -235,7 +249,8 @@ func (s *Sim) run(ctx context.Context, i int, a *Agent) error {
 	a.cancel = cancel
 	go run.RunWithContext(actx)
 	hb := &clusterstatus.Heartbeat{Clusters: a.clusters, ClusterNamespace: a.Credential.ClusterObjectNamespace,
-		ClusterName: a.Credential.ClusterName, AgentNamespace: agentNamespace, Local: s.nodes, Interval: s.o.CheckinInterval}
+		ClusterName: a.Credential.ClusterName, AgentNamespace: agentNamespace, Local: s.nodes, Interval: s.o.CheckinInterval,
+		SealingKey: a.sealPublic}
 	go spreadHeartbeat(actx, hb, a.ClientID)
 	return nil
 }
@@ -300,6 +315,10 @@ func (s *Sim) work(ctx context.Context) bool {
 			rev++
 		}
 	}
+	if !s.unseal(a, bd) {
+		s.queue.Forget(it)
+		return true
+	}
 	cur := bd.DeepCopy()
 	failure := ""
 	if s.o.GateFailure != nil {
@@ -356,3 +375,17 @@ func (a *Agent) Stop() {
 
 // RESTConfig is a client configuration with the agent's credential.
 func (a *Agent) RESTConfig() *rest.Config { return register.NewSession(a.Credential).RESTConfig() }
+
+// unseal opens the files the manager sealed to a's cluster for bd, as the agent does before it
+// deploys: false when one does not open (bd is then not reported applied).
+func (s *Sim) unseal(a *Agent, bd *fleet.BundleDeployment) bool {
+	for _, f := range bd.Spec.SealedFiles {
+		if _, err := sealing.Unseal(a.sealPrivate, sealing.Binding(bd.Namespace, bd.Name, f.Name), f.Sealed); err != nil {
+			s.UnsealFailures.Add(1)
+			logrus.WithError(err).WithField("bundleDeployment", bd.Namespace+"/"+bd.Name).Debug("simulated agent: unsealing failed")
+			return false
+		}
+		s.Unsealed.Add(1)
+	}
+	return true
+}

@@ -5,6 +5,7 @@ package summary
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -236,4 +237,33 @@ const OfflineAfter = 3
 func Offline(c *fleet.Cluster, interval time.Duration, now time.Time) bool {
 	seen := c.Status.Agent.LastSeen
 	return !seen.IsZero() && now.Sub(seen.Time) > OfflineAfter*interval
+}
+
+// Sealed states of a BundleDeployment whose bundle carries secrets (spec.sealedFiles).
+const (
+	SealedWaiting  = "waiting"
+	SealedUnsealed = "unsealed"
+)
+
+// Sealed is where a deployment's sealed secrets stand: SealedUnsealed once its agent opened
+// them and deployed the deployment they came with, SealedWaiting before, "" when it has none.
+func Sealed(bd *fleet.BundleDeployment) string {
+	if len(bd.Spec.SealedFiles) == 0 {
+		return ""
+	}
+	if bd.Spec.DeploymentID != "" && bd.Status.AppliedDeploymentID == bd.Spec.DeploymentID && !deployFailed(bd) {
+		return SealedUnsealed
+	}
+	return SealedWaiting
+}
+
+// SealedNames adds the names of bd's sealed files to names, each once, in order.
+func SealedNames(names []string, bd *fleet.BundleDeployment) []string {
+	for _, f := range bd.Spec.SealedFiles {
+		if !slices.Contains(names, f.Name) {
+			names = append(names, f.Name)
+		}
+	}
+	slices.Sort(names)
+	return names
 }

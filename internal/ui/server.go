@@ -68,6 +68,9 @@ type slots struct {
 	n, max int
 }
 
+// templateFuncs are what the pages' templates may call.
+var templateFuncs = template.FuncMap{"lower": strings.ToLower, "join": strings.Join}
+
 func newSlots(max int) *slots { return &slots{max: max} }
 
 // take opens one when fewer than max are open.
@@ -116,7 +119,7 @@ func New(ctx context.Context, cfg *rest.Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	tmpl, err := template.New("ui").Funcs(template.FuncMap{"lower": strings.ToLower}).ParseFS(assets, "templates/*.html")
+	tmpl, err := template.New("ui").Funcs(templateFuncs).ParseFS(assets, "templates/*.html")
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,6 @@ package ui
 
 import (
 	"html/template"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -13,7 +12,7 @@ import (
 // them, actions fail. For reading objects kept elsewhere (a support dump) and for measuring
 // page times at sizes no test cluster holds (benchmarks/ui).
 func NewStatic(objs []runtime.Object) (*Server, error) {
-	tmpl, err := template.New("ui").Funcs(template.FuncMap{"lower": strings.ToLower}).ParseFS(assets, "templates/*.html")
+	tmpl, err := template.New("ui").Funcs(templateFuncs).ParseFS(assets, "templates/*.html")
 	if err != nil {
 		return nil, err
 	}

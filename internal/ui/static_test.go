@@ -86,3 +86,34 @@ func TestAlertsPageShowsLastDelivery(t *testing.T) {
 		}
 	}
 }
+
+// A bundle with sealed secrets names them, and each cluster where they are not unsealed yet.
+func TestRepoPageShowsSealedSecrets(t *testing.T) {
+	labels := func(cluster string) map[string]string {
+		return map[string]string{fleet.RepoLabel: "shop", fleet.BundleLabel: "shop-db", fleet.BundleNamespaceLabel: fleet.DefaultNamespace,
+			fleet.ClusterLabel: cluster, fleet.ClusterNamespaceLabel: fleet.DefaultNamespace}
+	}
+	sealed := []fleet.SealedFile{{Name: "db.yaml", Sealed: []byte("x"), Source: "s"}}
+	done := &fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Name: "shop-db", Namespace: "cluster-a", Labels: labels("a")},
+		Spec: fleet.BundleDeploymentSpec{DeploymentID: "d1", SealedFiles: sealed}, Status: fleet.BundleDeploymentStatus{AppliedDeploymentID: "d1", Ready: true, NonModified: true}}
+	waiting := &fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Name: "shop-db", Namespace: "cluster-b", Labels: labels("b")},
+		Spec: fleet.BundleDeploymentSpec{DeploymentID: "d1", SealedFiles: sealed}}
+	s, err := NewStatic([]runtime.Object{&fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: fleet.DefaultNamespace}},
+		&fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "shop-db", Namespace: fleet.DefaultNamespace, Labels: map[string]string{fleet.RepoLabel: "shop"}}},
+		done, waiting})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, found := s.render("/gitrepos/fleet-default/shop")
+	if !found {
+		t.Fatal("no page")
+	}
+	for _, want := range []string{"Secrets db.yaml: sealed to 2 clusters, unsealed on 1", "secrets not unsealed yet"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the GitRepo page does not show %q:\n%s", want, body)
+		}
+	}
+	if strings.Count(body, "secrets not unsealed yet") != 1 {
+		t.Errorf("not one cluster waiting:\n%s", body)
+	}
+}

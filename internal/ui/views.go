@@ -97,13 +97,18 @@ type bundleView struct {
 	Rollout                                *fleet.Rollout
 	Clusters                               []clusterRow
 	More                                   int
+	// Secrets are the bundle's sealed SOPS files; Unsealed of Sealed clusters opened them.
+	Secrets          []string
+	Sealed, Unsealed int
 }
 
 // clusterRow is a bundle's deployment to one cluster.
 type clusterRow struct {
 	Cluster, State, Message string
-	NonReady                []string
-	Modified                []fleet.ModifiedStatus
+	// Sealed is where the bundle's sealed secrets stand on the cluster (summary.Sealed).
+	Sealed   string
+	NonReady []string
+	Modified []fleet.ModifiedStatus
 }
 
 type repoView struct {
@@ -146,6 +151,15 @@ func (s *Server) repo(kind, ns, name string) repoView {
 			Ready: fmt.Sprintf("%d/%d", b.Status.Summary.Ready, b.Status.Summary.DesiredReady), State: summary.BundleState(b),
 			Message: summary.Problem(b.Status.Conditions, fleet.ConditionReady)}
 		bv.Clusters, bv.More = clusterRows(byBundle[b.Name])
+		for _, bd := range byBundle[b.Name] {
+			bv.Secrets = summary.SealedNames(bv.Secrets, bd)
+			switch summary.Sealed(bd) {
+			case summary.SealedUnsealed:
+				bv.Sealed, bv.Unsealed = bv.Sealed+1, bv.Unsealed+1
+			case summary.SealedWaiting:
+				bv.Sealed++
+			}
+		}
 		v.Bundles = append(v.Bundles, bv)
 	}
 	slices.SortFunc(v.Bundles, func(a, b bundleView) int { return strings.Compare(a.Name, b.Name) })
@@ -158,7 +172,7 @@ func clusterRows(bds []*fleet.BundleDeployment) ([]clusterRow, int) {
 	for _, bd := range bds {
 		st := summary.State(bd)
 		row := clusterRow{Cluster: bd.Labels[fleet.ClusterNamespaceLabel] + "/" + bd.Labels[fleet.ClusterLabel], State: stateOr(string(st), "Ready"),
-			Modified: bd.Status.ModifiedStatus}
+			Modified: bd.Status.ModifiedStatus, Sealed: summary.Sealed(bd)}
 		if st != fleet.Ready {
 			row.Message = summary.Message(bd, st)
 		}

@@ -247,7 +247,7 @@ func (d *differ) diff(a, b rendered, from, to string) string {
 	}
 	s := ""
 	if d.red.apply(a.out) != d.red.apply(b.out) {
-		s = unified(d.red.apply(a.out), d.red.apply(b.out), from, to)
+		s = sealedDiff(unified(d.red.apply(a.out), d.red.apply(b.out), from, to))
 	}
 	d.memo[k] = s
 	return s

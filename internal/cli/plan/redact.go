@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 
@@ -70,10 +71,19 @@ func (r *Redactor) doc(doc string) string {
 	if obj["kind"] != "Secret" {
 		return doc
 	}
+	_, sops := obj["sops"]
+	if sops {
+		// A SOPS file: the manager seals it to each cluster; the plan shows that its values
+		// are sealed, and which ciphertexts changed, never decrypting (sealedDiff).
+		obj["sops"] = "(SOPS metadata)"
+	}
 	for _, field := range []string{"data", "stringData"} {
 		if m, ok := obj[field].(map[string]any); ok {
 			for k, v := range m {
 				m[k] = r.marker(fmt.Sprint(v))
+				if sops {
+					m[k] = "(sealed " + strings.TrimPrefix(m[k].(string), "(redacted ")
+				}
 			}
 		}
 	}
@@ -92,4 +102,36 @@ func (r *Redactor) marker(value string) string {
 	m := hmac.New(sha256.New, r.key)
 	m.Write([]byte(value))
 	return "(redacted " + hex.EncodeToString(m.Sum(nil))[:8] + ")"
+}
+
+// sealedValue is a sealed value's line in a diff: its key and marker.
+var sealedValue = regexp.MustCompile(`^([-+ ])(\s*[^:\s]+:) \(sealed [0-9a-f]{8}\)$`)
+
+// sealedDiff says of each sealed value in a diff whether it changed: "(sealed, changed)" where
+// the ciphertext of its key changed, "(sealed, new)" where it was not there, "(sealed)" on
+// the side removed and in the context; the markers, which tell nothing more, go.
+func sealedDiff(diff string) string {
+	if !strings.Contains(diff, "(sealed ") {
+		return diff
+	}
+	lines := strings.Split(diff, "\n")
+	removed := map[string]bool{}
+	for _, l := range lines {
+		if m := sealedValue.FindStringSubmatch(l); m != nil && m[1] == "-" {
+			removed[strings.TrimSpace(m[2])] = true
+		}
+	}
+	for i, l := range lines {
+		m := sealedValue.FindStringSubmatch(l)
+		switch {
+		case m == nil:
+		case m[1] != "+":
+			lines[i] = m[1] + m[2] + " (sealed)"
+		case removed[strings.TrimSpace(m[2])]:
+			lines[i] = m[1] + m[2] + " (sealed, changed)"
+		default:
+			lines[i] = m[1] + m[2] + " (sealed, new)"
+		}
+	}
+	return strings.Join(lines, "\n")
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fleetgo/fleet/internal/cli/termtext"
+	"github.com/fleetgo/fleet/internal/summary"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
@@ -74,6 +75,9 @@ func Print(w io.Writer, r *Report, s Style) error {
 			if ro := bu.Rollout; ro != nil {
 				fmt.Fprintf(&b, "%s%s\n", indent, s.rollout(ro))
 			}
+			if len(bu.Secrets) > 0 {
+				fmt.Fprintf(&b, "%s%s\n", indent, secretsLine(bu))
+			}
 			width := 0
 			for _, c := range bu.Clusters {
 				width = max(width, len(c.Name))
@@ -101,6 +105,20 @@ func (s Style) rollout(ro *Rollout) string {
 	return line
 }
 
+// secretsLine names a Bundle's sealed secrets and on how many of its clusters they are unsealed.
+func secretsLine(bu Bundle) string {
+	sealed, unsealed := 0, 0
+	for _, c := range bu.Clusters {
+		if c.Sealed != "" {
+			sealed++
+		}
+		if c.Sealed == summary.SealedUnsealed {
+			unsealed++
+		}
+	}
+	return fmt.Sprintf("secrets %s: sealed to %d clusters, unsealed on %d", printable(strings.Join(bu.Secrets, ", ")), sealed, unsealed)
+}
+
 func (s Style) details(c Cluster) string {
 	var parts []string
 	if c.OlderCommit != "" {
@@ -110,6 +128,9 @@ func (s Style) details(c Cluster) string {
 		parts = append(parts, s.paint(red, "offline "+ago(s.Now.Sub(*c.LastSeen))))
 	} else if c.Offline {
 		parts = append(parts, s.paint(red, "offline"))
+	}
+	if c.Sealed == summary.SealedWaiting {
+		parts = append(parts, s.paint(yellow, "secrets not unsealed yet"))
 	}
 	if c.Message != "" {
 		parts = append(parts, oneLine(c.Message))

@@ -17,9 +17,9 @@ func report() *Report {
 		Commit: "1a2b3c4d5e6f", LatestCommit: "9f8e7d6c5b4a", State: "NotReady", ReadyClusters: 1, DesiredReadyClusters: 3,
 		Error: "NotReady(1) [Cluster fleet-default/prod: deployment.apps shop/web: 1/2 replicas]\nsecond line", Complete: true,
 		Bundles: []Bundle{
-			{Name: "shop-db", State: "Ready", Ready: 3, Desired: 3, Clusters: []Cluster{
-				{Name: "dev", State: "Ready", LastSeen: &seen}, {Name: "edge", State: "Ready", LastSeen: &seen},
-				{Name: "prod", State: "Ready", LastSeen: &seen}}},
+			{Name: "shop-db", State: "Ready", Ready: 3, Desired: 3, Secrets: []string{"db.yaml"}, Clusters: []Cluster{
+				{Name: "dev", State: "Ready", LastSeen: &seen, Sealed: "unsealed"}, {Name: "edge", State: "Ready", LastSeen: &seen, Sealed: "waiting"},
+				{Name: "prod", State: "Ready", LastSeen: &seen, Sealed: "unsealed"}}},
 			{Name: "shop-web", State: "NotReady", Ready: 1, Desired: 3, Clusters: []Cluster{
 				{Name: "dev", State: "Ready", LastSeen: &seen},
 				{Name: "edge", State: "WaitApplied", OlderCommit: "0badc0ffee00", LastSeen: &long, Offline: true},

@@ -57,6 +57,8 @@ type Bundle struct {
 	Clusters []Cluster `json:"clusters"`
 	// Rollout is where the Bundle's progressive rollout stands, when it has one.
 	Rollout *Rollout `json:"rollout,omitempty"`
+	// Secrets are its SOPS files, sealed to each cluster (docs/secrets.md).
+	Secrets []string `json:"secrets,omitempty"`
 }
 
 // Rollout is a Bundle's progressive rollout (a RolloutPolicy's stages).
@@ -100,6 +102,9 @@ type Cluster struct {
 	LastSeen *time.Time `json:"lastSeen,omitempty"`
 	Offline  bool       `json:"offline,omitempty"`
 	Message  string     `json:"message,omitempty"`
+	// Sealed, for a Bundle with secrets: "unsealed" once the agent opened this cluster's copies
+	// and deployed them, "waiting" before.
+	Sealed string `json:"sealed,omitempty"`
 }
 
 // Ready says whether every GitRepo of the report is ready at its latest commit.
@@ -211,6 +216,7 @@ func gather(api fleetcontrollers.Interface, gr *fleet.GitRepo, clusters map[stri
 			for j := range bds {
 				if bds[j].Labels[fleet.BundleLabel] == b.Name {
 					out.Clusters = append(out.Clusters, fromDeployment(&bds[j], gr.Status.Commit, clusters))
+					out.Secrets = summary.SealedNames(out.Secrets, &bds[j])
 				}
 			}
 		} else {
@@ -230,6 +236,7 @@ func fromDeployment(bd *fleet.BundleDeployment, commit string, clusters map[stri
 		c.OlderCommit = cm
 	}
 	c.Message = deploymentMessage(bd)
+	c.Sealed = summary.Sealed(bd)
 	agent(&c, clusters)
 	return c
 }
