@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/fleetgo/fleet/internal/agent/sealkey"
 	"github.com/fleetgo/fleet/internal/controller/bundle"
 	"github.com/fleetgo/fleet/internal/sealing"
 	"github.com/fleetgo/fleet/internal/sopsfile/sopstest"
@@ -133,6 +134,26 @@ var _ = Describe("a bundle's SOPS-encrypted Secret", func() {
 		f := b.Spec.SealedFiles[0]
 		_, err = sealing.Unseal(other, sealing.Binding(b.Namespace, b.Name, "db.yaml"), f.Sealed)
 		Expect(err).To(HaveOccurred())
+
+		By("the cluster's key rotated: the manager seals its copy again, to the new key")
+		stopAgent()
+		Expect(local.CoreV1().Secrets(agentNS).Delete(ctx, sealkey.SecretName, metav1.DeleteOptions{})).To(Succeed())
+		startAgent()
+		var private string
+		Eventually(func() error {
+			s, err := local.CoreV1().Secrets(agentNS).Get(ctx, sealkey.SecretName, metav1.GetOptions{})
+			if err == nil {
+				private = string(s.Data["private"])
+			}
+			return err
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			cur := bd(name)
+			g.Expect(cur.Spec.SealedFiles).To(HaveLen(1))
+			g.Expect(cur.Spec.SealedFiles[0].Source).NotTo(Equal(f.Source))
+			_, err := sealing.Unseal(private, sealing.Binding(cur.Namespace, cur.Name, "db.yaml"), cur.Spec.SealedFiles[0].Sealed)
+			g.Expect(err).NotTo(HaveOccurred())
+		}).Should(Succeed())
 	})
 
 	It("that no key of the manager's decrypts, or that was changed after encrypting, deploys nothing and says why", func(ctx context.Context) {
