@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/fleetgo/fleet/integrationtests/testenv"
 	"github.com/fleetgo/fleet/internal/agent/sealkey"
 	"github.com/fleetgo/fleet/internal/controller/bundle"
 	"github.com/fleetgo/fleet/internal/sealing"
@@ -173,5 +174,12 @@ var _ = Describe("a bundle's SOPS-encrypted Secret", func() {
 			return ""
 		}).Should(ContainSubstring("secrets: db.yaml: no key given to the manager decrypts it"))
 		Consistently(func() *fleet.BundleDeployment { return bd(name) }, "3s").Should(BeNil())
+		kube, err := manager.Clientset()
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) {
+			ev, err := testenv.Events(ctx, kube, fleet.DefaultNamespace, "Bundle", name)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(ev["SecretsRefused"]).To(ContainElement(ContainSubstring("db.yaml: no key given to the manager decrypts it")))
+		}).Should(Succeed())
 	})
 })

@@ -7,7 +7,8 @@
 // Reasons are stable (scripts may select on them):
 //
 //	GitRepo           GotNewCommit, Applied, ApplyFailed, RestrictionRefused, RolloutHalted
-//	Bundle            TargetsChanged, RolloutPaused, RolloutHalted, RolloutComplete (progressive rollouts)
+//	Bundle            TargetsChanged, RolloutPaused, RolloutHalted, RolloutComplete (progressive rollouts),
+//	                  SecretsRefused (a SOPS file that does not decrypt, a cluster without a sealing key)
 //	Cluster           Registered (internal/controller/registration), Offline, BackOnline
 //	BundleDeployment  Deployed, DeployFailed, DriftDetected, DriftCorrected
 package events
@@ -42,6 +43,7 @@ const (
 	RolloutPaused      = "RolloutPaused"
 	RolloutHalted      = "RolloutHalted"
 	RolloutComplete    = "RolloutComplete"
+	SecretsRefused     = "SecretsRefused"
 	Registered         = "Registered"
 	Offline            = "Offline"
 	BackOnline         = "BackOnline"
@@ -155,11 +157,23 @@ func bundle(r record.EventRecorder, old, cur *fleet.Bundle) {
 	if c := turned(old.Status.Conditions, cur.Status.Conditions, fleet.ConditionRollout, corev1.ConditionFalse); c != nil {
 		r.Event(cur, corev1.EventTypeWarning, RolloutHalted, c.Message)
 	}
+	if msg := secretsProblem(cur); msg != "" && msg != secretsProblem(old) {
+		r.Event(cur, corev1.EventTypeWarning, SecretsRefused, msg)
+	}
 	if c := fleet.FindCondition(cur.Status.Conditions, fleet.ConditionRollout); c != nil && c.Reason == fleet.RolloutComplete {
 		if o := fleet.FindCondition(old.Status.Conditions, fleet.ConditionRollout); o != nil && o.Reason != fleet.RolloutComplete {
 			r.Event(cur, corev1.EventTypeNormal, RolloutComplete, c.Message)
 		}
 	}
+}
+
+// secretsProblem is why a Bundle's SOPS files hold it back, as its Ready condition says ("":
+// they do not).
+func secretsProblem(b *fleet.Bundle) string {
+	if c := fleet.FindCondition(b.Status.Conditions, fleet.ConditionReady); c != nil && strings.HasPrefix(c.Message, "secrets: ") {
+		return c.Message
+	}
+	return ""
 }
 
 // pausedAt says which partition holds the rollout back: one with more unavailable deployments
