@@ -158,22 +158,22 @@ var _ = Describe("a bundle's SOPS-encrypted Secret", func() {
 	})
 
 	It("that no key of the manager's decrypts, or that was changed after encrypting, deploys nothing and says why", func(ctx context.Context) {
-		sopsKey(ctx)
+		recipient := sopsKey(ctx)
+		tampered := unique("sops-tampered")
+		enc := sopstest.Encrypt(GinkgoT(), "db.yaml", []byte("apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\n  replicas_unencrypted: \"1\"\nstringData:\n  password: x\n"),
+			recipient, nil)
+		enc = bytes.Replace(enc, []byte(`replicas_unencrypted: "1"`), []byte(`replicas_unencrypted: "2"`), 1)
+		newBundle(tampered, fleet.BundleSpec{Resources: []fleet.BundleResource{res("db.yaml", string(enc))}})
+		Eventually(func() string { return readyMessage(tampered) }).Should(ContainSubstring("secrets: db.yaml: the MAC does not match"))
+
 		stranger, err := age.GenerateX25519Identity()
 		Expect(err).NotTo(HaveOccurred())
-		enc := sopstest.Encrypt(GinkgoT(), "db.yaml", []byte("apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nstringData:\n  password: x\n"),
+		enc = sopstest.Encrypt(GinkgoT(), "db.yaml", []byte("apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nstringData:\n  password: x\n"),
 			stranger.Recipient().String(), nil)
 		name := unique("sops-wrong")
 		newBundle(name, fleet.BundleSpec{Resources: []fleet.BundleResource{res("db.yaml", string(enc)), res("cm.yaml", configMap(name, "a", "b"))}})
-		Eventually(func() string {
-			b, err := api.Bundle().Get(fleet.DefaultNamespace, name, metav1.GetOptions{})
-			Expect(err).NotTo(HaveOccurred())
-			if c := fleet.FindCondition(b.Status.Conditions, fleet.ConditionReady); c != nil {
-				return c.Message
-			}
-			return ""
-		}).Should(ContainSubstring("secrets: db.yaml: no key given to the manager decrypts it"))
-		Consistently(func() *fleet.BundleDeployment { return bd(name) }, "3s").Should(BeNil())
+		Eventually(func() string { return readyMessage(name) }).Should(ContainSubstring("secrets: db.yaml: no key given to the manager decrypts it"))
+		Consistently(func() []*fleet.BundleDeployment { return []*fleet.BundleDeployment{bd(name), bd(tampered)} }, "3s").Should(HaveEach(BeNil()))
 		kube, err := manager.Clientset()
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(func(g Gomega) {
@@ -183,3 +183,13 @@ var _ = Describe("a bundle's SOPS-encrypted Secret", func() {
 		}).Should(Succeed())
 	})
 })
+
+// readyMessage is the message of a Bundle's Ready condition.
+func readyMessage(name string) string {
+	b, err := api.Bundle().Get(fleet.DefaultNamespace, name, metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	if c := fleet.FindCondition(b.Status.Conditions, fleet.ConditionReady); c != nil {
+		return c.Message
+	}
+	return ""
+}
