@@ -109,7 +109,7 @@ var _ = Describe("a bundle's SOPS-encrypted Secret", func() {
 		nonce := make([]byte, 8)
 		_, _ = rand.Read(nonce)
 		canary := "canary-" + hex.EncodeToString(nonce)
-		plain := "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nstringData:\n  password: " + canary + "\n"
+		plain := "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nstringData:\n  password: " + canary + "\n  host: ${ .ClusterName }.db.example\n"
 		enc := sopstest.Encrypt(GinkgoT(), "db.yaml", []byte(plain), recipient, nil)
 		name := unique("sops")
 		ns := unique("sops-ns")
@@ -124,6 +124,9 @@ var _ = Describe("a bundle's SOPS-encrypted Secret", func() {
 			}
 			return string(s.Data["password"])
 		}).Should(Equal(canary))
+		s, err := local.CoreV1().Secrets(ns).Get(ctx, "db", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(s.Data["host"])).To(Equal(clusterName+".db.example"), "templated for the cluster inside the decrypted file")
 
 		By("the canary is nowhere on the manager: no object it serves, no byte of its etcd")
 		Expect(served(ctx, []byte(canary))).To(BeEmpty())

@@ -2,6 +2,8 @@ package target
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -202,4 +204,30 @@ func render(name, text string, ctx map[string]any) (string, error) {
 		return "", fmt.Errorf("%s: %w", name, err)
 	}
 	return buf.String(), nil
+}
+
+// TemplatedFile says whether a decrypted file holds "${ }" templates.
+func TemplatedFile(plain []byte) bool { return bytes.Contains(plain, []byte(leftDelim)) }
+
+// RenderFile renders a decrypted SOPS file for cluster c: the file is one template, as Helm
+// values are (delimiters "${" and "}", the same cluster context). It is parsed afresh and not
+// kept: a secret's text stays in no memo.
+func RenderFile(name string, plain []byte, c *fleet.Cluster) ([]byte, error) {
+	t, err := template.New(name).Delims(leftDelim, rightDelim).Funcs(funcMap()).Option("missingkey=error").Parse(string(plain))
+	if err != nil {
+		return nil, fmt.Errorf("%s: invalid template: %w", name, err)
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, templateContext(c)); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// ContextHash fingerprints what a cluster's templates see of it (name, namespace, labels,
+// annotations, template values): a templated file is rendered again when it changes.
+func ContextHash(c *fleet.Cluster) string {
+	data, _ := json.Marshal(templateContext(c))
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8])
 }

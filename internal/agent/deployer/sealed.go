@@ -50,7 +50,7 @@ func (h *handler) unseal(bd *fleet.BundleDeployment, name string, ciphertext []b
 		if f.Name != name {
 			continue
 		}
-		if f.Source != sealing.Source(ciphertext, h.sealing.Public, bind) {
+		if f.Source != sealing.Source(ciphertext, h.sealing.Public, bind+f.Context) {
 			return nil, fmt.Errorf("sealed from another ciphertext or to another key: the manager seals it again")
 		}
 		data, err := sealing.Unseal(h.sealing.Private, bind, f.Sealed)

@@ -12,6 +12,7 @@ import (
 	"github.com/fleetgo/fleet/internal/bundlereader"
 	"github.com/fleetgo/fleet/internal/sealing"
 	"github.com/fleetgo/fleet/internal/sopsfile"
+	"github.com/fleetgo/fleet/internal/target"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
@@ -73,8 +74,28 @@ func (h *handler) secretsOf(b *fleet.Bundle, plan []planned) (*bundleSecrets, er
 			return nil, fmt.Errorf("secrets: %w", err)
 		}
 		s.plain[name] = plain
+		if err := renders(name, plain, plan); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
+}
+
+// renders checks that a templated file renders for every targeted cluster, before any is
+// written.
+func renders(name string, plain []byte, plan []planned) error {
+	if !target.TemplatedFile(plain) {
+		return nil
+	}
+	for _, p := range plan {
+		if p.namespace == "" {
+			continue
+		}
+		if _, err := target.RenderFile(name, plain, p.cluster); err != nil {
+			return fmt.Errorf("secrets: cluster %s: %w", p.cluster.Name, err)
+		}
+	}
+	return nil
 }
 
 // sopsKeys are the keys the manager's namespace holds for namespace ns.
@@ -123,11 +144,22 @@ func (s *bundleSecrets) seal(c *fleet.Cluster, next, cur *fleet.BundleDeployment
 	sort.Strings(names)
 	for _, name := range names {
 		bind := sealing.Binding(next.Namespace, next.Name, name)
-		f := fleet.SealedFile{Name: name, Source: sealing.Source(s.cipher[name], key, bind)}
+		plain := s.plain[name]
+		f := fleet.SealedFile{Name: name}
+		if target.TemplatedFile(plain) {
+			f.Context = target.ContextHash(c)
+		}
+		f.Source = sealing.Source(s.cipher[name], key, bind+f.Context)
 		if old := sealedFile(cur, name); old != nil && old.Source == f.Source {
 			f.Sealed = old.Sealed
 		} else {
-			sealed, err := sealing.Seal(key, bind, map[string][]byte{"file": s.plain[name]})
+			if f.Context != "" {
+				var err error
+				if plain, err = target.RenderFile(name, plain, c); err != nil {
+					return fmt.Errorf("secrets: cluster %s: %w", c.Name, err)
+				}
+			}
+			sealed, err := sealing.Seal(key, bind, map[string][]byte{"file": plain})
 			if err != nil {
 				return fmt.Errorf("secrets: sealing %s to cluster %s: %w", name, c.Name, err)
 			}

@@ -86,8 +86,11 @@ type SealedFile struct {
 	// Sealed is the decrypted file, sealed.
 	Sealed []byte `json:"sealed"`
 	// Source fingerprints what was sealed (the file's ciphertext, the key sealed to, the
-	// binding): the manager seals again only when it changes.
+	// binding, the Context): the manager seals again only when it changes.
 	Source string `json:"source"`
+	// Context fingerprints what the file's "${ }" templates saw of the cluster (empty: it has
+	// none).
+	Context string `json:"context,omitempty"`
 }
 
 // BundleDeploymentStatus is written by the agent (deploy results, readiness, drift) and by the
