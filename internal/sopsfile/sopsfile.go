@@ -41,6 +41,9 @@ func formatOf(name string) formats.Format {
 // Is reports whether data, the file name of a bundle, is SOPS-encrypted: its SOPS metadata
 // (version and MAC) are where SOPS writes them for its format.
 func Is(name string, data []byte) bool {
+	if !bytes.Contains(data, []byte("sops")) {
+		return false // most files, at the cost of one scan
+	}
 	switch formatOf(name) {
 	case formats.Dotenv, formats.Ini:
 		return bytes.Contains(data, []byte("sops_version")) && bytes.Contains(data, []byte("sops_mac"))

@@ -64,7 +64,7 @@ func (h *handler) deploy(b *fleet.Bundle, status fleet.BundleStatus) (fleet.Bund
 	}
 	// A SOPS file that does not decrypt, or a cluster without a key, fails the Bundle as a plan
 	// error does: nothing is written, what is deployed stays.
-	secrets, planErr := h.secretsOf(b, plan)
+	secrets, planErr := h.secretsOf(b, plan, contentName)
 	if planErr != nil {
 		return h.rollup(b, status, nil, nil, planErr), nil
 	}

@@ -32,6 +32,9 @@ type memory struct {
 	sums sync.Map
 	// refusedRollbacks are the revisions, by Bundle UID, a rollback to which was refused (warned).
 	refusedRollbacks sync.Map
+	// noSecrets are the contents, by Bundle UID, read and found to hold no SOPS file
+	// (secrets.go): a pass over them reads them no more.
+	noSecrets sync.Map
 }
 
 func newMemory() *memory {
@@ -138,6 +141,22 @@ func (m *memory) bundleGone(b *fleet.Bundle) {
 	m.plans.drop(b)
 	m.sums.Delete(b.UID)
 	m.refusedRollbacks.Delete(b.UID)
+	m.noSecrets.Delete(b.UID)
+}
+
+// secretsRead: b's contents were read for SOPS files; none says they hold none.
+func (m *memory) secretsRead(b *fleet.Bundle, content string, none bool) {
+	if none {
+		m.noSecrets.Store(b.UID, content)
+	} else {
+		m.noSecrets.Delete(b.UID)
+	}
+}
+
+// noSecretsIn says whether b's contents were read before and hold no SOPS file.
+func (m *memory) noSecretsIn(b *fleet.Bundle, content string) bool {
+	v, ok := m.noSecrets.Load(b.UID)
+	return ok && v == content
 }
 
 // rollbackRefused: a rollback of b to revision was refused; true the first time for that

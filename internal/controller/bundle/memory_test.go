@@ -133,3 +133,26 @@ func TestMemorySeenAndSums(t *testing.T) {
 		t.Fatal("a deleted Bundle's sum is kept")
 	}
 }
+
+// Contents read and found without SOPS files are not read again; other contents, a Bundle that
+// has them, or a deleted Bundle are.
+func TestMemoryNoSecrets(t *testing.T) {
+	m := newMemory()
+	b := &fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "ns", UID: "u1"}}
+	if m.noSecretsIn(b, "s-1") {
+		t.Fatal("unread contents known")
+	}
+	m.secretsRead(b, "s-1", true)
+	if !m.noSecretsIn(b, "s-1") || m.noSecretsIn(b, "s-2") {
+		t.Fatal("read contents not known, or other contents known")
+	}
+	m.secretsRead(b, "s-2", false)
+	if m.noSecretsIn(b, "s-1") || m.noSecretsIn(b, "s-2") {
+		t.Fatal("contents with SOPS files known as without")
+	}
+	m.secretsRead(b, "s-3", true)
+	m.bundleGone(b)
+	if m.noSecretsIn(b, "s-3") {
+		t.Fatal("kept past the Bundle's deletion")
+	}
+}

@@ -32,7 +32,10 @@ type bundleSecrets struct {
 // secretsOf reads b's SOPS files and decrypts them with the keys its namespace was given, and
 // checks that every cluster it targets has a sealing key: a file that does not decrypt, or a
 // cluster without a key, fails the whole Bundle before anything is written (nil: it has none).
-func (h *handler) secretsOf(b *fleet.Bundle, plan []planned) (*bundleSecrets, error) {
+func (h *handler) secretsOf(b *fleet.Bundle, plan []planned, contentName string) (*bundleSecrets, error) {
+	if h.mem.noSecretsIn(b, contentName) {
+		return nil, nil // these contents were read before
+	}
 	s := &bundleSecrets{cipher: map[string][]byte{}}
 	for _, r := range b.Spec.Resources {
 		if !strings.Contains(r.Content, "sops") && r.Encoding == "" {
@@ -46,6 +49,7 @@ func (h *handler) secretsOf(b *fleet.Bundle, plan []planned) (*bundleSecrets, er
 			s.cipher[path.Clean(r.Name)] = data
 		}
 	}
+	h.mem.secretsRead(b, contentName, len(s.cipher) == 0)
 	if len(s.cipher) == 0 {
 		return nil, nil
 	}
