@@ -2,23 +2,15 @@ package agent_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
-	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 
 	"filippo.io/age"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/fleetgo/fleet/integrationtests/testenv"
 	"github.com/fleetgo/fleet/internal/agent/sealkey"
@@ -46,61 +38,18 @@ func sopsKey(ctx context.Context) string {
 	return id.Recipient().String()
 }
 
-// served finds canary in any object the manager's apiserver serves (the fleet kinds, Contents
-// unzipped, Secrets, ConfigMaps, Events) and in any file of its etcd's data (every key, raw,
-// with its history): where it shows, or "".
+// served is where canary shows on the manager ("": nowhere).
 func served(ctx context.Context, canary []byte) string {
-	dyn, err := dynamic.NewForConfig(manager.RESTConfig())
+	where, err := testenv.Served(ctx, manager, canary)
 	Expect(err).NotTo(HaveOccurred())
-	for _, gvr := range []schema.GroupVersionResource{
-		{Group: "fleet.cattle.io", Version: "v1alpha1", Resource: "bundles"}, {Group: "fleet.cattle.io", Version: "v1alpha1", Resource: "bundledeployments"},
-		{Group: "fleet.cattle.io", Version: "v1alpha1", Resource: "contents"}, {Group: "fleet.cattle.io", Version: "v1alpha1", Resource: "clusters"},
-		{Version: "v1", Resource: "secrets"}, {Version: "v1", Resource: "configmaps"}, {Version: "v1", Resource: "events"},
-	} {
-		list, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
-		Expect(err).NotTo(HaveOccurred())
-		for _, o := range list.Items {
-			data, err := json.Marshal(o.Object)
-			Expect(err).NotTo(HaveOccurred())
-			if gvr.Resource == "contents" {
-				raw, _ := o.Object["content"].(string)
-				data = append(data, gunzipped(raw)...)
-			}
-			if bytes.Contains(data, canary) {
-				return gvr.Resource + " " + o.GetNamespace() + "/" + o.GetName()
-			}
-		}
-	}
-	return inEtcd(canary)
+	return where
 }
 
 // inEtcd is the first file of the manager's etcd data holding b ("": none).
 func inEtcd(b []byte) string {
-	found := ""
-	Expect(filepath.WalkDir(filepath.Join(manager.Dir, "etcd"), func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || found != "" {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		if err == nil && bytes.Contains(data, b) {
-			found = "etcd file " + p
-		}
-		return err
-	})).To(Succeed())
-	return found
-}
-
-func gunzipped(b64 string) []byte {
-	var raw []byte
-	if err := json.Unmarshal([]byte(`"`+b64+`"`), &raw); err != nil {
-		return nil
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(raw))
-	if err != nil {
-		return nil
-	}
-	out, _ := io.ReadAll(zr)
-	return out
+	where, err := testenv.InEtcd(manager, b)
+	Expect(err).NotTo(HaveOccurred())
+	return where
 }
 
 var _ = Describe("a bundle's SOPS-encrypted Secret", func() {

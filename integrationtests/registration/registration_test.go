@@ -526,6 +526,10 @@ var _ = Describe("cluster registration", Ordered, func() {
 		Consistently(deployedValue(downA, "only-prod"), 2*time.Second).Should(BeEmpty())
 	})
 
+	It("seals a SOPS file from git to each of two clusters' own keys: each Secret downstream holds its value, nothing of the manager's does, and one cluster's agent opens nothing of another's", func(ctx context.Context) {
+		sealsGitSecretsToEachCluster(ctx, downA, downB)
+	})
+
 	It("maps a re-registration of the same cluster to the same Cluster, with the labels it had", func() {
 		stopA()
 		ctx := context.Background()
