@@ -136,6 +136,24 @@ var _ = Describe("a bundle's SOPS-encrypted Secret", func() {
 	})
 })
 
+var _ = Describe("Helm values kept in a SOPS Secret", func() {
+	It("reach a chart through helm.valuesFrom, from a bundle it depends on, and nothing of the manager's holds them", func(ctx context.Context) {
+		recipient := sopsKey(ctx)
+		canary := unique("canary-values")
+		plain := "apiVersion: v1\nkind: Secret\nmetadata:\n  name: chart-values\nstringData:\n  values.yaml: |\n    password: " + canary + "\n"
+		ns := unique("sops-values-ns")
+		src, user := unique("sops-values"), unique("sops-values-user")
+		newBundle(src, fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns},
+			Resources: []fleet.BundleResource{res("values.yaml", string(sopstest.Encrypt(GinkgoT(), "values.yaml", []byte(plain), recipient, nil)))}})
+		newBundle(user, fleet.BundleSpec{DependsOn: []fleet.BundleRef{{Name: src}},
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns, Helm: &fleet.HelmOptions{
+				ValuesFrom: []fleet.ValuesFrom{{SecretKeyRef: &fleet.SecretKeySelector{Name: "chart-values", Namespace: ns, Key: "values.yaml"}}}}},
+			Resources: []fleet.BundleResource{res("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: uses\ndata:\n  password: {{ .Values.password }}\n")}})
+		Eventually(cmData(ns, "uses")).Should(HaveKeyWithValue("password", canary))
+		Expect(served(ctx, []byte(canary))).To(BeEmpty())
+	})
+})
+
 // readyMessage is the message of a Bundle's Ready condition.
 func readyMessage(name string) string {
 	b, err := api.Bundle().Get(fleet.DefaultNamespace, name, metav1.GetOptions{})

@@ -15,6 +15,7 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fleetgo/fleet/internal/sopsfile"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
@@ -155,6 +156,11 @@ func mergeValuesFiles(bad func(key, format string, args ...any) error, dir strin
 		data, err := readWithin(dir, name)
 		if err != nil {
 			return bad(key, "values file %q not found in the bundle", name)
+		}
+		if sopsfile.Is(name, data) {
+			// Merged, its values would sit in the Bundle in plain text: refused, not half-done.
+			return bad(key, "values file %q is SOPS-encrypted: values files are merged into the Bundle, so only a SOPS Secret "+
+				"is sealed to each cluster; put the values in one and read it with helm.valuesFrom (docs/secrets.md)", name)
 		}
 		vals := map[string]any{}
 		if err := yaml.Unmarshal(data, &vals); err != nil {
