@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/fleetgo/fleet/integrationtests/testenv"
 	"github.com/fleetgo/fleet/internal/agent/sealkey"
@@ -133,6 +134,40 @@ var _ = Describe("a bundle's SOPS-encrypted Secret", func() {
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(ev["SecretsRefused"]).To(ContainElement(ContainSubstring("db.yaml: no key given to the manager decrypts it")))
 		}).Should(Succeed())
+	})
+})
+
+var _ = Describe("a bundle's SOPS file aimed at a cluster without a sealing key", func() {
+	It("deploys to no cluster and names the one without a key; once its key is reported, it deploys everywhere", func(ctx context.Context) {
+		recipient := sopsKey(ctx)
+		keyless, name, ns := unique("keyless"), unique("sops-keyless"), unique("sops-keyless-ns")
+		_, err := api.Cluster().Create(&fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: keyless, Namespace: fleet.DefaultNamespace}})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { _ = api.Cluster().Delete(fleet.DefaultNamespace, keyless, nil) })
+		Eventually(func() string {
+			c, err := api.Cluster().Get(fleet.DefaultNamespace, keyless, metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			return c.Status.Namespace
+		}).ShouldNot(BeEmpty())
+		enc := sopstest.Encrypt(GinkgoT(), "db.yaml", []byte("apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nstringData:\n  password: x\n"), recipient, nil)
+		newBundle(name, fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns},
+			Targets:   []fleet.BundleTarget{{ClusterName: clusterName}, {ClusterName: keyless}},
+			Resources: []fleet.BundleResource{res("db.yaml", string(enc)), res("cm.yaml", configMap("beside", "a", "b"))}})
+		Eventually(func() string { return readyMessage(name) }).Should(ContainSubstring("secrets: clusters without a sealing key (their agents report one when they check in): " + keyless))
+		Consistently(func() *fleet.BundleDeployment { return bd(name) }, "3s").Should(BeNil(), "the cluster with a key gets nothing either")
+
+		_, public, err := sealing.NewKey()
+		Expect(err).NotTo(HaveOccurred())
+		_, err = api.Cluster().Patch(fleet.DefaultNamespace, keyless, types.MergePatchType, []byte(`{"status":{"agent":{"sealingKey":"`+public+`"}}}`), "status")
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(cmData(ns, "beside")).Should(HaveKeyWithValue("a", "b"))
+		Eventually(func() string {
+			s, err := local.CoreV1().Secrets(ns).Get(ctx, "db", metav1.GetOptions{})
+			if err != nil {
+				return ""
+			}
+			return string(s.Data["password"])
+		}).Should(Equal("x"))
 	})
 })
 
