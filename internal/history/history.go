@@ -1,0 +1,246 @@
+// Package history keeps, per bundle, what revision each cluster ran and when: the record a
+// deployment history answers from ("what ran on cluster X at T", "which clusters ran revision
+// R"). It is pure: the manager folds each pass over a bundle's deployments into the record and
+// stores it; the CLI and the UI read it.
+//
+// Clusters that ran the same revision over the same span are one entry (a Span), their clusters
+// written as runs of indexes into the record's cluster table, so that a record of 10,000
+// clusters and 100 revisions stays far below what one object may hold. Times are those of the
+// passes that saw a change: the record's resolution is the manager's pass period.
+package history
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+)
+
+// How a span ended.
+const (
+	// Replaced: the clusters moved on to a later revision.
+	Replaced = "Replaced"
+	// RolledBack: the clusters went back to an earlier revision.
+	RolledBack = "RolledBack"
+	// Removed: the bundle was taken off the clusters (no longer targeted, or deleted).
+	Removed = "Removed"
+)
+
+// Record is one bundle's history.
+type Record struct {
+	// Clusters is the table spans index into, in the order clusters were first seen.
+	Clusters []string `json:"clusters"`
+	// Revisions in the order they were first promoted.
+	Revisions []Revision `json:"revisions"`
+
+	index map[string]int
+}
+
+// Revision is one revision of the bundle and the spans of clusters that ran it.
+type Revision struct {
+	Revision string `json:"revision"`
+	Commit   string `json:"commit,omitempty"`
+	Spans    []Span `json:"spans"`
+}
+
+// Span is a set of clusters that ran a revision from one pass to another.
+type Span struct {
+	Clusters Ranges    `json:"clusters"`
+	Promoted time.Time `json:"promoted"`
+	// Applied and Ready are when the last of the span's clusters reported the revision applied,
+	// and ready (nil: not all of them yet).
+	Applied *time.Time `json:"applied,omitempty"`
+	Ready   *time.Time `json:"ready,omitempty"`
+	// Until is when the clusters stopped running it (nil: they still do); Ended says how.
+	Until *time.Time `json:"until,omitempty"`
+	Ended string     `json:"ended,omitempty"`
+}
+
+// Seen is one cluster's deployment of the bundle as a pass sees it.
+type Seen struct {
+	Cluster  string
+	Revision string
+	Commit   string
+	Applied  bool
+	Ready    bool
+}
+
+// ref locates a span in a record.
+type ref struct{ rev, span int }
+
+func (r *Record) clusterIndex(name string) int {
+	if r.index == nil {
+		r.index = make(map[string]int, len(r.Clusters))
+		for i, c := range r.Clusters {
+			r.index[c] = i
+		}
+	}
+	i, ok := r.index[name]
+	if !ok {
+		i = len(r.Clusters)
+		r.Clusters = append(r.Clusters, name)
+		r.index[name] = i
+	}
+	return i
+}
+
+// open is where each cluster's running span is.
+func (r *Record) open() (map[int]ref, error) {
+	out := map[int]ref{}
+	for ri := range r.Revisions {
+		for si, s := range r.Revisions[ri].Spans {
+			if s.Until != nil {
+				continue
+			}
+			idx, err := s.Clusters.Indexes()
+			if err != nil {
+				return nil, fmt.Errorf("revision %s: %w", r.Revisions[ri].Revision, err)
+			}
+			for _, i := range idx {
+				out[i] = ref{ri, si}
+			}
+		}
+	}
+	return out, nil
+}
+
+// Observe folds what one pass at now saw of every cluster the bundle is deployed to; a cluster
+// the record has running something that seen leaves out had the bundle removed.
+func (r *Record) Observe(seen []Seen, now time.Time) error {
+	open, err := r.open()
+	if err != nil {
+		return err
+	}
+	seen = slices.Clone(seen)
+	sort.Slice(seen, func(i, j int) bool { return seen[i].Cluster < seen[j].Cluster })
+	byIndex := map[int]Seen{}
+	closing := map[ref]map[int]string{}
+	end := func(o ref, i int, how string) {
+		if closing[o] == nil {
+			closing[o] = map[int]string{}
+		}
+		closing[o][i] = how
+	}
+	var promoted []int
+	for _, s := range seen {
+		i := r.clusterIndex(s.Cluster)
+		byIndex[i] = s
+		o, running := open[i]
+		if running && r.Revisions[o.rev].Revision == s.Revision {
+			continue
+		}
+		if running {
+			end(o, i, r.endingFor(o.rev, s.Revision))
+		}
+		promoted = append(promoted, i)
+	}
+	for i, o := range open {
+		if _, ok := byIndex[i]; !ok {
+			end(o, i, Removed)
+		}
+	}
+	r.close(closing, now)
+	r.promote(promoted, byIndex, now)
+	return r.mark(byIndex, now)
+}
+
+// endingFor is how a span of revision rev ends when its cluster moves to next: back to an
+// earlier revision is a rollback.
+func (r *Record) endingFor(rev int, next string) string {
+	for i := range rev {
+		if r.Revisions[i].Revision == next {
+			return RolledBack
+		}
+	}
+	return Replaced
+}
+
+// close ends the spans' clusters in closing at now: the clusters that end leave the span for
+// a closed one per way of ending; the rest run on in it.
+func (r *Record) close(closing map[ref]map[int]string, now time.Time) {
+	refs := make([]ref, 0, len(closing))
+	for o := range closing {
+		refs = append(refs, o)
+	}
+	sort.Slice(refs, func(i, j int) bool {
+		return refs[i].rev < refs[j].rev || refs[i].rev == refs[j].rev && refs[i].span < refs[j].span
+	})
+	for _, o := range refs {
+		rev := &r.Revisions[o.rev]
+		s := rev.Spans[o.span]
+		all, _ := s.Clusters.Indexes()
+		byEnd := map[string][]int{}
+		var rest []int
+		for _, i := range all {
+			if how, ok := closing[o][i]; ok {
+				byEnd[how] = append(byEnd[how], i)
+			} else {
+				rest = append(rest, i)
+			}
+		}
+		until := now
+		for _, how := range []string{Replaced, RolledBack, Removed} {
+			if len(byEnd[how]) == 0 {
+				continue
+			}
+			ended := s
+			ended.Clusters, ended.Until, ended.Ended = rangesOf(byEnd[how]), &until, how
+			rev.Spans = append(rev.Spans, ended)
+		}
+		rev.Spans[o.span].Clusters = rangesOf(rest)
+	}
+	for i := range r.Revisions {
+		r.Revisions[i].Spans = slices.DeleteFunc(r.Revisions[i].Spans, func(s Span) bool { return s.Clusters == "" })
+	}
+}
+
+// promote opens, per revision, one span at now for the clusters that moved to it.
+func (r *Record) promote(promoted []int, seen map[int]Seen, now time.Time) {
+	byRev := map[string][]int{}
+	var order []string
+	for _, i := range promoted {
+		rev := seen[i].Revision
+		if byRev[rev] == nil {
+			order = append(order, rev)
+		}
+		byRev[rev] = append(byRev[rev], i)
+	}
+	for _, rev := range order {
+		ri := slices.IndexFunc(r.Revisions, func(x Revision) bool { return x.Revision == rev })
+		if ri < 0 {
+			r.Revisions = append(r.Revisions, Revision{Revision: rev, Commit: seen[byRev[rev][0]].Commit})
+			ri = len(r.Revisions) - 1
+		}
+		r.Revisions[ri].Spans = append(r.Revisions[ri].Spans, Span{Clusters: rangesOf(byRev[rev]), Promoted: now})
+	}
+}
+
+// mark notes when the last clusters of each running span reported its revision applied and
+// ready.
+func (r *Record) mark(seen map[int]Seen, now time.Time) error {
+	for ri := range r.Revisions {
+		for si := range r.Revisions[ri].Spans {
+			s := &r.Revisions[ri].Spans[si]
+			if s.Until != nil || s.Applied != nil && s.Ready != nil {
+				continue
+			}
+			idx, err := s.Clusters.Indexes()
+			if err != nil {
+				return err
+			}
+			applied, ready := true, true
+			for _, i := range idx {
+				applied = applied && seen[i].Applied
+				ready = ready && seen[i].Ready
+			}
+			at := now
+			if applied && s.Applied == nil {
+				s.Applied = &at
+			}
+			if ready && s.Ready == nil {
+				s.Ready = &at
+			}
+		}
+	}
+	return nil
+}
