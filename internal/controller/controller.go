@@ -40,6 +40,7 @@ import (
 	"github.com/fleetgo/fleet/internal/controller/events"
 	"github.com/fleetgo/fleet/internal/controller/gitrepo"
 	"github.com/fleetgo/fleet/internal/controller/helmop"
+	"github.com/fleetgo/fleet/internal/controller/history"
 	"github.com/fleetgo/fleet/internal/controller/imagescan"
 	"github.com/fleetgo/fleet/internal/controller/index"
 	"github.com/fleetgo/fleet/internal/controller/notify"
@@ -323,6 +324,7 @@ func startManagement(ctx context.Context, w *wiring, o Options) error {
 	}
 	startClusters(ctx, w, o)
 	content.Register(ctx, f.Content(), f.BundleDeployment(), f.Rollout(), o.ContentGracePeriod)
+	history.Register(ctx, history.Deps{BundleDeployments: f.BundleDeployment(), Histories: f.BundleHistory(), Revisions: f.BundleRevision()})
 	clustergroup.Register(ctx, f.ClusterGroup(), f.Cluster())
 	notify.Register(ctx, notify.Deps{Alerts: f.Alert(), Providers: f.AlertProvider(), GitRepos: f.GitRepo(), Bundles: f.Bundle(),
 		HelmOps: f.HelmOp(), Clusters: f.Cluster(), Rollouts: f.Rollout(), Secrets: w.c.Secret().Cache(), Guard: w.guard})

@@ -14,6 +14,10 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
 // How a span ended.
@@ -43,18 +47,9 @@ type Revision struct {
 	Spans    []Span `json:"spans"`
 }
 
-// Span is a set of clusters that ran a revision from one pass to another.
-type Span struct {
-	Clusters Ranges    `json:"clusters"`
-	Promoted time.Time `json:"promoted"`
-	// Applied and Ready are when the last of the span's clusters reported the revision applied,
-	// and ready (nil: not all of them yet).
-	Applied *time.Time `json:"applied,omitempty"`
-	Ready   *time.Time `json:"ready,omitempty"`
-	// Until is when the clusters stopped running it (nil: they still do); Ended says how.
-	Until *time.Time `json:"until,omitempty"`
-	Ended string     `json:"ended,omitempty"`
-}
+// Span is a set of clusters that ran a revision from one pass to another (its Clusters are
+// Ranges).
+type Span = fleet.HistorySpan
 
 // Seen is one cluster's deployment of the bundle as a pass sees it.
 type Seen struct {
@@ -92,7 +87,7 @@ func (r *Record) open() (map[int]ref, error) {
 			if s.Until != nil {
 				continue
 			}
-			idx, err := s.Clusters.Indexes()
+			idx, err := Ranges(s.Clusters).Indexes()
 			if err != nil {
 				return nil, fmt.Errorf("revision %s: %w", r.Revisions[ri].Revision, err)
 			}
@@ -168,7 +163,7 @@ func (r *Record) close(closing map[ref]map[int]string, now time.Time) {
 	for _, o := range refs {
 		rev := &r.Revisions[o.rev]
 		s := rev.Spans[o.span]
-		all, _ := s.Clusters.Indexes()
+		all, _ := Ranges(s.Clusters).Indexes()
 		byEnd := map[string][]int{}
 		var rest []int
 		for _, i := range all {
@@ -178,16 +173,16 @@ func (r *Record) close(closing map[ref]map[int]string, now time.Time) {
 				rest = append(rest, i)
 			}
 		}
-		until := now
+		until := metav1.NewTime(now)
 		for _, how := range []string{Replaced, RolledBack, Removed} {
 			if len(byEnd[how]) == 0 {
 				continue
 			}
 			ended := s
-			ended.Clusters, ended.Until, ended.Ended = rangesOf(byEnd[how]), &until, how
+			ended.Clusters, ended.Until, ended.Ended = string(rangesOf(byEnd[how])), &until, how
 			rev.Spans = append(rev.Spans, ended)
 		}
-		rev.Spans[o.span].Clusters = rangesOf(rest)
+		rev.Spans[o.span].Clusters = string(rangesOf(rest))
 	}
 	for i := range r.Revisions {
 		r.Revisions[i].Spans = slices.DeleteFunc(r.Revisions[i].Spans, func(s Span) bool { return s.Clusters == "" })
@@ -211,7 +206,7 @@ func (r *Record) promote(promoted []int, seen map[int]Seen, now time.Time) {
 			r.Revisions = append(r.Revisions, Revision{Revision: rev, Commit: seen[byRev[rev][0]].Commit})
 			ri = len(r.Revisions) - 1
 		}
-		r.Revisions[ri].Spans = append(r.Revisions[ri].Spans, Span{Clusters: rangesOf(byRev[rev]), Promoted: now})
+		r.Revisions[ri].Spans = append(r.Revisions[ri].Spans, Span{Clusters: string(rangesOf(byRev[rev])), Promoted: metav1.NewTime(now)})
 	}
 }
 
@@ -224,7 +219,7 @@ func (r *Record) mark(seen map[int]Seen, now time.Time) error {
 			if s.Until != nil || s.Applied != nil && s.Ready != nil {
 				continue
 			}
-			idx, err := s.Clusters.Indexes()
+			idx, err := Ranges(s.Clusters).Indexes()
 			if err != nil {
 				return err
 			}
@@ -233,7 +228,7 @@ func (r *Record) mark(seen map[int]Seen, now time.Time) error {
 				applied = applied && seen[i].Applied
 				ready = ready && seen[i].Ready
 			}
-			at := now
+			at := metav1.NewTime(now)
 			if applied && s.Applied == nil {
 				s.Applied = &at
 			}
@@ -243,4 +238,19 @@ func (r *Record) mark(seen map[int]Seen, now time.Time) error {
 		}
 	}
 	return nil
+}
+
+// FromObjects is the record a Bundle's BundleHistory (nil: none yet) and BundleRevisions (any
+// order) hold.
+func FromObjects(table *fleet.BundleHistory, revs []*fleet.BundleRevision) *Record {
+	r := &Record{}
+	if table != nil {
+		r.Clusters = slices.Clone(table.Status.Clusters)
+	}
+	revs = slices.Clone(revs)
+	slices.SortFunc(revs, func(a, b *fleet.BundleRevision) int { return int(a.Spec.Order - b.Spec.Order) })
+	for _, o := range revs {
+		r.Revisions = append(r.Revisions, Revision{Revision: o.Spec.Revision, Commit: o.Spec.Commit, Spans: slices.Clone(o.Status.Spans)})
+	}
+	return r
 }

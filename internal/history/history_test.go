@@ -56,13 +56,13 @@ func TestWhatRanWhereAndWhen(t *testing.T) {
 	if r1.Revision != "r1" || len(r1.Spans) != 2 {
 		t.Fatalf("r1: %+v", r1)
 	}
-	if got, _ := r.At("edge", at(19)); got.Applied == nil || !got.Applied.Equal(at(11)) || !got.Until.Equal(at(20)) {
+	if got, _ := r.At("edge", at(19)); got.Applied == nil || !got.Applied.Time.Equal(at(11)) || !got.Until.Time.Equal(at(20)) {
 		t.Errorf("edge's r2 span: %+v", got)
 	}
-	if got := r.Of("edge"); len(got) != 1 || got[0].Ended != Removed || !got[0].Until.Equal(at(20)) {
+	if got := r.Of("edge"); len(got) != 1 || got[0].Ended != Removed || !got[0].Until.Time.Equal(at(20)) {
 		t.Errorf("edge, no longer targeted by r3: %+v", got)
 	}
-	if got, _ := r.At("prod", at(5)); got.Clusters != "1" || got.Ended != Replaced || !got.Ready.Equal(at(1)) || !got.Until.Equal(at(20)) {
+	if got, _ := r.At("prod", at(5)); got.Clusters != "1" || got.Ended != Replaced || !got.Ready.Time.Equal(at(1)) || !got.Until.Time.Equal(at(20)) {
 		t.Errorf("prod's r1 span, which dev left at +10m: %+v", got)
 	}
 	if got, _ := r.ClustersOf("r2"); !reflect.DeepEqual(got, []string{"dev", "edge"}) {
@@ -106,7 +106,7 @@ func TestAppliedOnlyOnceAllHave(t *testing.T) {
 	}
 	observe(t, r, at(2), Seen{Cluster: "a", Revision: "r1", Applied: true}, Seen{Cluster: "b", Revision: "r1", Applied: true})
 	observe(t, r, at(3), ready("a", "r1"), ready("b", "r1"))
-	if s := r.Revisions[0].Spans[0]; !s.Applied.Equal(at(2)) || !s.Ready.Equal(at(3)) {
+	if s := r.Revisions[0].Spans[0]; !s.Applied.Time.Equal(at(2)) || !s.Ready.Time.Equal(at(3)) {
 		t.Fatalf("applied and ready: %+v", s)
 	}
 }

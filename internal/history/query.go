@@ -13,7 +13,7 @@ type Ran struct {
 }
 
 // running reports whether s covers t: promoted at or before it, not ended by then.
-func (s *Span) running(t time.Time) bool {
+func running(s *Span, t time.Time) bool {
 	return !s.Promoted.After(t) && (s.Until == nil || s.Until.After(t))
 }
 
@@ -25,7 +25,7 @@ func (r *Record) At(cluster string, t time.Time) (Ran, bool) {
 	}
 	for _, rev := range r.Revisions {
 		for _, s := range rev.Spans {
-			if s.running(t) && s.Clusters.Has(i) {
+			if running(&s, t) && Ranges(s.Clusters).Has(i) {
 				return Ran{Revision: rev.Revision, Commit: rev.Commit, Span: s}, true
 			}
 		}
@@ -42,12 +42,12 @@ func (r *Record) Of(cluster string) []Ran {
 	var out []Ran
 	for _, rev := range r.Revisions {
 		for _, s := range rev.Spans {
-			if s.Clusters.Has(i) {
+			if Ranges(s.Clusters).Has(i) {
 				out = append(out, Ran{Revision: rev.Revision, Commit: rev.Commit, Span: s})
 			}
 		}
 	}
-	slices.SortStableFunc(out, func(a, b Ran) int { return a.Promoted.Compare(b.Promoted) })
+	slices.SortStableFunc(out, func(a, b Ran) int { return a.Promoted.Time.Compare(b.Promoted.Time) })
 	return out
 }
 
@@ -59,7 +59,7 @@ func (r *Record) ClustersOf(rev string) ([]string, error) {
 			continue
 		}
 		for _, s := range x.Spans {
-			idx, err := s.Clusters.Indexes()
+			idx, err := Ranges(s.Clusters).Indexes()
 			if err != nil {
 				return nil, err
 			}
@@ -111,7 +111,7 @@ func (rev *Revision) ended() (time.Time, bool) {
 			return time.Time{}, false
 		}
 		if s.Until.After(last) {
-			last = *s.Until
+			last = s.Until.Time
 		}
 	}
 	return last, true

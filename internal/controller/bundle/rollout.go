@@ -21,11 +21,14 @@ type decider struct {
 	infos   []target.ClusterInfo
 	// created is how many BundleDeployments the pass created (status.newlyCreated).
 	created int
+	// revision is the Bundle's revision this pass (rollout.Revision): what a promoted
+	// deployment is stamped with (fleet.RevisionAnnotation), for the deployment history.
+	revision string
 }
 
 // newDecider counts the plan's targets and makes the strategy that decides about them.
 func (h *handler) newDecider(b *fleet.Bundle, plan []planned, existing map[string]*fleet.BundleDeployment, contentName string) (*decider, error) {
-	d := &decider{target: map[int]int{}}
+	d := &decider{target: map[int]int{}, revision: rollout.Revision(b, contentName)}
 	var bds []*fleet.BundleDeployment
 	for i, p := range plan {
 		if p.namespace == "" {
@@ -70,18 +73,29 @@ func (d *decider) mustWrite(i int, cur *fleet.BundleDeployment) bool {
 func (d *decider) next(i int, desired, cur *fleet.BundleDeployment) *fleet.BundleDeployment {
 	k := d.target[i]
 	var next *fleet.BundleDeployment
+	revision := ""
+	if cur != nil {
+		revision = cur.Annotations[fleet.RevisionAnnotation]
+	}
 	switch d.strategy.Decide(k, cur, desired.Spec.DeploymentID) {
 	case rollout.Promote:
-		next = desired.DeepCopy()
+		next, revision = desired.DeepCopy(), d.revision
 		if d.progressive != nil {
 			next = d.progressive.promote(desired, cur)
 		}
 	case rollout.RollBack:
 		next = d.progressive.rollBack(d.infos[k], desired, cur)
+		if next != nil {
+			revision = next.Annotations[fleet.RolloutRevisionAnnotation]
+		}
 	}
 	if next == nil {
 		next = hold(desired, cur)
 	}
+	if next.Annotations == nil {
+		next.Annotations = map[string]string{}
+	}
+	setOrDelete(next.Annotations, fleet.RevisionAnnotation, revision)
 	// The label of earlier versions' rollback snapshots goes with the next write.
 	delete(next.Labels, fleet.RolloutPreviousContentLabel)
 	if d.progressive == nil {

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/fleetgo/fleet/internal/rollout"
 	"github.com/fleetgo/fleet/internal/target"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
@@ -45,8 +46,13 @@ func TestDeciderWithoutAPolicy(t *testing.T) {
 		desired.Spec.DeploymentID, desired.Spec.StagedDeploymentID = "s-new:2", "s-new:2"
 		next := d.next(i, desired, existing[plan[i].namespace])
 		ids = append(ids, next.Spec.DeploymentID+"/"+next.Spec.StagedDeploymentID+"/"+next.Labels[fleet.ContentNameLabel])
+		revision := next.Annotations[fleet.RevisionAnnotation]
+		delete(next.Annotations, fleet.RevisionAnnotation)
 		if len(next.Annotations) != 0 || next.Labels[fleet.RolloutPreviousContentLabel] != "" {
 			t.Errorf("target %d keeps a policy's marks: %v %v", i, next.Annotations, next.Labels)
+		}
+		if want := map[bool]string{true: rollout.Revision(b, "s-new")}[i == 0]; revision != want {
+			t.Errorf("target %d is stamped with revision %q, want %q (the promoted one the Bundle's, the held ones none)", i, revision, want)
 		}
 	}
 	// maxUnavailable 1: one cluster takes the new options, the others hold theirs with the new

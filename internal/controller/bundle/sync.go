@@ -220,7 +220,8 @@ func (h *handler) write(cur, next *fleet.BundleDeployment) (*fleet.BundleDeploym
 	// Cached deployments hold their values compacted (controller.slimDeployment).
 	next.Spec.Options.CompactValues()
 	next.Spec.StagedOptions.CompactValues()
-	if equality.Semantic.DeepEqual(cur.Spec, next.Spec) && labelsContain(cur.Labels, next.Labels) && ownedMatch(cur, next) {
+	if equality.Semantic.DeepEqual(cur.Spec, next.Spec) && labelsContain(cur.Labels, next.Labels) && ownedMatch(cur, next) &&
+		cur.Annotations[fleet.RevisionAnnotation] == next.Annotations[fleet.RevisionAnnotation] {
 		return cur, nil
 	}
 	upd := cur.DeepCopy()
@@ -232,6 +233,7 @@ func (h *handler) write(cur, next *fleet.BundleDeployment) (*fleet.BundleDeploym
 		upd.Labels[k] = v
 	}
 	syncOwned(upd, next)
+	setOrDelete(upd.Annotations, fleet.RevisionAnnotation, next.Annotations[fleet.RevisionAnnotation])
 	bd, err := h.bds.Update(upd)
 	if apierrors.IsNotFound(err) {
 		// Deleted since it was seen: the next pass creates it.

@@ -82,6 +82,23 @@ func NewBundleDeployment(namespace, name string, obj BundleDeployment) *BundleDe
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
+// BundleHistoryList is a list of BundleHistory resources
+type BundleHistoryList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata"`
+
+	Items []BundleHistory `json:"items"`
+}
+
+func NewBundleHistory(namespace, name string, obj BundleHistory) *BundleHistory {
+	obj.APIVersion, obj.Kind = SchemeGroupVersion.WithKind("BundleHistory").ToAPIVersionAndKind()
+	obj.Name = name
+	obj.Namespace = namespace
+	return &obj
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
 // BundleNamespaceMappingList is a list of BundleNamespaceMapping resources
 type BundleNamespaceMappingList struct {
 	metav1.TypeMeta `json:",inline"`
@@ -92,6 +109,23 @@ type BundleNamespaceMappingList struct {
 
 func NewBundleNamespaceMapping(namespace, name string, obj BundleNamespaceMapping) *BundleNamespaceMapping {
 	obj.APIVersion, obj.Kind = SchemeGroupVersion.WithKind("BundleNamespaceMapping").ToAPIVersionAndKind()
+	obj.Name = name
+	obj.Namespace = namespace
+	return &obj
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// BundleRevisionList is a list of BundleRevision resources
+type BundleRevisionList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata"`
+
+	Items []BundleRevision `json:"items"`
+}
+
+func NewBundleRevision(namespace, name string, obj BundleRevision) *BundleRevision {
+	obj.APIVersion, obj.Kind = SchemeGroupVersion.WithKind("BundleRevision").ToAPIVersionAndKind()
 	obj.Name = name
 	obj.Namespace = namespace
 	return &obj

@@ -20,7 +20,9 @@ var (
 	AlertProviderResourceName            = "alertproviders"
 	BundleResourceName                   = "bundles"
 	BundleDeploymentResourceName         = "bundledeployments"
+	BundleHistoryResourceName            = "bundlehistories"
 	BundleNamespaceMappingResourceName   = "bundlenamespacemappings"
+	BundleRevisionResourceName           = "bundlerevisions"
 	ClusterResourceName                  = "clusters"
 	ClusterGroupResourceName             = "clustergroups"
 	ClusterRegistrationResourceName      = "clusterregistrations"
@@ -65,8 +67,12 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&BundleList{},
 		&BundleDeployment{},
 		&BundleDeploymentList{},
+		&BundleHistory{},
+		&BundleHistoryList{},
 		&BundleNamespaceMapping{},
 		&BundleNamespaceMappingList{},
+		&BundleRevision{},
+		&BundleRevisionList{},
 		&Cluster{},
 		&ClusterList{},
 		&ClusterGroup{},

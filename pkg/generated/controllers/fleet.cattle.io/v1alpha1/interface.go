@@ -23,7 +23,9 @@ type Interface interface {
 	AlertProvider() AlertProviderController
 	Bundle() BundleController
 	BundleDeployment() BundleDeploymentController
+	BundleHistory() BundleHistoryController
 	BundleNamespaceMapping() BundleNamespaceMappingController
+	BundleRevision() BundleRevisionController
 	Cluster() ClusterController
 	ClusterGroup() ClusterGroupController
 	ClusterRegistration() ClusterRegistrationController
@@ -65,8 +67,16 @@ func (v *version) BundleDeployment() BundleDeploymentController {
 	return generic.NewController[*v1alpha1.BundleDeployment, *v1alpha1.BundleDeploymentList](schema.GroupVersionKind{Group: "fleet.cattle.io", Version: "v1alpha1", Kind: "BundleDeployment"}, "bundledeployments", true, v.controllerFactory)
 }
 
+func (v *version) BundleHistory() BundleHistoryController {
+	return generic.NewController[*v1alpha1.BundleHistory, *v1alpha1.BundleHistoryList](schema.GroupVersionKind{Group: "fleet.cattle.io", Version: "v1alpha1", Kind: "BundleHistory"}, "bundlehistories", true, v.controllerFactory)
+}
+
 func (v *version) BundleNamespaceMapping() BundleNamespaceMappingController {
 	return generic.NewController[*v1alpha1.BundleNamespaceMapping, *v1alpha1.BundleNamespaceMappingList](schema.GroupVersionKind{Group: "fleet.cattle.io", Version: "v1alpha1", Kind: "BundleNamespaceMapping"}, "bundlenamespacemappings", true, v.controllerFactory)
+}
+
+func (v *version) BundleRevision() BundleRevisionController {
+	return generic.NewController[*v1alpha1.BundleRevision, *v1alpha1.BundleRevisionList](schema.GroupVersionKind{Group: "fleet.cattle.io", Version: "v1alpha1", Kind: "BundleRevision"}, "bundlerevisions", true, v.controllerFactory)
 }
 
 func (v *version) Cluster() ClusterController {

@@ -1,0 +1,149 @@
+// Package history records each Bundle's deployment history (issue 66): which revision each
+// cluster ran, from when until when (internal/history). A change of any of a Bundle's
+// BundleDeployments brings one pass over them after PassDelay, which folds what they say
+// (revision stamped by the bundle controller, applied, ready) into the Bundle's record: its
+// BundleHistory (the cluster table) and a BundleRevision per revision. The record outlives the
+// Bundle up to Retention. One recorder runs per management cluster (the unsharded controller).
+package history
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/fleetgo/fleet/internal/controller/index"
+	"github.com/fleetgo/fleet/internal/history"
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+)
+
+const (
+	// PassDelay is how long after a change of a Bundle's deployments its history pass runs:
+	// the changes of that while are one pass, and the record's time resolution.
+	PassDelay = 5 * time.Second
+	// Retention is how long a revision no cluster runs any longer stays in the record.
+	Retention = 90 * 24 * time.Hour
+	// retryFirst and retryMost bound the backoff of a failed pass (a write that lost a race).
+	retryFirst = time.Second
+	retryMost  = time.Minute
+)
+
+// byBundle indexes BundleRevisions by "namespace/bundle".
+const byBundle = "fleetgo.io/revision-by-bundle"
+
+// Deps are what the recorder reads and writes.
+type Deps struct {
+	BundleDeployments fleetcontrollers.BundleDeploymentController
+	Histories         fleetcontrollers.BundleHistoryController
+	Revisions         fleetcontrollers.BundleRevisionController
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+type recorder struct {
+	Deps
+	// histories and revisions are the caches, asked for at registration: the factory starts
+	// only the informers asked for before it starts.
+	histories fleetcontrollers.BundleHistoryCache
+	revisions fleetcontrollers.BundleRevisionCache
+	queue     workqueue.TypedRateLimitingInterface[string]
+
+	mu sync.Mutex
+	// bundleOf is the Bundle ("namespace/name") of each BundleDeployment key seen, for the
+	// deletions, which come without the object.
+	bundleOf map[string]string
+}
+
+// Register starts recording the history of every Bundle.
+func Register(ctx context.Context, d Deps) {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	r := &recorder{Deps: d, bundleOf: map[string]string{}, histories: d.Histories.Cache(), revisions: d.Revisions.Cache(),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](retryFirst, retryMost),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "deployment-history"})}
+	r.revisions.AddIndexer(byBundle, func(o *fleet.BundleRevision) ([]string, error) {
+		return []string{o.Namespace + "/" + o.Spec.Bundle}, nil
+	})
+	d.BundleDeployments.OnChange(ctx, "deployment-history", r.deploymentChanged)
+	go func() {
+		<-ctx.Done()
+		r.queue.ShutDown()
+	}()
+	go r.work()
+}
+
+func (r *recorder) deploymentChanged(key string, bd *fleet.BundleDeployment) (*fleet.BundleDeployment, error) {
+	r.mu.Lock()
+	bundle := r.bundleOf[key]
+	if bd != nil {
+		bundle = index.BundleKey(bd)
+		r.bundleOf[key] = bundle
+	} else {
+		delete(r.bundleOf, key)
+	}
+	r.mu.Unlock()
+	if bundle != "" {
+		r.queue.AddAfter(bundle, PassDelay)
+	}
+	return bd, nil
+}
+
+func (r *recorder) work() {
+	for {
+		key, quit := r.queue.Get()
+		if quit {
+			return
+		}
+		if err := r.pass(key); err != nil {
+			logrus.WithField("bundle", key).Debugf("deployment history: %v", err)
+			r.queue.AddRateLimited(key)
+		} else {
+			r.queue.Forget(key)
+		}
+		r.queue.Done(key)
+	}
+}
+
+// pass folds what the Bundle's deployments say now into its record.
+func (r *recorder) pass(key string) error {
+	ns, name, _ := strings.Cut(key, "/")
+	bds, err := r.BundleDeployments.Cache().GetByIndex(index.ByBundle, key)
+	if err != nil {
+		return err
+	}
+	seen := make([]history.Seen, 0, len(bds))
+	for _, bd := range bds {
+		rev := bd.Annotations[fleet.RevisionAnnotation]
+		if rev == "" || bd.DeletionTimestamp != nil {
+			continue // written before deployments were stamped, or going
+		}
+		applied := bd.Spec.DeploymentID != "" && bd.Status.AppliedDeploymentID == bd.Spec.DeploymentID
+		seen = append(seen, history.Seen{Cluster: clusterOf(ns, bd), Revision: rev, Commit: bd.Labels[fleet.CommitLabel],
+			Applied: applied, Ready: applied && bd.Status.Ready})
+	}
+	st, err := r.load(ns, name)
+	if err != nil || st.empty() && len(seen) == 0 {
+		return err
+	}
+	now := r.Now().Truncate(time.Second) // what the API keeps of a time
+	if err := st.rec.Observe(seen, now); err != nil {
+		return err
+	}
+	dropped := st.rec.Prune(now, Retention, 0)
+	return r.save(ns, name, st, dropped)
+}
+
+// clusterOf names a deployment's cluster in the record: by name, or namespace/name for a
+// cluster of another namespace than the Bundle's (through a BundleNamespaceMapping).
+func clusterOf(bundleNS string, bd *fleet.BundleDeployment) string {
+	if ns := bd.Labels[fleet.ClusterNamespaceLabel]; ns != "" && ns != bundleNS {
+		return ns + "/" + bd.Labels[fleet.ClusterLabel]
+	}
+	return bd.Labels[fleet.ClusterLabel]
+}

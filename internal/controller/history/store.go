@@ -1,0 +1,107 @@
+package history
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/fleetgo/fleet/internal/history"
+	"github.com/fleetgo/fleet/internal/names"
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+)
+
+// stored is a Bundle's record and the objects it was read from.
+type stored struct {
+	rec     *history.Record
+	table   *fleet.BundleHistory
+	objects map[string]*fleet.BundleRevision // by revision
+	order   int64                            // the highest Order
+}
+
+func (s *stored) empty() bool { return s.table == nil && len(s.objects) == 0 }
+
+// load reads a Bundle's record from the caches.
+func (r *recorder) load(ns, name string) (*stored, error) {
+	s := &stored{objects: map[string]*fleet.BundleRevision{}}
+	table, err := r.histories.Get(ns, name)
+	switch {
+	case err == nil:
+		s.table = table
+	case !apierrors.IsNotFound(err):
+		return nil, err
+	}
+	revs, err := r.revisions.GetByIndex(byBundle, ns+"/"+name)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range revs {
+		s.objects[o.Spec.Revision] = o
+		s.order = max(s.order, o.Spec.Order)
+	}
+	s.rec = history.FromObjects(s.table, revs)
+	return s, nil
+}
+
+// save writes what changed of the record: the cluster table first (the spans index into it),
+// then each revision's spans; the revisions dropped are deleted.
+func (r *recorder) save(ns, name string, s *stored, dropped []string) error {
+	if err := r.saveTable(ns, name, s); err != nil {
+		return err
+	}
+	for _, rev := range s.rec.Revisions {
+		if err := r.saveRevision(ns, name, s, rev); err != nil {
+			return err
+		}
+	}
+	for _, rev := range dropped {
+		if o := s.objects[rev]; o != nil {
+			err := r.Revisions.Delete(o.Namespace, o.Name, &metav1.DeleteOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (r *recorder) saveTable(ns, name string, s *stored) error {
+	if s.table != nil && len(s.table.Status.Clusters) == len(s.rec.Clusters) {
+		return nil
+	}
+	t := s.table
+	if t == nil {
+		created, err := r.Histories.Create(&fleet.BundleHistory{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+		if err != nil {
+			return fmt.Errorf("creating bundlehistory %s/%s: %w", ns, name, err)
+		}
+		t = created
+	}
+	t = t.DeepCopy()
+	t.Status.Clusters = s.rec.Clusters
+	_, err := r.Histories.UpdateStatus(t)
+	return err
+}
+
+func (r *recorder) saveRevision(ns, name string, s *stored, rev history.Revision) error {
+	o := s.objects[rev.Revision]
+	if o != nil && equality.Semantic.DeepEqual(o.Status.Spans, rev.Spans) {
+		return nil
+	}
+	if o == nil {
+		s.order++
+		created, err := r.Revisions.Create(&fleet.BundleRevision{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.SafeConcatName(name, rev.Revision),
+				Labels: map[string]string{fleet.HistoryBundleLabel: names.Limit(name, 63, name)}},
+			Spec: fleet.BundleRevisionSpec{Bundle: name, Revision: rev.Revision, Commit: rev.Commit, Order: s.order}})
+		if err != nil {
+			return fmt.Errorf("creating bundlerevision for %s/%s revision %s: %w", ns, name, rev.Revision, err)
+		}
+		o = created
+	}
+	o = o.DeepCopy()
+	o.Status.Spans = rev.Spans
+	_, err := r.Revisions.UpdateStatus(o)
+	return err
+}
