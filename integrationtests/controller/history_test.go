@@ -2,12 +2,15 @@ package controller_test
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/fleetgo/fleet/integrationtests/testenv"
+	clihistory "github.com/fleetgo/fleet/internal/cli/history"
 	"github.com/fleetgo/fleet/internal/history"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
@@ -85,6 +88,22 @@ var _ = Describe("deployment history", func() {
 		Expect(ranAt(ns, "app", "prod", first)).To(Equal("c1"))
 		Expect(ranAt(ns, "app", "dev", time.Now())).To(Equal("c2"))
 		Expect(ranAt(ns, "app", "prod", time.Now())).To(BeEmpty())
+
+		By("fleet history answers from the same record")
+		out, err := testenv.FleetCLI("history", "--kubeconfig", cluster.Kubeconfig, "-n", ns, "--cluster", "prod", "--at", first.UTC().Format(time.RFC3339), "-o", "json")
+		Expect(err).NotTo(HaveOccurred())
+		var rows []clihistory.Row
+		Expect(json.Unmarshal([]byte(out), &rows)).To(Succeed())
+		Expect(rows).To(HaveLen(1))
+		Expect(rows[0].Bundle).To(Equal("app"))
+		Expect(rows[0].Commit).To(Equal("c1"))
+		Expect(rows[0].Ended).To(Equal(history.Removed))
+		out, err = testenv.FleetCLI("history", "app", "--kubeconfig", cluster.Kubeconfig, "-n", ns)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(MatchRegexp(`(?m)^app\s+\w{12}\s+c1\s+\S+\s+2\s+0\s+\S+Z$`), "c1: two clusters ran it, none now")
+		Expect(out).To(MatchRegexp(`(?m)^app\s+\w{12}\s+c2\s+\S+\s+1\s+1\s+-$`), "c2: one cluster runs it")
+		_, err = testenv.FleetCLI("history", "app", "--kubeconfig", cluster.Kubeconfig, "-n", ns, "--at", "2020-01-01T00:00:00Z")
+		Expect(err).To(MatchError(ContainSubstring("is before the record")))
 
 		By("the record outlives the Bundle: its last revision ends as removed")
 		Expect(api.Bundle().Delete(ns, "app", &metav1.DeleteOptions{})).To(Succeed())

@@ -131,6 +131,9 @@ func (r *recorder) pass(key string) error {
 	if err != nil || st.empty() && len(seen) == 0 {
 		return err
 	}
+	if len(bds) > 0 {
+		st.from(bds[0].Labels) // the GitRepo or HelmOp, for `fleet history GITREPO`
+	}
 	now := r.Now().Truncate(time.Second) // what the API keeps of a time
 	if err := st.rec.Observe(seen, now); err != nil {
 		return err

@@ -18,6 +18,20 @@ type stored struct {
 	table   *fleet.BundleHistory
 	objects map[string]*fleet.BundleRevision // by revision
 	order   int64                            // the highest Order
+	// labels name the Bundle's GitRepo or HelmOp, as its deployments do.
+	labels map[string]string
+}
+
+// from takes the GitRepo's or HelmOp's label of a deployment of the Bundle.
+func (s *stored) from(bdLabels map[string]string) {
+	for _, k := range []string{fleet.RepoLabel, fleet.HelmNameLabel} {
+		if v := bdLabels[k]; v != "" {
+			if s.labels == nil {
+				s.labels = map[string]string{}
+			}
+			s.labels[k] = v
+		}
+	}
 }
 
 func (s *stored) empty() bool { return s.table == nil && len(s.objects) == 0 }
@@ -72,7 +86,7 @@ func (r *recorder) saveTable(ns, name string, s *stored) error {
 	}
 	t := s.table
 	if t == nil {
-		created, err := r.Histories.Create(&fleet.BundleHistory{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+		created, err := r.Histories.Create(&fleet.BundleHistory{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: s.labels}})
 		if err != nil {
 			return fmt.Errorf("creating bundlehistory %s/%s: %w", ns, name, err)
 		}
