@@ -10,6 +10,7 @@ import (
 	"github.com/fleetgo/fleet/internal/rollout"
 	"github.com/fleetgo/fleet/internal/target"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 )
 
 // The pass's decider counts as targets only clusters with a namespace, asks Fleet's partitions
@@ -77,5 +78,51 @@ func TestRolloutOfADeletedBundleIsNotWritten(t *testing.T) {
 	}
 	if roll, err := w.sync("ns/b", nil); err != nil || roll != nil {
 		t.Errorf("sync of a forgotten Rollout: %v, %v", roll, err)
+	}
+}
+
+// statusWriter is a Rollout client that takes status writes, each a new resourceVersion.
+type statusWriter struct {
+	fleetcontrollers.RolloutController
+	writes int
+}
+
+func (s *statusWriter) UpdateStatus(r *fleet.Rollout) (*fleet.Rollout, error) {
+	s.writes++
+	r = r.DeepCopy()
+	r.ResourceVersion = fmt.Sprint(100 + s.writes)
+	return r, nil
+}
+
+func (s *statusWriter) Enqueue(string, string) {}
+
+// A written Rollout status stays what the bundle passes decide from until the cache shows it:
+// a pass reading the cache's older one in between would start the revision's rollout again.
+func TestAWrittenRolloutStatusIsReadUntilTheCacheShowsIt(t *testing.T) {
+	c := &statusWriter{}
+	w := &rolloutWriter{wanted: map[string]*wantedRollout{}, rollouts: c}
+	b := &fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b"}}
+	cached := &fleet.Rollout{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b", ResourceVersion: "100", Labels: rolloutLabels(b)},
+		Status: fleet.RolloutStatus{Revision: "r1", Phase: fleet.RolloutComplete}}
+	w.publish(b, cached, fleet.RolloutStatus{Revision: "r2", Phase: fleet.RolloutRolledBack})
+	if _, err := w.sync("ns/b", cached); err != nil || c.writes != 1 {
+		t.Fatalf("the status is written once: %d writes, %v", c.writes, err)
+	}
+	if st, ok := w.status(b); !ok || st.Phase != fleet.RolloutRolledBack {
+		t.Fatalf("before the cache shows the write, the passes read: %+v, %v", st, ok)
+	}
+	if _, err := w.sync("ns/b", cached); err != nil || c.writes != 1 {
+		t.Fatalf("an older copy in the cache brings no write again: %d writes, %v", c.writes, err)
+	}
+	if _, ok := w.status(b); !ok {
+		t.Fatal("dropped while the cache shows an older copy")
+	}
+	shown := cached.DeepCopy()
+	shown.ResourceVersion, shown.Status = "101", fleet.RolloutStatus{Revision: "r2", Phase: fleet.RolloutRolledBack}
+	if _, err := w.sync("ns/b", shown); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := w.status(b); ok {
+		t.Fatal("kept once the cache shows it")
 	}
 }

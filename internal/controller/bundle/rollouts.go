@@ -35,6 +35,10 @@ type wantedRollout struct {
 	bundle *fleet.Bundle // its owner: kind, name, namespace and UID only
 	labels map[string]string
 	status fleet.RolloutStatus
+	// written is the resourceVersion the status write got: the status stays the passes' input
+	// until the cache shows that version (a pass reading the older one in between would, for
+	// one, start the rollout of the revision again).
+	written string
 }
 
 func newRolloutWriter(ctx context.Context, a apply.Apply, rollouts fleetcontrollers.RolloutController) *rolloutWriter {
@@ -82,11 +86,24 @@ func (w *rolloutWriter) forget(b *fleet.Bundle) {
 func (w *rolloutWriter) sync(key string, roll *fleet.Rollout) (*fleet.Rollout, error) {
 	w.mu.Lock()
 	want := w.wanted[key]
+	written := ""
+	if want != nil {
+		written = want.written
+	}
 	w.mu.Unlock()
 	if want == nil {
 		return roll, nil
 	}
+	if written != "" && roll != nil {
+		if roll.ResourceVersion == written {
+			w.done(key, want) // the cache shows it now
+		}
+		return roll, nil
+	}
 	if roll == nil || !labelsContain(roll.Labels, want.labels) {
+		w.mu.Lock()
+		want.written = "" // (again): its status is written once the cache shows it
+		w.mu.Unlock()
 		return roll, w.create(want)
 	}
 	if !equality.Semantic.DeepEqual(roll.Status, want.status) {
@@ -96,14 +113,22 @@ func (w *rolloutWriter) sync(key string, roll *fleet.Rollout) (*fleet.Rollout, e
 		if err != nil {
 			return roll, fmt.Errorf("updating rollout %s: %w", key, err)
 		}
-		roll = written
+		w.mu.Lock()
+		want.written = written.ResourceVersion
+		w.mu.Unlock()
+		return written, nil
 	}
+	w.done(key, want)
+	return roll, nil
+}
+
+// done drops want, unless a later pass replaced it.
+func (w *rolloutWriter) done(key string, want *wantedRollout) {
 	w.mu.Lock()
 	if w.wanted[key] == want {
 		delete(w.wanted, key)
 	}
 	w.mu.Unlock()
-	return roll, nil
 }
 
 // create writes the Rollout, owned by its Bundle, through the apply set (its status follows
