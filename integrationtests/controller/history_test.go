@@ -45,6 +45,7 @@ var _ = Describe("deployment history", func() {
 		newCluster(ns, "dev", map[string]string{"env": "dev"})
 		newCluster(ns, "prod", map[string]string{"env": "prod"})
 		keepCheckingIn(ns, "dev", "prod")
+		var out string
 		_, err := api.Bundle().Create(&fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns, Labels: map[string]string{fleet.CommitLabel: "c1"}},
 			Spec: fleet.BundleSpec{Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: "kind: ConfigMap\nmetadata:\n  name: one\n"}},
 				Targets: []fleet.BundleTarget{{ClusterSelector: &metav1.LabelSelector{}}}}})
@@ -62,6 +63,15 @@ var _ = Describe("deployment history", func() {
 			g.Expect(rec.Revisions[0].Spans[0].Ready).NotTo(BeNil(), "both report it ready")
 		}, time.Minute).Should(Succeed())
 		first := time.Now()
+		firstContent := deployments(ns, "app")["dev"].Labels[fleet.ContentNameLabel]
+		revs, err := api.BundleRevision().List(ns, metav1.ListOptions{LabelSelector: fleet.HistoryBundleLabel + "=app"})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(revs.Items).To(HaveLen(1))
+		in := revs.Items[0].Spec.Inputs
+		Expect(in).NotTo(BeNil(), "what the revision deploys is recorded")
+		Expect(in.Content).To(Equal(firstContent))
+		Expect(in.Revision).To(Equal(revs.Items[0].Spec.Revision))
+		Expect(in.Seal).NotTo(BeEmpty())
 
 		// A new commit that only the dev cluster gets: prod's deployment is removed.
 		updateBundle(ns, "app", func(b *fleet.Bundle) {
@@ -89,8 +99,14 @@ var _ = Describe("deployment history", func() {
 		Expect(ranAt(ns, "app", "dev", time.Now())).To(Equal("c2"))
 		Expect(ranAt(ns, "app", "prod", time.Now())).To(BeEmpty())
 
+		By("the first revision's Content is kept while the record keeps the revision")
+		Consistently(func() error {
+			_, err := api.Content().Get(firstContent, metav1.GetOptions{})
+			return err
+		}, "10s").Should(Succeed())
+
 		By("fleet history answers from the same record")
-		out, err := testenv.FleetCLI("history", "--kubeconfig", cluster.Kubeconfig, "-n", ns, "--cluster", "prod", "--at", first.UTC().Format(time.RFC3339), "-o", "json")
+		out, err = testenv.FleetCLI("history", "--kubeconfig", cluster.Kubeconfig, "-n", ns, "--cluster", "prod", "--at", first.UTC().Format(time.RFC3339), "-o", "json")
 		Expect(err).NotTo(HaveOccurred())
 		var rows []clihistory.Row
 		Expect(json.Unmarshal([]byte(out), &rows)).To(Succeed())

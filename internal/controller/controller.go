@@ -205,6 +205,8 @@ type wiring struct {
 	guard secretuse.Guard
 	// agents is agent management, when the manager writes every Cluster's agent Bundle.
 	agents *agentmanagement.Agents
+	// sealKey seals the revisions kept for rollbacks (bundle.SealKey).
+	sealKey []byte
 	// configChanged brings every Cluster back (its agent Bundle, its staleness) once the Cluster
 	// controller runs.
 	configChanged atomic.Pointer[func()]
@@ -237,8 +239,7 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 		guard:   secretuse.ForClusters(f.Cluster().Cache())}
 	index.Register(f.BundleDeployment())
 	watchConfig(ctx, c, o.SystemNamespace, o.Config, &w.configChanged)
-	sealKey, err := bundle.SealKey(ctx, kube, o.SystemNamespace)
-	if err != nil {
+	if w.sealKey, err = bundle.SealKey(ctx, kube, o.SystemNamespace); err != nil {
 		return err
 	}
 	bundle.Register(ctx, bundle.Deps{
@@ -247,7 +248,7 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 		Mappings: f.BundleNamespaceMapping(), Namespaces: c.Namespace().Cache(), CheckinInterval: w.checkin, Policies: f.Policy(),
 		Restrictions: f.GitRepoRestriction(), Secrets: c.Secret().Cache(), SecretWriter: c.Secret(), GitRepos: f.GitRepo().Cache(), Guard: w.guard, SystemNamespace: o.SystemNamespace,
 		Rollouts: f.Rollout(), RolloutPolicies: f.RolloutPolicy(), HelmOps: f.HelmOp().Cache(), AgentBundle: w.agentBundle(o),
-		Apply: w.children, SealKey: sealKey,
+		Apply: w.children, SealKey: w.sealKey,
 	})
 	if !o.DisableGitOps {
 		if err := startGitOps(ctx, cfg, scf, w, o); err != nil {
@@ -323,8 +324,9 @@ func startManagement(ctx context.Context, w *wiring, o Options) error {
 		return err
 	}
 	startClusters(ctx, w, o)
-	content.Register(ctx, f.Content(), f.BundleDeployment(), f.Rollout(), o.ContentGracePeriod)
-	history.Register(ctx, history.Deps{BundleDeployments: f.BundleDeployment(), Histories: f.BundleHistory(), Revisions: f.BundleRevision()})
+	content.Register(ctx, f.Content(), f.BundleDeployment(), f.Rollout(), f.BundleRevision(), o.ContentGracePeriod)
+	history.Register(ctx, history.Deps{BundleDeployments: f.BundleDeployment(), Histories: f.BundleHistory(), Revisions: f.BundleRevision(),
+		Bundles: f.Bundle().Cache(), SealKey: w.sealKey})
 	clustergroup.Register(ctx, f.ClusterGroup(), f.Cluster())
 	notify.Register(ctx, notify.Deps{Alerts: f.Alert(), Providers: f.AlertProvider(), GitRepos: f.GitRepo(), Bundles: f.Bundle(),
 		HelmOps: f.HelmOp(), Clusters: f.Cluster(), Rollouts: f.Rollout(), Secrets: w.c.Secret().Cache(), Guard: w.guard})

@@ -58,6 +58,12 @@ func SealKey(ctx context.Context, kube kubernetes.Interface, ns string) ([]byte,
 // sealer seals and verifies the revisions Rollouts keep.
 type sealer []byte
 
+// Seal is r's seal for Bundle b under key, as a Rollout's revisions are sealed: the deployment
+// history seals the revisions it records with it.
+func Seal(key []byte, b *fleet.Bundle, r *fleet.RolloutRevision) string {
+	return sealer(key).seal(b, r)
+}
+
 // seal is r's seal for Bundle b: an HMAC of b's UID and what r deploys from, its Content (or
 // registry contents) under its revision. Its options and targets are not sealed: they pass the
 // namespace's rules again before use (renderPassed), and an apiserver's defaulting may respell

@@ -1,5 +1,6 @@
 // Package content counts the BundleDeployments that use each Content and deletes a Content
-// nobody uses any more: no BundleDeployment deploys it and no Rollout keeps it for a rollback.
+// nobody uses any more: no BundleDeployment deploys it, no Rollout keeps it for a rollback and
+// no revision of the deployment history keeps it.
 // (manager)
 package content
 
@@ -35,13 +36,15 @@ type handler struct {
 	bdCache  fleetcontrollers.BundleDeploymentCache
 	// rollouts are nil where progressive rollouts are not served.
 	rollouts fleetcontrollers.RolloutCache
-	now      func() time.Time
+	// revisions are the deployment history's (nil: none kept).
+	revisions fleetcontrollers.BundleRevisionCache
+	now       func() time.Time
 }
 
 // Register starts the Content garbage collector, which spares a Content younger than grace
-// (zero: DefaultGracePeriod). rollouts may be nil.
+// (zero: DefaultGracePeriod). rollouts and revisions may be nil.
 func Register(ctx context.Context, contents fleetcontrollers.ContentController, bds fleetcontrollers.BundleDeploymentController,
-	rollouts fleetcontrollers.RolloutController, grace time.Duration) {
+	rollouts fleetcontrollers.RolloutController, revisions fleetcontrollers.BundleRevisionController, grace time.Duration) {
 	if grace <= 0 {
 		grace = DefaultGracePeriod
 	}
@@ -49,6 +52,10 @@ func Register(ctx context.Context, contents fleetcontrollers.ContentController, 
 	if rollouts != nil {
 		h.rollouts = rollouts.Cache()
 		watchRollouts(contents, rollouts)
+	}
+	if revisions != nil {
+		h.revisions = revisions.Cache()
+		watchRevisions(contents, revisions)
 	}
 	fleetcontrollers.RegisterContentStatusHandler(ctx, contents, "", "content-gc", h.status)
 	enqueue := func(obj any) {
@@ -92,6 +99,11 @@ func (h *handler) status(c *fleet.Content, status fleet.ContentStatus) (fleet.Co
 		}
 		kept = len(rs)
 	}
+	byRevisions, err := h.keptByRevisions(c.Name)
+	if err != nil {
+		return status, err
+	}
+	kept += byRevisions
 	if len(refs) == 0 && kept == 0 {
 		if age := h.now().Sub(c.CreationTimestamp.Time); age < h.grace {
 			h.contents.EnqueueAfter(c.Name, h.grace-age)

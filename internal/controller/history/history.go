@@ -40,6 +40,10 @@ type Deps struct {
 	BundleDeployments fleetcontrollers.BundleDeploymentController
 	Histories         fleetcontrollers.BundleHistoryController
 	Revisions         fleetcontrollers.BundleRevisionController
+	// Bundles is read for what a revision deploys (nil: nothing of it is recorded).
+	Bundles fleetcontrollers.BundleCache
+	// SealKey seals the recorded inputs as a Rollout's revisions are (bundle.Seal).
+	SealKey []byte
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 }
@@ -117,19 +121,23 @@ func (r *recorder) pass(key string) error {
 	if err != nil {
 		return err
 	}
+	st, err := r.load(ns, name)
+	if err != nil {
+		return err
+	}
 	seen := make([]history.Seen, 0, len(bds))
 	for _, bd := range bds {
 		rev := bd.Annotations[fleet.RevisionAnnotation]
 		if rev == "" || bd.DeletionTimestamp != nil {
 			continue // written before deployments were stamped, or going
 		}
+		st.contentOf(rev, bd.Labels[fleet.ContentNameLabel])
 		applied := bd.Spec.DeploymentID != "" && bd.Status.AppliedDeploymentID == bd.Spec.DeploymentID
 		seen = append(seen, history.Seen{Cluster: clusterOf(ns, bd), Revision: rev, Commit: bd.Labels[fleet.CommitLabel],
 			Applied: applied, Ready: applied && bd.Status.Ready})
 	}
-	st, err := r.load(ns, name)
-	if err != nil || st.empty() && len(seen) == 0 {
-		return err
+	if st.empty() && len(seen) == 0 {
+		return nil
 	}
 	if len(bds) > 0 {
 		st.from(bds[0].Labels) // the GitRepo or HelmOp, for `fleet history GITREPO`

@@ -7,8 +7,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/fleetgo/fleet/internal/controller/bundle"
 	"github.com/fleetgo/fleet/internal/history"
 	"github.com/fleetgo/fleet/internal/names"
+	"github.com/fleetgo/fleet/internal/rollout"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
@@ -20,6 +22,17 @@ type stored struct {
 	order   int64                            // the highest Order
 	// labels name the Bundle's GitRepo or HelmOp, as its deployments do.
 	labels map[string]string
+	// contents are the Contents the deployments of each revision name.
+	contents map[string]string
+}
+
+func (s *stored) contentOf(revision, content string) {
+	if s.contents == nil {
+		s.contents = map[string]string{}
+	}
+	if content != "" {
+		s.contents[revision] = content
+	}
 }
 
 // from takes the GitRepo's or HelmOp's label of a deployment of the Bundle.
@@ -108,7 +121,8 @@ func (r *recorder) saveRevision(ns, name string, s *stored, rev history.Revision
 		created, err := r.Revisions.Create(&fleet.BundleRevision{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.SafeConcatName(name, rev.Revision),
 				Labels: map[string]string{fleet.HistoryBundleLabel: names.Limit(name, 63, name)}},
-			Spec: fleet.BundleRevisionSpec{Bundle: name, Revision: rev.Revision, Commit: rev.Commit, Order: s.order}})
+			Spec: fleet.BundleRevisionSpec{Bundle: name, Revision: rev.Revision, Commit: rev.Commit, Order: s.order,
+				Inputs: r.inputs(ns, name, rev.Revision, s.contents[rev.Revision])}})
 		if err != nil {
 			return fmt.Errorf("creating bundlerevision for %s/%s revision %s: %w", ns, name, rev.Revision, err)
 		}
@@ -118,4 +132,22 @@ func (r *recorder) saveRevision(ns, name string, s *stored, rev history.Revision
 	o.Status.Spans = rev.Spans
 	_, err := r.Revisions.UpdateStatus(o)
 	return err
+}
+
+// inputs are what revision deploys, sealed, when the Bundle (ns/name) still deploys it from
+// content: nil when it has moved on (or is gone).
+func (r *recorder) inputs(ns, name, revision, content string) *fleet.RolloutRevision {
+	if r.Bundles == nil || content == "" {
+		return nil
+	}
+	b, err := r.Bundles.Get(ns, name)
+	if err != nil {
+		return nil
+	}
+	in := rollout.Inputs(b, content)
+	if in.Revision != revision {
+		return nil
+	}
+	in.Seal = bundle.Seal(r.SealKey, b, in)
+	return in
 }

@@ -63,6 +63,12 @@ type BundleRevisionSpec struct {
 	Commit   string `json:"commit,omitempty"`
 	// Order is the revision's place among the Bundle's revisions (first promoted first).
 	Order int64 `json:"order"`
+	// Inputs are what the revision deploys, as a Rollout keeps a revision (its Content, the
+	// Bundle's options and targets, sealed by the manager), recorded when the manager first saw
+	// a cluster run it; unset when the Bundle had moved on by then. The Content is kept as long
+	// as the revision is.
+	// +nullable
+	Inputs *RolloutRevision `json:"inputs,omitempty"`
 }
 
 // BundleRevisionStatus is where the revision ran.
