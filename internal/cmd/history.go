@@ -14,6 +14,7 @@ type historyFlags struct {
 	namespace string
 	cluster   string
 	at        string
+	revision  string
 	output    string
 }
 
@@ -26,6 +27,7 @@ func newHistory() *cobra.Command {
 		Long: "The manager records, per Bundle and cluster, every revision it ran (docs/history.md).\n" +
 			"Without --cluster or --at: each revision, how many clusters ran it and run it now.\n" +
 			"--cluster C: what C ran, span by span. --at TIME: what each cluster ran then.\n" +
+			"--revision R: which clusters ran revision (or commit) R, span by span.\n" +
 			"Without a NAME, --cluster and --at ask every Bundle of the namespace.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -35,6 +37,7 @@ func newHistory() *cobra.Command {
 	c.Flags().StringVarP(&f.namespace, "namespace", "n", "fleet-default", "namespace of the bundles")
 	c.Flags().StringVar(&f.cluster, "cluster", "", "the cluster to tell about")
 	c.Flags().StringVar(&f.at, "at", "", "the moment to tell about (RFC 3339, or now)")
+	c.Flags().StringVar(&f.revision, "revision", "", "which clusters ran this revision (or commit), span by span")
 	c.Flags().StringVarP(&f.output, "output", "o", "", "json: the rows as JSON")
 	c.Flags().StringVar(&f.kube.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
 	c.Flags().StringVar(&f.kube.context, "context", "", "kubeconfig context to use")
@@ -51,7 +54,7 @@ func (f *historyFlags) run(cmd *cobra.Command, args []string) error {
 	} else if f.cluster == "" || f.at == "" {
 		return fmt.Errorf("name a Bundle, GitRepo or HelmOp, or ask about every Bundle with --cluster and --at")
 	}
-	q := history.Query{Cluster: f.cluster}
+	q := history.Query{Cluster: f.cluster, Revision: f.revision}
 	if f.at != "" {
 		at, err := history.ParseTime(f.at, time.Now())
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -12,11 +13,42 @@ import (
 	"github.com/fleetgo/fleet/internal/history"
 )
 
-// Query narrows a report: to one cluster, to one moment, or both.
+// Query narrows a report: to one cluster, to one moment, or both; or asks which clusters ran
+// one revision.
 type Query struct {
 	Cluster string
 	// At, when set, asks what ran then.
 	At *time.Time
+	// Revision, when set, asks which clusters ran it (a revision, or a commit or its first 7 or
+	// more characters).
+	Revision string
+}
+
+// names says whether the revision is the one id names.
+func names(rev history.Revision, id string) bool {
+	return rev.Revision == id || rev.Commit != "" && (rev.Commit == id || len(id) >= 7 && strings.HasPrefix(rev.Commit, id))
+}
+
+// ranRevision are the rows of every cluster that ran the revision id names, span by span.
+func ranRevision(b Bundle, id string) ([]Row, error) {
+	var rows []Row
+	for _, rev := range b.Record.Revisions {
+		if !names(rev, id) {
+			continue
+		}
+		for _, s := range rev.Spans {
+			idx, err := history.Ranges(s.Clusters).Indexes()
+			if err != nil {
+				return nil, err
+			}
+			for _, i := range idx {
+				if i < len(b.Record.Clusters) {
+					rows = append(rows, rowOf(b.Name, b.Record.Clusters[i], history.Ran{Revision: rev.Revision, Commit: rev.Commit, Span: s}))
+				}
+			}
+		}
+	}
+	return rows, nil
 }
 
 // Row is a line of the report: a revision of a bundle overall (Cluster empty: how many
@@ -43,6 +75,19 @@ func Rows(bundles []Bundle, q Query) ([]Row, error) {
 		}
 	}
 	var rows []Row
+	if q.Revision != "" {
+		for _, b := range bundles {
+			ran, err := ranRevision(b, q.Revision)
+			if err != nil {
+				return nil, err
+			}
+			rows = append(rows, ran...)
+		}
+		if len(rows) == 0 {
+			return nil, fmt.Errorf("no revision or commit %s in the record", q.Revision)
+		}
+		return rows, nil
+	}
 	known := q.Cluster == ""
 	for _, b := range bundles {
 		clusters := b.Record.Clusters
@@ -151,7 +196,7 @@ func PrintJSON(out io.Writer, rows []Row) error {
 func Print(out io.Writer, rows []Row, q Query) {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	defer w.Flush()
-	if q.Cluster == "" && q.At == nil {
+	if q.Cluster == "" && q.At == nil && q.Revision == "" {
 		fmt.Fprintln(w, "BUNDLE\tREVISION\tCOMMIT\tPROMOTED\tCLUSTERS\tRUNNING\tUNTIL")
 		for _, r := range rows {
 			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", termtext.Printable(r.Bundle), r.Revision, commit(r.Commit), when(r.Promoted), r.Clusters, r.Running, when(r.Until))

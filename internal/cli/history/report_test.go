@@ -50,6 +50,19 @@ func TestRowsAnswerEachQuery(t *testing.T) {
 	}
 }
 
+func TestWhichClustersRanARevision(t *testing.T) {
+	b := fixture(t)
+	for _, id := range []string{"r1", "aaaa"} {
+		rows, err := Rows(b, Query{Revision: id})
+		if err != nil || len(rows) != 2 || rows[0].Cluster != "dev" && rows[1].Cluster != "dev" {
+			t.Fatalf("clusters of %s: %+v %v", id, rows, err)
+		}
+	}
+	if _, err := Rows(b, Query{Revision: "cccc"}); err == nil || !strings.Contains(err.Error(), "no revision or commit cccc") {
+		t.Fatalf("an unknown revision: %v", err)
+	}
+}
+
 func TestBadQueriesSayWhy(t *testing.T) {
 	b := fixture(t)
 	before := t0.Add(-time.Hour)
