@@ -87,7 +87,7 @@ func (r *Record) open() (map[int]ref, error) {
 			if s.Until != nil {
 				continue
 			}
-			idx, err := Ranges(s.Clusters).Indexes()
+			idx, err := Ranges(s.Clusters).Indexes(len(r.Clusters))
 			if err != nil {
 				return nil, fmt.Errorf("revision %s: %w", r.Revisions[ri].Revision, err)
 			}
@@ -163,7 +163,7 @@ func (r *Record) close(closing map[ref]map[int]string, now time.Time) {
 	for _, o := range refs {
 		rev := &r.Revisions[o.rev]
 		s := rev.Spans[o.span]
-		all, _ := Ranges(s.Clusters).Indexes()
+		all, _ := Ranges(s.Clusters).Indexes(len(r.Clusters))
 		byEnd := map[string][]int{}
 		var rest []int
 		for _, i := range all {
@@ -219,7 +219,7 @@ func (r *Record) mark(seen map[int]Seen, now time.Time) error {
 			if s.Until != nil || s.Applied != nil && s.Ready != nil {
 				continue
 			}
-			idx, err := Ranges(s.Clusters).Indexes()
+			idx, err := Ranges(s.Clusters).Indexes(len(r.Clusters))
 			if err != nil {
 				return err
 			}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -158,15 +159,15 @@ func TestRanges(t *testing.T) {
 	if got := rangesOf(run); got != "1-100" {
 		t.Fatalf("rangesOf a run: %q", got)
 	}
-	if idx, _ := rangesOf([]int{7, 0, 1, 2, 5, 8, 9}).Indexes(); !reflect.DeepEqual(idx, []int{0, 1, 2, 5, 7, 8, 9}) {
+	if idx, _ := rangesOf([]int{7, 0, 1, 2, 5, 8, 9}).Indexes(10); !reflect.DeepEqual(idx, []int{0, 1, 2, 5, 7, 8, 9}) {
 		t.Fatalf("a few clusters read back: %v", idx)
 	}
-	idx, err := Ranges("0-2,5,7-9").Indexes()
+	idx, err := Ranges("0-2,5,7-9").Indexes(10)
 	if err != nil || !reflect.DeepEqual(idx, []int{0, 1, 2, 5, 7, 8, 9}) {
 		t.Fatalf("Indexes: %v %v", idx, err)
 	}
 	for _, bad := range []Ranges{"x", "3-1", "5,2", "1-", "-1"} {
-		if _, err := bad.Indexes(); err == nil {
+		if _, err := bad.Indexes(10); err == nil {
 			t.Errorf("%q read as ranges", bad)
 		}
 	}
@@ -181,10 +182,24 @@ func TestRanges(t *testing.T) {
 	if bm[0] != 'b' || len(bm) > 3000/8*4/3+8 {
 		t.Fatalf("scattered clusters as a bitmap: %d bytes", len(bm))
 	}
-	if idx, err := bm.Indexes(); err != nil || !reflect.DeepEqual(idx, scattered) || !bm.Has(10) || bm.Has(11) {
+	if idx, err := bm.Indexes(3000); err != nil || !reflect.DeepEqual(idx, scattered) || !bm.Has(10) || bm.Has(11) {
 		t.Fatalf("bitmap read back: %v", err)
 	}
-	if _, err := Ranges("b1:!!").Indexes(); err == nil {
+	if _, err := Ranges("b1:!!").Indexes(10); err == nil {
 		t.Fatal("a broken bitmap read")
+	}
+}
+
+// A span is input (whoever may write its object wrote it): one naming indexes past the table,
+// however many, is refused before anything is allocated for them.
+func TestSpansPastTheTableAreRefused(t *testing.T) {
+	for _, r := range []Ranges{"0-2000000000", "5", "0-3,9", "b0:__________8"} {
+		if _, err := r.Indexes(5); err == nil || !strings.Contains(err.Error(), "past the 5 clusters of the table") {
+			t.Errorf("%q over a table of 5: %v", r, err)
+		}
+	}
+	forged := &Record{Clusters: []string{"a"}, Revisions: []Revision{{Revision: "r1", Spans: []Span{{Clusters: "0-2000000000"}}}}}
+	if err := forged.Observe([]Seen{{Cluster: "a", Revision: "r1"}}, t0); err == nil || !strings.Contains(err.Error(), "revision r1: cluster range") {
+		t.Fatalf("a forged span: %v", err)
 	}
 }

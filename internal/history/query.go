@@ -59,7 +59,7 @@ func (r *Record) ClustersOf(rev string) ([]string, error) {
 			continue
 		}
 		for _, s := range x.Spans {
-			idx, err := Ranges(s.Clusters).Indexes()
+			idx, err := Ranges(s.Clusters).Indexes(len(r.Clusters))
 			if err != nil {
 				return nil, err
 			}

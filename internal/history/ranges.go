@@ -25,16 +25,14 @@ func bitmapOf(s []int) Ranges {
 	return Ranges("b" + strconv.Itoa(first) + ":" + base64.RawURLEncoding.EncodeToString(bits))
 }
 
-// bitmapIndexes reads what bitmapOf wrote (without its "b").
-func bitmapIndexes(r string) ([]int, error) {
-	lo, enc, ok := strings.Cut(r, ":")
-	first, err := strconv.Atoi(lo)
-	if !ok || err != nil || first < 0 {
-		return nil, fmt.Errorf("cluster bitmap %q: no first index", r)
-	}
-	bits, err := base64.RawURLEncoding.DecodeString(enc)
+// bitmapIndexes reads what bitmapOf wrote (without its "b"), each index below n.
+func bitmapIndexes(r string, n int) ([]int, error) {
+	first, bits, err := bitmap(r)
 	if err != nil {
-		return nil, fmt.Errorf("cluster bitmap %q: %w", r, err)
+		return nil, err
+	}
+	if first+8*len(bits) > n+7 {
+		return nil, fmt.Errorf("cluster bitmap: it runs past the %d clusters of the table", n)
 	}
 	var out []int
 	for b, v := range bits {
@@ -76,13 +74,15 @@ func rangesOf(idx []int) Ranges {
 	return Ranges(b.String())
 }
 
-// Indexes are the indexes r holds, in order.
-func (r Ranges) Indexes() ([]int, error) {
+// Indexes are the indexes r holds, in order; each must be below n, the size of the table they
+// index (a span is input: whoever may write its object could otherwise make the reader hold
+// billions of them).
+func (r Ranges) Indexes(n int) ([]int, error) {
 	if r == "" {
 		return nil, nil
 	}
 	if strings.HasPrefix(string(r), "b") {
-		return bitmapIndexes(string(r[1:]))
+		return bitmapIndexes(string(r[1:]), n)
 	}
 	var out []int
 	for _, part := range strings.Split(string(r), ",") {
@@ -100,6 +100,9 @@ func (r Ranges) Indexes() ([]int, error) {
 		if len(out) > 0 && a <= out[len(out)-1] {
 			return nil, fmt.Errorf("cluster range %q: runs out of order", r)
 		}
+		if b >= n {
+			return nil, fmt.Errorf("cluster range %q: index %d is past the %d clusters of the table", r, b, n)
+		}
 		for i := a; i <= b; i++ {
 			out = append(out, i)
 		}
@@ -107,12 +110,28 @@ func (r Ranges) Indexes() ([]int, error) {
 	return out, nil
 }
 
+// bitmap is a bitmap's first index and bits.
+func bitmap(r string) (int, []byte, error) {
+	lo, enc, ok := strings.Cut(r, ":")
+	first, err := strconv.Atoi(lo)
+	if !ok || err != nil || first < 0 {
+		return 0, nil, fmt.Errorf("cluster bitmap %q: no first index", r)
+	}
+	bits, err := base64.RawURLEncoding.DecodeString(enc)
+	if err != nil {
+		return 0, nil, fmt.Errorf("cluster bitmap %q: %w", r, err)
+	}
+	return first, bits, nil
+}
+
 // Has reports whether r holds index i.
 func (r Ranges) Has(i int) bool {
 	if strings.HasPrefix(string(r), "b") {
-		idx, _ := r.Indexes()
-		_, found := slices.BinarySearch(idx, i)
-		return found
+		first, bits, err := bitmap(string(r[1:]))
+		if err != nil || i < first || (i-first)/8 >= len(bits) {
+			return false
+		}
+		return bits[(i-first)/8]&(1<<((i-first)%8)) != 0
 	}
 	for _, part := range strings.Split(string(r), ",") {
 		lo, hi, isRun := strings.Cut(part, "-")

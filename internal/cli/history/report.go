@@ -37,7 +37,7 @@ func ranRevision(b Bundle, id string) ([]Row, error) {
 			continue
 		}
 		for _, s := range rev.Spans {
-			idx, err := history.Ranges(s.Clusters).Indexes()
+			idx, err := history.Ranges(s.Clusters).Indexes(len(b.Record.Clusters))
 			if err != nil {
 				return nil, err
 			}
@@ -166,7 +166,7 @@ func revisions(b Bundle) ([]Row, error) {
 				r.Promoted = ptr(s.Promoted.Time)
 			}
 			if s.Until == nil {
-				idx, _ := history.Ranges(s.Clusters).Indexes()
+				idx, _ := history.Ranges(s.Clusters).Indexes(len(b.Record.Clusters))
 				running += len(idx)
 			} else if r.Until == nil || s.Until.Time.After(*r.Until) {
 				r.Until = ptr(s.Until.Time)

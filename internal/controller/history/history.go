@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/fleetgo/fleet/internal/controller/index"
@@ -105,7 +106,12 @@ func (r *recorder) work() {
 			return
 		}
 		if err := r.pass(key); err != nil {
-			logrus.WithField("bundle", key).Debugf("deployment history: %v", err)
+			log := logrus.WithField("bundle", key)
+			if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+				log.Debugf("deployment history: %v", err) // a race the next try wins
+			} else {
+				log.Warnf("deployment history: %v", err)
+			}
 			r.queue.AddRateLimited(key)
 		} else {
 			r.queue.Forget(key)
