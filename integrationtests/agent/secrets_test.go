@@ -137,6 +137,39 @@ var _ = Describe("a bundle's SOPS-encrypted Secret", func() {
 	})
 })
 
+var _ = Describe("a bundle's SOPS file whose key the admin gives after the bundle is made", func() {
+	It("deploys nothing while no key decrypts it, and deploys once the key Secret is there, with no other change", func(ctx context.Context) {
+		id, err := age.GenerateX25519Identity()
+		Expect(err).NotTo(HaveOccurred())
+		name, ns := unique("sops-late"), unique("sops-late-ns")
+		enc := sopstest.Encrypt(GinkgoT(), "db.yaml", []byte("apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nstringData:\n  password: late\n"),
+			id.Recipient().String(), nil)
+		newBundle(name, fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns},
+			Resources: []fleet.BundleResource{res("db.yaml", string(enc))}})
+		// (No key of the namespace at all, or none that decrypts: other specs' keys may be there.)
+		Eventually(func() string { return readyMessage(name) }).Should(Or(ContainSubstring("secrets: db.yaml: no key given to the manager decrypts it"),
+			ContainSubstring("secrets: no SOPS key for namespace "+fleet.DefaultNamespace)))
+
+		kube, err := manager.Clientset()
+		Expect(err).NotTo(HaveOccurred())
+		key := unique("sops-late-key")
+		_, err = kube.CoreV1().Secrets("cattle-fleet-system").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: key,
+			Annotations: map[string]string{bundle.SOPSNamespacesAnnotation: "other-ns, " + fleet.DefaultNamespace}},
+			Data: map[string][]byte{"late.agekey": []byte(id.String() + "\n")}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() {
+			_ = kube.CoreV1().Secrets("cattle-fleet-system").Delete(context.Background(), key, metav1.DeleteOptions{})
+		})
+		Eventually(func() string {
+			s, err := local.CoreV1().Secrets(ns).Get(ctx, "db", metav1.GetOptions{})
+			if err != nil {
+				return ""
+			}
+			return string(s.Data["password"])
+		}).Should(Equal("late"))
+	})
+})
+
 var _ = Describe("a bundle's SOPS file aimed at a cluster without a sealing key", func() {
 	It("deploys to no cluster and names the one without a key; once its key is reported, it deploys everywhere", func(ctx context.Context) {
 		recipient := sopsKey(ctx)

@@ -97,6 +97,10 @@ type Deps struct {
 	// SealKey seals the revisions Rollouts keep (SealKey, seal.go); without it no kept
 	// revision is ever returned to.
 	SealKey []byte
+	// Histories and Revisions are the deployment history, whose holds roll clusters back
+	// (holds.go); nil: none.
+	Histories fleetcontrollers.BundleHistoryController
+	Revisions fleetcontrollers.BundleRevisionController
 }
 
 type handler struct {
@@ -127,6 +131,9 @@ type handler struct {
 	agentBundle     func(*fleet.Bundle, *fleet.Cluster) bool
 	// seal seals and verifies the revisions Rollouts keep (seal.go).
 	seal sealer
+	// histories and revisions hold the users' rollbacks (holds.go); nil: none.
+	histories fleetcontrollers.BundleHistoryCache
+	revisions fleetcontrollers.BundleRevisionCache
 	// mem is what the controller remembers between passes (memory.go).
 	mem *memory
 	// writeSlots holds one token per BundleDeployment write in flight.
@@ -156,6 +163,16 @@ func Register(ctx context.Context, d Deps) {
 	if d.Rollouts != nil {
 		h.rolloutOut = newRolloutWriter(ctx, d.Apply, d.Rollouts)
 	}
+	if d.Histories != nil && d.Revisions != nil {
+		h.histories, h.revisions = d.Histories.Cache(), d.Revisions.Cache()
+		// A rollback asked for, or released, passes its Bundle.
+		d.Histories.OnChange(ctx, "bundle-from-history", func(_ string, o *fleet.BundleHistory) (*fleet.BundleHistory, error) {
+			if o != nil {
+				d.Bundles.Enqueue(o.Namespace, o.Name)
+			}
+			return o, nil
+		})
+	}
 	go h.mem.expire(ctx, h.now)
 	h.orphans = newOrphanQueue(orphanRetry)
 	go h.deleteOrphans(ctx)
@@ -164,14 +181,34 @@ func Register(ctx context.Context, d Deps) {
 	h.watchDeployments(ctx, d)
 	h.watchTargeting(ctx, d)
 	h.watchRollouts(ctx, d)
-	if d.SecretWriter != nil {
-		d.SecretWriter.OnChange(ctx, "bundle-from-values", func(_ string, s *corev1.Secret) (*corev1.Secret, error) {
-			if s != nil && s.Type == fleet.SecretTypeBundleValues {
-				d.Bundles.Enqueue(s.Namespace, s.Name)
-			}
-			return s, nil
-		})
+	h.watchSecrets(ctx, d)
+}
+
+// watchSecrets passes a Bundle when its values Secret changes, and the Bundles of the namespaces
+// a SOPS key Secret of the manager's namespace serves when it changes: a Bundle whose files no
+// key decrypted, or read before the cache showed the key, deploys once the key is there.
+func (h *handler) watchSecrets(ctx context.Context, d Deps) {
+	if d.SecretWriter == nil {
+		return
 	}
+	d.SecretWriter.OnChange(ctx, "bundle-from-secret", func(_ string, s *corev1.Secret) (*corev1.Secret, error) {
+		switch {
+		case s == nil:
+		case s.Type == fleet.SecretTypeBundleValues:
+			d.Bundles.Enqueue(s.Namespace, s.Name)
+		case s.Namespace == d.SystemNamespace && s.Annotations[SOPSNamespacesAnnotation] != "":
+			for _, ns := range strings.Split(s.Annotations[SOPSNamespacesAnnotation], ",") {
+				if ns = strings.TrimSpace(ns); ns == "*" {
+					ns = ""
+				}
+				bundles, _ := d.Bundles.Cache().List(ns, labels.Everything())
+				for _, b := range bundles {
+					d.Bundles.Enqueue(b.Namespace, b.Name)
+				}
+			}
+		}
+		return s, nil
+	})
 }
 
 // watchRollouts passes a Bundle when its Rollout changes (an approval, a pause, an abort, a
