@@ -67,13 +67,7 @@ var _ = Describe("a bundle's SOPS-encrypted Secret", func() {
 			Resources: []fleet.BundleResource{res("db.yaml", string(enc)), res("cm.yaml", configMap("settings", "mode", "on"))}})
 		b := readyAndCurrent(name)
 		Expect(b.Spec.SealedFiles).To(HaveLen(1))
-		Eventually(func() string {
-			s, err := local.CoreV1().Secrets(ns).Get(ctx, "db", metav1.GetOptions{})
-			if err != nil {
-				return ""
-			}
-			return string(s.Data["password"])
-		}).Should(Equal(canary))
+		Eventually(secretValue(ns, "db", "password")).Should(Equal(canary))
 		s, err := local.CoreV1().Secrets(ns).Get(ctx, "db", metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(string(s.Data["host"])).To(Equal(clusterName+".db.example"), "templated for the cluster inside the decrypted file")
@@ -160,13 +154,7 @@ var _ = Describe("a bundle's SOPS file whose key the admin gives after the bundl
 		DeferCleanup(func() {
 			_ = kube.CoreV1().Secrets("cattle-fleet-system").Delete(context.Background(), key, metav1.DeleteOptions{})
 		})
-		Eventually(func() string {
-			s, err := local.CoreV1().Secrets(ns).Get(ctx, "db", metav1.GetOptions{})
-			if err != nil {
-				return ""
-			}
-			return string(s.Data["password"])
-		}).Should(Equal("late"))
+		Eventually(secretValue(ns, "db", "password")).Should(Equal("late"))
 	})
 })
 
@@ -194,13 +182,7 @@ var _ = Describe("a bundle's SOPS file aimed at a cluster without a sealing key"
 		_, err = api.Cluster().Patch(fleet.DefaultNamespace, keyless, types.MergePatchType, []byte(`{"status":{"agent":{"sealingKey":"`+public+`"}}}`), "status")
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(cmData(ns, "beside")).Should(HaveKeyWithValue("a", "b"))
-		Eventually(func() string {
-			s, err := local.CoreV1().Secrets(ns).Get(ctx, "db", metav1.GetOptions{})
-			if err != nil {
-				return ""
-			}
-			return string(s.Data["password"])
-		}).Should(Equal("x"))
+		Eventually(secretValue(ns, "db", "password")).Should(Equal("x"))
 	})
 })
 
@@ -230,4 +212,15 @@ func readyMessage(name string) string {
 		return c.Message
 	}
 	return ""
+}
+
+// secretValue reads a key of a downstream Secret ("" while there is none).
+func secretValue(ns, name, key string) func() string {
+	return func() string {
+		s, err := local.CoreV1().Secrets(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return ""
+		}
+		return string(s.Data[key])
+	}
 }
