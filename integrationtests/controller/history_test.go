@@ -129,3 +129,125 @@ var _ = Describe("deployment history", func() {
 		}, time.Minute).Should(Equal(history.Removed))
 	})
 })
+
+// deployed is what a cluster's deployment deploys: its Content, options and deployment ID.
+type deployed struct {
+	Content, DeploymentID string
+	Options               fleet.BundleDeploymentOptions
+}
+
+func deployedOf(bd *fleet.BundleDeployment) deployed {
+	if bd == nil {
+		return deployed{}
+	}
+	return deployed{Content: bd.Labels[fleet.ContentNameLabel], DeploymentID: bd.Spec.DeploymentID, Options: bd.Spec.Options}
+}
+
+// deployedOn is what each cluster's deployment of the bundle deploys, by cluster name.
+func deployedOn(ns, bundle string) func() map[string]deployed {
+	return func() map[string]deployed {
+		out := map[string]deployed{}
+		for c, bd := range deployments(ns, bundle) {
+			out[c] = deployedOf(bd)
+		}
+		return out
+	}
+}
+
+// heldCondition is the message of a Bundle's Held condition ("" without one).
+func heldCondition(ns, name string) string {
+	b, err := api.Bundle().Get(ns, name, metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	if c := fleet.FindCondition(b.Status.Conditions, fleet.ConditionHeld); c != nil {
+		return string(c.Status) + " " + c.Reason + ": " + c.Message
+	}
+	return ""
+}
+
+var _ = Describe("fleet rollback", func() {
+	It("puts the chosen clusters back to an earlier revision, byte for byte, held until the Bundle's next revision or released", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		newCluster(ns, "dev1", map[string]string{"env": "dev", "n": "1"})
+		newCluster(ns, "dev2", map[string]string{"env": "dev", "n": "2"})
+		newCluster(ns, "prod", map[string]string{"env": "prod"})
+		keepCheckingIn(ns, "dev1", "dev2", "prod")
+		commit := func(c, content, mode string) map[string]deployed {
+			updateBundle(ns, "app", func(b *fleet.Bundle) {
+				b.Labels[fleet.CommitLabel] = c
+				b.Spec.Resources[0].Content = content
+				b.Spec.Helm = &fleet.HelmOptions{Values: &fleet.GenericMap{Data: map[string]any{"mode": mode}}}
+			})
+			Eventually(func() []string {
+				var commits []string
+				for _, bd := range deployments(ns, "app") {
+					commits = append(commits, bd.Labels[fleet.CommitLabel])
+				}
+				return commits
+			}).Should(HaveEach(c))
+			for _, bd := range deployments(ns, "app") {
+				agentDeploys(bd, true)
+			}
+			return deployedOn(ns, "app")()
+		}
+		_, err := api.Bundle().Create(&fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns, Labels: map[string]string{fleet.CommitLabel: "c0"}},
+			Spec: fleet.BundleSpec{Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: "kind: ConfigMap\nmetadata:\n  name: zero\n"}},
+				Targets: []fleet.BundleTarget{{ClusterSelector: &metav1.LabelSelector{}}}}})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(clusterNames(ns, "app")).Should(Equal([]string{"dev1", "dev2", "prod"}))
+		first := commit("c1", "kind: ConfigMap\nmetadata:\n  name: one\n", "first")
+		Eventually(func() []string {
+			var commits []string
+			for _, r := range recordOf(ns, "app").Revisions {
+				commits = append(commits, r.Commit)
+			}
+			return commits
+		}, time.Minute).Should(ContainElement("c1"), "the history recorded c1 (with what it deploys)")
+		second := commit("c2", "kind: ConfigMap\nmetadata:\n  name: two\n", "second")
+		Expect(second["dev1"]).NotTo(Equal(first["dev1"]))
+
+		By("bad input is refused, naming it, and changes nothing")
+		cli := func(args ...string) (string, error) {
+			return testenv.FleetCLI(append([]string{"rollback", "app", "--kubeconfig", cluster.Kubeconfig, "-n", ns}, args...)...)
+		}
+		_, err = cli("--to", "nosuchcommit")
+		Expect(err).To(MatchError(ContainSubstring("--to nosuchcommit: no revision or commit of that name")))
+		_, err = cli("--to", "c1", "--clusters", "env=staging")
+		Expect(err).To(MatchError(ContainSubstring("--clusters env=staging matches no cluster")))
+		_, err = cli("--to", "2020-01-01T00:00:00Z")
+		Expect(err).To(MatchError(ContainSubstring("none of the chosen clusters ran the Bundle then")))
+		hist, err := api.BundleHistory().Get(ns, "app", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(hist.Spec.Holds).To(BeEmpty())
+
+		By("the dev clusters go back to c1, prod stays at c2")
+		out, err := cli("--to", "c1", "--clusters", "env=dev", "--reason", "incident 42")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring("bundle app: 2 clusters held at revision"))
+		Eventually(deployedOn(ns, "app")).Should(Equal(map[string]deployed{"dev1": first["dev1"], "dev2": first["dev2"], "prod": second["prod"]}))
+		Eventually(func() string { return heldCondition(ns, "app") }).Should(MatchRegexp(`^True RolledBack: 2 of 2 clusters held at revision \w+ \(commit c1\) since \S+: incident 42`))
+		Consistently(deployedOn(ns, "app"), "3s").Should(HaveKeyWithValue("dev1", first["dev1"]), "held: not promoted again")
+		for _, c := range []string{"dev1", "dev2"} {
+			agentDeploys(deployments(ns, "app")[c], true)
+		}
+		Eventually(func(g Gomega) {
+			rec := recordOf(ns, "app")
+			dev := rec.Of("dev1")
+			g.Expect(len(dev)).To(BeNumerically(">=", 3), "c0 (maybe), c1, c2, c1 again: %+v", rec)
+			g.Expect(dev[len(dev)-1].Commit).To(Equal("c1"))
+			g.Expect(dev[len(dev)-2].Ended).To(Equal(history.RolledBack))
+		}, time.Minute).Should(Succeed(), "the history shows the rollback")
+
+		By("--release takes dev2 back to the Bundle's revision; dev1 stays held")
+		out, err = cli("--release", "--clusters", "n=2")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring("1 clusters released: " + ns + "/dev2"))
+		Eventually(deployedOn(ns, "app")).Should(Equal(map[string]deployed{"dev1": first["dev1"], "dev2": second["dev2"], "prod": second["prod"]}))
+		Eventually(func() string { return heldCondition(ns, "app") }).Should(ContainSubstring("1 of 1 clusters held"))
+
+		By("the next commit releases dev1")
+		third := commit("c3", "kind: ConfigMap\nmetadata:\n  name: three\n", "third")
+		Expect(third["dev1"].Options.Helm.Values.Data).To(HaveKeyWithValue("mode", "third"))
+		Eventually(func() string { return heldCondition(ns, "app") }).Should(BeEmpty())
+		Expect(deployments(ns, "app")["dev1"].Annotations).NotTo(HaveKey(fleet.HeldAnnotation))
+	})
+})

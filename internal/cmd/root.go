@@ -29,6 +29,6 @@ func New() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newVersion(), newApply(), newTarget(), newTest(), newController(), newAgent(), newInstall(), newGitCloner(), newStatus(), newDump(), newCleanup(), newDeploy(), newBundleDiff(), newMonitor(), newAnalyze(), newMigrate(), newRollout(), newHistory(), newPlan(), newUI(), newNotify())
+	root.AddCommand(newVersion(), newApply(), newTarget(), newTest(), newController(), newAgent(), newInstall(), newGitCloner(), newStatus(), newDump(), newCleanup(), newDeploy(), newBundleDiff(), newMonitor(), newAnalyze(), newMigrate(), newRollout(), newHistory(), newRollback(), newPlan(), newUI(), newNotify())
 	return root
 }

@@ -248,7 +248,7 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 		Mappings: f.BundleNamespaceMapping(), Namespaces: c.Namespace().Cache(), CheckinInterval: w.checkin, Policies: f.Policy(),
 		Restrictions: f.GitRepoRestriction(), Secrets: c.Secret().Cache(), SecretWriter: c.Secret(), GitRepos: f.GitRepo().Cache(), Guard: w.guard, SystemNamespace: o.SystemNamespace,
 		Rollouts: f.Rollout(), RolloutPolicies: f.RolloutPolicy(), HelmOps: f.HelmOp().Cache(), AgentBundle: w.agentBundle(o),
-		Apply: w.children, SealKey: w.sealKey,
+		Apply: w.children, SealKey: w.sealKey, Histories: f.BundleHistory(), Revisions: f.BundleRevision(),
 	})
 	if !o.DisableGitOps {
 		if err := startGitOps(ctx, cfg, scf, w, o); err != nil {

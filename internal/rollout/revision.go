@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 
+	"github.com/fleetgo/fleet/internal/target"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
@@ -34,4 +35,18 @@ func Inputs(b *fleet.Bundle, contentName string) *fleet.RolloutRevision {
 		in.Targets = append(in.Targets, *t.DeepCopy())
 	}
 	return in
+}
+
+// RevisionOf is b's revision as the manager computes it from the Bundle alone: its Content is
+// named after its manifest (or is the registry's contents ID). `fleet rollback` holds clusters
+// over it: the next revision releases them.
+func RevisionOf(b *fleet.Bundle) (string, error) {
+	if b.Spec.ContentsID != "" {
+		return Revision(b, b.Spec.ContentsID), nil
+	}
+	manifest, err := target.Manifest(b.Spec.Resources)
+	if err != nil {
+		return "", err
+	}
+	return Revision(b, target.ContentName(manifest)), nil
 }

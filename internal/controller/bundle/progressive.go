@@ -159,13 +159,20 @@ func (pg *progressive) rollBack(ci target.ClusterInfo, desired, cur *fleet.Bundl
 	if old == nil {
 		return nil
 	}
+	next := atKept(desired, old, passed.Content, cur)
+	delete(next.Annotations, fleet.RolloutPromotedAnnotation)
+	next.Annotations[fleet.RolloutRevisionAnnotation] = passed.Revision
+	return next
+}
+
+// atKept is desired deploying what old, rendered from a kept revision (of Content content),
+// deploys: desired's options stay staged, cur's rollout annotations are kept.
+func atKept(desired, old *fleet.BundleDeployment, content string, cur *fleet.BundleDeployment) *fleet.BundleDeployment {
 	next := desired.DeepCopy()
 	next.Spec.Options, next.Spec.DeploymentID = old.Spec.Options, old.Spec.DeploymentID
 	next.Spec.CorrectDrift, next.Spec.HelmChartOptions, next.Spec.OCIContents = old.Spec.CorrectDrift, old.Spec.HelmChartOptions, old.Spec.OCIContents
-	next.Labels[fleet.ContentNameLabel] = passed.Content
+	next.Labels[fleet.ContentNameLabel] = content
 	next.Annotations = rolloutAnnotations(cur)
-	delete(next.Annotations, fleet.RolloutPromotedAnnotation)
-	next.Annotations[fleet.RolloutRevisionAnnotation] = passed.Revision
 	return next
 }
 
@@ -188,32 +195,38 @@ func (pg *progressive) renderPassed(ci target.ClusterInfo) (*fleet.BundleDeploym
 	return render(pg.passed, ci, m, pg.result.Status.Passed.Content)
 }
 
-// passedBundle is the Bundle as the revision that passed had it, with its matcher: once its
-// seal verifies (only a manager of this installation recorded it, for this Bundle) and it meets
-// the namespace's rules as they stand.
+// passedBundle is the Bundle as the revision that passed had it, with its matcher (keptBundle).
 func (pg *progressive) passedBundle() (*fleet.Bundle, *target.Matcher, error) {
-	kept := pg.result.Status.Passed
-	if pg.verify != nil {
-		if err := pg.verify(pg.bundle, kept); err != nil {
+	return keptBundle(pg.bundle, pg.result.Status.Passed, pg.verify, pg.rules)
+}
+
+// keptBundle is Bundle b as a revision kept of it had it (its options, targets and contents),
+// with its matcher: once its seal verifies (only a manager of this installation recorded it, for
+// this Bundle) and it meets the namespace's rules as they stand. A rollout's rollback and a
+// user's (holds.go) both deploy a kept revision this way.
+func keptBundle(b *fleet.Bundle, kept *fleet.RolloutRevision, verify func(*fleet.Bundle, *fleet.RolloutRevision) error,
+	rules func(*fleet.Bundle) (bool, *refusal, error)) (*fleet.Bundle, *target.Matcher, error) {
+	if verify != nil {
+		if err := verify(b, kept); err != nil {
 			return nil, nil, err
 		}
 	}
-	b := *pg.bundle
-	b.Spec.BundleDeploymentOptions, b.Spec.HelmOpOptions = *kept.Options.DeepCopy(), kept.HelmOpOptions.DeepCopy()
-	b.Spec.Targets, b.Spec.ContentsID = nil, kept.ContentsID
+	out := *b
+	out.Spec.BundleDeploymentOptions, out.Spec.HelmOpOptions = *kept.Options.DeepCopy(), kept.HelmOpOptions.DeepCopy()
+	out.Spec.Targets, out.Spec.ContentsID = nil, kept.ContentsID
 	for _, t := range kept.Targets {
-		b.Spec.Targets = append(b.Spec.Targets, *t.DeepCopy())
+		out.Spec.Targets = append(out.Spec.Targets, *t.DeepCopy())
 	}
-	if pg.rules != nil {
-		if _, refused, err := pg.rules(&b); err != nil || refused != nil {
+	if rules != nil {
+		if _, refused, err := rules(&out); err != nil || refused != nil {
 			return nil, nil, cmp.Or(err, refusedErr(refused))
 		}
 	}
-	m, err := target.NewMatcher(&b)
+	m, err := target.NewMatcher(&out)
 	if err != nil {
 		return nil, nil, err
 	}
-	return &b, m, nil
+	return &out, m, nil
 }
 
 func refusedErr(r *refusal) error {

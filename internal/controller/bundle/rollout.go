@@ -24,11 +24,20 @@ type decider struct {
 	// revision is the Bundle's revision this pass (rollout.Revision): what a promoted
 	// deployment is stamped with (fleet.RevisionAnnotation), for the deployment history.
 	revision string
+	// holds are the users' rollbacks in force (holds.go): they decide about the clusters they
+	// hold, before the strategy.
+	holds  *holds
+	h      *handler
+	bundle *fleet.Bundle
 }
 
 // newDecider counts the plan's targets and makes the strategy that decides about them.
 func (h *handler) newDecider(b *fleet.Bundle, plan []planned, existing map[string]*fleet.BundleDeployment, contentName string) (*decider, error) {
-	d := &decider{target: map[int]int{}, revision: rollout.Revision(b, contentName)}
+	d := &decider{target: map[int]int{}, revision: rollout.Revision(b, contentName), h: h, bundle: b}
+	var err error
+	if d.holds, err = h.holdsOf(b, d.revision); err != nil {
+		return nil, err
+	}
 	var bds []*fleet.BundleDeployment
 	for i, p := range plan {
 		if p.namespace == "" {
@@ -65,13 +74,19 @@ func (d *decider) order() []int {
 // mustWrite says plan index i's deployment needs writing though its inputs did not change: a
 // rollout promotes, rolls back or re-gates it.
 func (d *decider) mustWrite(i int, cur *fleet.BundleDeployment) bool {
-	return d.progressive != nil && d.progressive.mustWrite(d.target[i], cur)
+	k := d.target[i]
+	return d.holds.mustWrite(d.infos[k].Cluster, cur) || d.progressive != nil && d.progressive.mustWrite(k, cur)
 }
 
 // next is the BundleDeployment to write for plan index i, as the strategy decides: desired,
 // what cur has (desired only staged), or what cur had before the revision rolling out.
 func (d *decider) next(i int, desired, cur *fleet.BundleDeployment) *fleet.BundleDeployment {
 	k := d.target[i]
+	if one := d.holds.of(d.infos[k].Cluster); one != nil {
+		if next := one.render(d.h, d.bundle, d.infos[k], desired, cur); next != nil {
+			return d.marked(k, next, one.hold.Revision)
+		}
+	}
 	var next *fleet.BundleDeployment
 	revision := ""
 	if cur != nil {
@@ -92,6 +107,12 @@ func (d *decider) next(i int, desired, cur *fleet.BundleDeployment) *fleet.Bundl
 	if next == nil {
 		next = hold(desired, cur)
 	}
+	return d.marked(k, next, revision)
+}
+
+// marked is next stamped with the revision it deploys, and with the marks of the Bundle's
+// rollout policy (none without one).
+func (d *decider) marked(k int, next *fleet.BundleDeployment, revision string) *fleet.BundleDeployment {
 	if next.Annotations == nil {
 		next.Annotations = map[string]string{}
 	}

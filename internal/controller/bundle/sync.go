@@ -220,8 +220,7 @@ func (h *handler) write(cur, next *fleet.BundleDeployment) (*fleet.BundleDeploym
 	// Cached deployments hold their values compacted (controller.slimDeployment).
 	next.Spec.Options.CompactValues()
 	next.Spec.StagedOptions.CompactValues()
-	if equality.Semantic.DeepEqual(cur.Spec, next.Spec) && labelsContain(cur.Labels, next.Labels) && ownedMatch(cur, next) &&
-		cur.Annotations[fleet.RevisionAnnotation] == next.Annotations[fleet.RevisionAnnotation] {
+	if equality.Semantic.DeepEqual(cur.Spec, next.Spec) && labelsContain(cur.Labels, next.Labels) && ownedMatch(cur, next) && marksMatch(cur, next) {
 		return cur, nil
 	}
 	upd := cur.DeepCopy()
@@ -233,7 +232,9 @@ func (h *handler) write(cur, next *fleet.BundleDeployment) (*fleet.BundleDeploym
 		upd.Labels[k] = v
 	}
 	syncOwned(upd, next)
-	setOrDelete(upd.Annotations, fleet.RevisionAnnotation, next.Annotations[fleet.RevisionAnnotation])
+	for _, k := range marks {
+		setOrDelete(upd.Annotations, k, next.Annotations[k])
+	}
 	bd, err := h.bds.Update(upd)
 	if apierrors.IsNotFound(err) {
 		// Deleted since it was seen: the next pass creates it.
@@ -254,6 +255,19 @@ func inClusterOrder(bds []*fleet.BundleDeployment) {
 	slices.SortFunc(bds, func(a, b *fleet.BundleDeployment) int {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
+}
+
+// marks are the annotations of a deployment's revision, for the deployment history: which it
+// runs, and the one a rollback holds it at.
+var marks = []string{fleet.RevisionAnnotation, fleet.HeldAnnotation}
+
+func marksMatch(cur, next *fleet.BundleDeployment) bool {
+	for _, k := range marks {
+		if cur.Annotations[k] != next.Annotations[k] {
+			return false
+		}
+	}
+	return true
 }
 
 func labelsContain(have, want map[string]string) bool {

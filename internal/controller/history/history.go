@@ -58,9 +58,25 @@ type recorder struct {
 	queue     workqueue.TypedRateLimitingInterface[string]
 
 	mu sync.Mutex
-	// bundleOf is the Bundle ("namespace/name") of each BundleDeployment key seen, for the
-	// deletions, which come without the object.
-	bundleOf map[string]string
+	// last is what was last seen of each BundleDeployment key: its Bundle ("namespace/name"),
+	// for the deletions, which come without the object, and its revision.
+	last map[string]lastSeen
+	// moved are the deployments of each Bundle whose revision changed since its last pass.
+	moved map[string]map[string]bool
+	// snapshots are, per Bundle, what its deployments ran just before one moved a second time
+	// since the last pass: a revision that ran for less than PassDelay is recorded too.
+	snapshots map[string][]snapshot
+}
+
+type lastSeen struct {
+	bundle string
+	seen   history.Seen
+}
+
+// snapshot is what a Bundle's deployments ran at a moment.
+type snapshot struct {
+	seen []history.Seen
+	at   time.Time
 }
 
 // Register starts recording the history of every Bundle.
@@ -68,7 +84,8 @@ func Register(ctx context.Context, d Deps) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	r := &recorder{Deps: d, bundleOf: map[string]string{}, histories: d.Histories.Cache(), revisions: d.Revisions.Cache(),
+	r := &recorder{Deps: d, last: map[string]lastSeen{}, moved: map[string]map[string]bool{},
+		snapshots: map[string][]snapshot{}, histories: d.Histories.Cache(), revisions: d.Revisions.Cache(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](retryFirst, retryMost),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "deployment-history"})}
@@ -85,18 +102,79 @@ func Register(ctx context.Context, d Deps) {
 
 func (r *recorder) deploymentChanged(key string, bd *fleet.BundleDeployment) (*fleet.BundleDeployment, error) {
 	r.mu.Lock()
-	bundle := r.bundleOf[key]
+	prev, had := r.last[key]
+	bundle := prev.bundle
 	if bd != nil {
 		bundle = index.BundleKey(bd)
-		r.bundleOf[key] = bundle
+		ns, _, _ := strings.Cut(bundle, "/")
+		cur := lastSeen{bundle: bundle, seen: seenOf(ns, bd)}
+		r.last[key] = cur
+		if had && prev.seen.Revision != cur.seen.Revision {
+			r.movedAgain(bundle, key, prev.seen)
+		}
 	} else {
-		delete(r.bundleOf, key)
+		delete(r.last, key)
 	}
 	r.mu.Unlock()
 	if bundle != "" {
 		r.queue.AddAfter(bundle, PassDelay)
 	}
 	return bd, nil
+}
+
+// movedAgain notes that deployment key of bundle moved on from prev; when it had moved already
+// since the bundle's last pass, what the bundle's deployments ran before this move is kept for
+// the pass, so the revision in between is recorded. Called with r.mu held.
+func (r *recorder) movedAgain(bundle, key string, prev history.Seen) {
+	if r.moved[bundle] == nil {
+		r.moved[bundle] = map[string]bool{}
+	}
+	if !r.moved[bundle][key] {
+		r.moved[bundle][key] = true
+		return
+	}
+	ns, _, _ := strings.Cut(bundle, "/")
+	bds, err := r.BundleDeployments.Cache().GetByIndex(index.ByBundle, bundle)
+	if err != nil {
+		return
+	}
+	snap := snapshot{at: r.Now().Truncate(time.Second)}
+	for _, bd := range bds {
+		if bd.Namespace+"/"+bd.Name == key {
+			snap.seen = append(snap.seen, prev)
+		} else if s := seenOf(ns, bd); s.Revision != "" && bd.DeletionTimestamp == nil {
+			snap.seen = append(snap.seen, s)
+		}
+	}
+	r.snapshots[bundle] = append(r.snapshots[bundle], snap)
+	r.moved[bundle] = map[string]bool{key: true}
+}
+
+// seenOf is what a deployment of a Bundle of namespace ns says ("" revision: not stamped).
+func seenOf(ns string, bd *fleet.BundleDeployment) history.Seen {
+	applied := bd.Spec.DeploymentID != "" && bd.Status.AppliedDeploymentID == bd.Spec.DeploymentID
+	return history.Seen{Cluster: clusterOf(ns, bd), Revision: bd.Annotations[fleet.RevisionAnnotation], Commit: bd.Labels[fleet.CommitLabel],
+		Applied: applied, Ready: applied && bd.Status.Ready}
+}
+
+// takeSnapshots hands the pass the bundle's snapshots (and forgets what moved); giveBack
+// returns them when the pass failed.
+func (r *recorder) takeSnapshots(bundle string) []snapshot {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.snapshots[bundle]
+	delete(r.snapshots, bundle)
+	delete(r.moved, bundle)
+	return out
+}
+
+func (r *recorder) giveBack(bundle string, snaps []snapshot) {
+	if len(snaps) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.snapshots[bundle] = append(snaps, r.snapshots[bundle]...)
 }
 
 func (r *recorder) work() {
@@ -120,8 +198,18 @@ func (r *recorder) work() {
 	}
 }
 
-// pass folds what the Bundle's deployments say now into its record.
+// pass folds what the Bundle's deployments say now into its record, after the snapshots taken
+// since the last pass.
 func (r *recorder) pass(key string) error {
+	snaps := r.takeSnapshots(key)
+	err := r.fold(key, snaps)
+	if err != nil {
+		r.giveBack(key, snaps)
+	}
+	return err
+}
+
+func (r *recorder) fold(key string, snaps []snapshot) error {
 	ns, name, _ := strings.Cut(key, "/")
 	bds, err := r.BundleDeployments.Cache().GetByIndex(index.ByBundle, key)
 	if err != nil {
@@ -133,20 +221,23 @@ func (r *recorder) pass(key string) error {
 	}
 	seen := make([]history.Seen, 0, len(bds))
 	for _, bd := range bds {
-		rev := bd.Annotations[fleet.RevisionAnnotation]
-		if rev == "" || bd.DeletionTimestamp != nil {
+		s := seenOf(ns, bd)
+		if s.Revision == "" || bd.DeletionTimestamp != nil {
 			continue // written before deployments were stamped, or going
 		}
-		st.contentOf(rev, bd.Labels[fleet.ContentNameLabel])
-		applied := bd.Spec.DeploymentID != "" && bd.Status.AppliedDeploymentID == bd.Spec.DeploymentID
-		seen = append(seen, history.Seen{Cluster: clusterOf(ns, bd), Revision: rev, Commit: bd.Labels[fleet.CommitLabel],
-			Applied: applied, Ready: applied && bd.Status.Ready})
+		st.contentOf(s.Revision, bd.Labels[fleet.ContentNameLabel])
+		seen = append(seen, s)
 	}
-	if st.empty() && len(seen) == 0 {
+	if st.empty() && len(seen) == 0 && len(snaps) == 0 {
 		return nil
 	}
 	if len(bds) > 0 {
 		st.from(bds[0].Labels) // the GitRepo or HelmOp, for `fleet history GITREPO`
+	}
+	for _, snap := range snaps {
+		if err := st.rec.Observe(snap.seen, snap.at); err != nil {
+			return err
+		}
 	}
 	now := r.Now().Truncate(time.Second) // what the API keeps of a time
 	if err := st.rec.Observe(seen, now); err != nil {

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"slices"
 	"time"
 
 	"github.com/rancher/wrangler/v3/pkg/condition"
@@ -49,6 +50,13 @@ func FindCondition(conds []genericcondition.GenericCondition, t condition.Cond) 
 		}
 	}
 	return nil
+}
+
+// RemoveCondition removes the condition of the given type; it reports whether there was one.
+func RemoveCondition(conds *[]genericcondition.GenericCondition, t condition.Cond) bool {
+	n := len(*conds)
+	*conds = slices.DeleteFunc(*conds, func(c genericcondition.GenericCondition) bool { return c.Type == string(t) })
+	return len(*conds) != n
 }
 
 // SetCondition sets a condition and reports whether anything changed, so callers can skip a

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"github.com/rancher/wrangler/v3/pkg/condition"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -15,6 +16,13 @@ const (
 	RevisionAnnotation = "fleetgo.io/revision"
 	// HistoryBundleLabel, on a BundleRevision, names its Bundle.
 	HistoryBundleLabel = "fleetgo.io/bundle"
+	// HeldAnnotation, on a BundleDeployment, is the revision a user's rollback holds it at
+	// (BundleHistory spec.holds).
+	HeldAnnotation = "fleetgo.io/held"
+	// ConditionHeld is a Bundle's (and its GitRepo's) condition while a rollback holds some of
+	// its clusters at an earlier revision: True naming them and the revision, False when a hold
+	// cannot be kept (why); absent when none is in force.
+	ConditionHeld condition.Cond = "Held"
 )
 
 // +genclient
@@ -23,12 +31,39 @@ const (
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:categories=fleet,path=bundlehistories
 
-// BundleHistory is the table of clusters a Bundle's revisions' spans index into.
+// BundleHistory is the table of clusters a Bundle's revisions' spans index into (its status,
+// the manager's), and the rollbacks users asked for (its spec, written by `fleet rollback` and
+// the UI as the user).
 type BundleHistory struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	Spec   BundleHistorySpec   `json:"spec,omitempty"`
 	Status BundleHistoryStatus `json:"status,omitempty"`
+}
+
+// BundleHistorySpec holds the Bundle's clusters at earlier revisions.
+type BundleHistorySpec struct {
+	// Holds put clusters back to an earlier revision of the Bundle; where two name a cluster,
+	// the later one holds it.
+	// +nullable
+	Holds []RevisionHold `json:"holds,omitempty"`
+}
+
+// RevisionHold is a rollback: the named clusters run an earlier revision again, its content and
+// options as recorded, for as long as the Bundle is at the revision it was made over (its next
+// revision releases them).
+type RevisionHold struct {
+	// Revision is the revision they run (a BundleRevision's spec.revision).
+	Revision string `json:"revision"`
+	// Clusters are "namespace/name" of the clusters held.
+	Clusters []string `json:"clusters"`
+	// Over is the Bundle's revision when the hold was made.
+	Over string `json:"over"`
+	// Reason says why, as its author gave it.
+	Reason string `json:"reason,omitempty"`
+	// Since is when it was made.
+	Since metav1.Time `json:"since"`
 }
 
 // BundleHistoryStatus is a BundleHistory's content.
