@@ -11,6 +11,7 @@ import (
 
 	"github.com/fleetgo/fleet/integrationtests/testenv"
 	clihistory "github.com/fleetgo/fleet/internal/cli/history"
+	"github.com/fleetgo/fleet/internal/rollout"
 	"github.com/fleetgo/fleet/internal/history"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
@@ -249,5 +250,45 @@ var _ = Describe("fleet rollback", func() {
 		Expect(third["dev1"].Options.Helm.Values.Data).To(HaveKeyWithValue("mode", "third"))
 		Eventually(func() string { return heldCondition(ns, "app") }).Should(BeEmpty())
 		Expect(deployments(ns, "app")["dev1"].Annotations).NotTo(HaveKey(fleet.HeldAnnotation))
+	})
+})
+
+var _ = Describe("a rollback to a revision whose record was forged", func() {
+	It("is refused with the Held condition saying why, and the clusters keep what they run", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		newCluster(ns, "one", nil)
+		keepCheckingIn(ns, "one")
+		_, err := api.Bundle().Create(&fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns, Labels: map[string]string{fleet.CommitLabel: "c1"}},
+			Spec: fleet.BundleSpec{Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: "kind: ConfigMap\nmetadata:\n  name: one\n"}},
+				Targets: []fleet.BundleTarget{{ClusterSelector: &metav1.LabelSelector{}}}}})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(clusterNames(ns, "app")).Should(Equal([]string{"one"}))
+		agentDeploys(deployments(ns, "app")["one"], true)
+		var rev *fleet.BundleRevision
+		Eventually(func(g Gomega) {
+			list, err := api.BundleRevision().List(ns, metav1.ListOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(list.Items).To(HaveLen(1))
+			g.Expect(list.Items[0].Spec.Inputs).NotTo(BeNil())
+			rev = &list.Items[0]
+		}, time.Minute).Should(Succeed())
+		before := deployedOn(ns, "app")()
+		b, err := api.Bundle().Get(ns, "app", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		over, err := rollout.RevisionOf(b)
+		Expect(err).NotTo(HaveOccurred())
+
+		By("whoever may write bundlerevisions points the revision at another Content, keeping its seal")
+		rev.Spec.Inputs.Content = "s-another-namespaces-content"
+		_, err = api.BundleRevision().Update(rev)
+		Expect(err).NotTo(HaveOccurred())
+		hist, err := api.BundleHistory().Get(ns, "app", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		hist.Spec.Holds = []fleet.RevisionHold{{Revision: rev.Spec.Revision, Clusters: []string{ns + "/one"}, Over: over, Since: metav1.Now()}}
+		_, err = api.BundleHistory().Update(hist)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() string { return heldCondition(ns, "app") }).Should(
+			ContainSubstring("False HoldRefused: not held at revision " + rev.Spec.Revision + ": revision " + rev.Spec.Revision + ": its record was not made by the fleet manager for this Bundle"))
+		Consistently(deployedOn(ns, "app"), "3s").Should(Equal(before))
 	})
 })
