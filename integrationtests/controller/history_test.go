@@ -11,8 +11,8 @@ import (
 
 	"github.com/fleetgo/fleet/integrationtests/testenv"
 	clihistory "github.com/fleetgo/fleet/internal/cli/history"
-	"github.com/fleetgo/fleet/internal/rollout"
 	"github.com/fleetgo/fleet/internal/history"
+	"github.com/fleetgo/fleet/internal/rollout"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 

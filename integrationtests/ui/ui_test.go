@@ -193,7 +193,8 @@ var _ = Describe("fleet ui", Ordered, func() {
 		// The viewer may read Fleet's kinds but Rollouts, and write nothing.
 		_, err = kube.RbacV1().ClusterRoles().Create(context.Background(), &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "fleet-viewer"},
 			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"fleet.cattle.io"}, Verbs: []string{"get", "list", "watch"},
-				Resources: []string{"gitrepos", "helmops", "bundles", "bundledeployments", "clusters", "clustergroups"}}}}, metav1.CreateOptions{})
+				Resources: []string{"gitrepos", "helmops", "bundles", "bundledeployments", "clusters", "clustergroups",
+					"bundlehistories", "bundlerevisions", "contents"}}}}, metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		_, err = kube.RbacV1().ClusterRoleBindings().Create(context.Background(), &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "fleet-viewer"},
 			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "fleet-viewer"},
@@ -307,6 +308,59 @@ var _ = Describe("fleet ui", Ordered, func() {
 		Expect(chromedp.Do(tab, chromedp.Navigate(admin+"/clustergroups"), chromedp.WaitVisible(chromedp.CSS("#groups")))).To(Succeed())
 		Eventually(func() string { return text(tab) }).Should(ContainSubstring("env=prod"))
 		screenshot(tab, "clustergroups")
+	})
+
+	It("rolls a bundle's dev clusters back to its first revision as the viewer and shows them held; a read-only viewer is refused with the apiserver's message", func() {
+		Expect(testenv.UpdateBundle(api, fleet.DefaultNamespace, "shop-web", func(b *fleet.Bundle) {
+			b.Spec.Resources[0].Content = "kind: ConfigMap\nmetadata:\n  name: web-two\n"
+		})).To(Succeed())
+		var first string
+		Eventually(func(g Gomega) {
+			list, err := api.BundleRevision().List(fleet.DefaultNamespace, metav1.ListOptions{LabelSelector: fleet.HistoryBundleLabel + "=shop-web"})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(list.Items).To(HaveLen(2), "the new revision reached the clusters")
+			for _, r := range list.Items {
+				if r.Spec.Order == 1 {
+					g.Expect(r.Spec.Inputs).NotTo(BeNil())
+					first = r.Spec.Revision
+				}
+			}
+		}, time.Minute).Should(Succeed())
+		flashOf := func(tab context.Context) func() string {
+			return func() string {
+				f, err := chromedp.Run(tab, chromedp.Text(chromedp.CSS("#flash")))
+				Expect(err).NotTo(HaveOccurred())
+				return f
+			}
+		}
+		rollBack := func(tab context.Context, base string) {
+			Expect(chromedp.Do(tab, chromedp.Navigate(base+"/gitrepos/fleet-default/shop"), chromedp.WaitVisible(chromedp.CSS(`.rollback summary`)),
+				chromedp.Click(chromedp.CSS(`.rollback summary`)), chromedp.SendKeys(chromedp.CSS(`.rollback input[name="to"]`), first),
+				chromedp.SendKeys(chromedp.CSS(`.rollback input[name="clusters"]`), "env=dev"),
+				chromedp.Click(chromedp.CSS(`.rollback button[value="rollback"]`)))).To(Succeed())
+		}
+
+		ro, cancelRO := chromedp.NewContext(browser)
+		DeferCleanup(cancelRO)
+		rollBack(ro, viewer)
+		Eventually(flashOf(ro)).Should(And(ContainSubstring("rollback refused"), ContainSubstring(`User "viewer" cannot update resource "bundlehistories"`)))
+		hist, err := api.BundleHistory().Get(fleet.DefaultNamespace, "shop-web", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(hist.Spec.Holds).To(BeEmpty())
+
+		tab, cancel := chromedp.NewContext(browser)
+		DeferCleanup(cancel)
+		rollBack(tab, admin)
+		Eventually(flashOf(tab)).Should(Equal("BundleHistory fleet-default/shop-web: 1 clusters held at revision " + first))
+		Eventually(func() string {
+			bd, err := api.BundleDeployment().Get(nsA, "shop-web", metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			return bd.Annotations[fleet.HeldAnnotation]
+		}).Should(Equal(first))
+		Eventually(func() string { return text(tab) }, 30*time.Second).Should(And(ContainSubstring("Rolled back: 1 of 1 clusters held at revision "+first),
+			MatchRegexp(`edge-a\s+\S+\s+held at revision `+first)))
+		Expect(text(tab)).NotTo(MatchRegexp(`edge-b\s+\S+\s+held at revision`))
+		screenshot(tab, "rollback")
 	})
 
 	It("pauses a GitRepo as the viewer; a read-only viewer sees the apiserver's refusal and a banner", func() {

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fleetgo/fleet/internal/cli/history"
+	"github.com/fleetgo/fleet/internal/historyapi"
 )
 
 type historyFlags struct {
@@ -66,7 +67,7 @@ func (f *historyFlags) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	bundles, err := history.Find(api, f.namespace, name)
+	bundles, err := historyapi.Find(api, f.namespace, name)
 	if err != nil {
 		return err
 	}

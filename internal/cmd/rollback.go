@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/fleetgo/fleet/internal/cli/history"
+	"github.com/fleetgo/fleet/internal/historyapi"
 )
 
 type rollbackFlags struct {
@@ -57,7 +57,7 @@ func (f *rollbackFlags) run(cmd *cobra.Command, name string) error {
 	if f.output != "" && f.output != "json" {
 		return fmt.Errorf("--output %q: only json is supported", f.output)
 	}
-	rb := history.Rollback{To: f.to, Reason: f.reason, Release: f.release, Now: f.now, At: time.Now()}
+	rb := historyapi.Rollback{To: f.to, Reason: f.reason, Release: f.release, Now: f.now, At: time.Now()}
 	if f.clusters != "" {
 		sel, err := labels.Parse(f.clusters)
 		if err != nil {

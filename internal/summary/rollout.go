@@ -1,6 +1,10 @@
 package summary
 
 import (
+	"strings"
+	"time"
+
+	"github.com/rancher/wrangler/v3/pkg/genericcondition"
 	corev1 "k8s.io/api/core/v1"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
@@ -32,4 +36,40 @@ func Rollout(bundles []*fleet.Bundle) (status corev1.ConditionStatus, reason, me
 		return corev1.ConditionTrue, reasonOf, message, true
 	}
 	return corev1.ConditionTrue, fleet.RolloutComplete, "", true
+}
+
+// Held is what a Bundle's Held condition says of the rollbacks holding some of its clusters at
+// an earlier revision ("" when none is in force; docs/history.md).
+func Held(b *fleet.Bundle) string {
+	if c := fleet.FindCondition(b.Status.Conditions, fleet.ConditionHeld); c != nil {
+		return c.Message
+	}
+	return ""
+}
+
+// HeldAt is the revision a rollback holds a deployment at ("": none).
+func HeldAt(bd *fleet.BundleDeployment) string {
+	return bd.Annotations[fleet.HeldAnnotation]
+}
+
+// SetHeld rolls the Held conditions of Bundles up into their GitRepo's or HelmOp's conditions:
+// each held Bundle named with what its condition says; none when no rollback is in force.
+func SetHeld(conds *[]genericcondition.GenericCondition, bundles []*fleet.Bundle, now time.Time) {
+	var msgs []string
+	st, reason := corev1.ConditionTrue, "RolledBack"
+	for _, b := range bundles {
+		c := fleet.FindCondition(b.Status.Conditions, fleet.ConditionHeld)
+		if c == nil {
+			continue
+		}
+		msgs = append(msgs, "bundle "+b.Name+": "+c.Message)
+		if c.Status == corev1.ConditionFalse {
+			st, reason = corev1.ConditionFalse, c.Reason
+		}
+	}
+	if len(msgs) == 0 {
+		fleet.RemoveCondition(conds, fleet.ConditionHeld)
+		return
+	}
+	fleet.SetCondition(conds, fleet.ConditionHeld, st, reason, strings.Join(msgs, "; "), now)
 }

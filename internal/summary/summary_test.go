@@ -3,9 +3,11 @@ package summary
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rancher/wrangler/v3/pkg/genericcondition"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
@@ -85,5 +87,25 @@ func TestMessagesNameKindsWithTheirGroup(t *testing.T) {
 	want := `configmap.v1 default/settings modified {"data":{"a":"1"}}, clusterrole.rbac.authorization.k8s.io reader missing, deployment.apps web/old extra`
 	if got := Message(b, fleet.Modified); got != want {
 		t.Errorf("modified: %q, want %q", got, want)
+	}
+}
+
+func TestHeldRollsUpEachHeldBundleAndGoesWithTheLast(t *testing.T) {
+	held := func(name string, st corev1.ConditionStatus, msg string) *fleet.Bundle {
+		b := &fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if msg != "" {
+			fleet.SetCondition(&b.Status.Conditions, fleet.ConditionHeld, st, "r", msg, time.Time{})
+		}
+		return b
+	}
+	var conds []genericcondition.GenericCondition
+	SetHeld(&conds, []*fleet.Bundle{held("a", corev1.ConditionTrue, "2 held"), held("b", "", ""), held("c", corev1.ConditionFalse, "not held")}, time.Time{})
+	c := fleet.FindCondition(conds, fleet.ConditionHeld)
+	if c == nil || c.Status != corev1.ConditionFalse || c.Message != "bundle a: 2 held; bundle c: not held" {
+		t.Fatalf("held: %+v", c)
+	}
+	SetHeld(&conds, []*fleet.Bundle{held("a", "", "")}, time.Time{})
+	if fleet.FindCondition(conds, fleet.ConditionHeld) != nil {
+		t.Fatalf("released, still held: %+v", conds)
 	}
 }

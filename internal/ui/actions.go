@@ -3,10 +3,15 @@ package ui
 import (
 	"fmt"
 	"net/http"
+	"net/url"
+	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/fleetgo/fleet/internal/historyapi"
 	progression "github.com/fleetgo/fleet/internal/rollout"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
@@ -20,7 +25,13 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	kind, ns, name, op := r.PostForm.Get("kind"), r.PostForm.Get("namespace"), r.PostForm.Get("name"), r.PostForm.Get("op")
-	msg, err := s.act(kind, ns, name, op)
+	var msg string
+	var err error
+	if kind == "BundleHistory" {
+		msg, err = s.actHistory(ns, name, op, r.PostForm)
+	} else {
+		msg, err = s.act(kind, ns, name, op)
+	}
 	if err != nil {
 		http.Error(w, fmt.Sprintf("%s %s/%s: %s refused: %v", kind, ns, name, op, err), http.StatusForbidden)
 		return
@@ -93,6 +104,47 @@ func onSpec(op string, paused *bool, syncGeneration *int64) (string, error) {
 		return fmt.Sprintf("redeploying (forceSyncGeneration %d)", *syncGeneration), nil
 	}
 	return "", fmt.Errorf("no such action")
+}
+
+// actHistory rolls a Bundle's clusters back (op rollback: form fields to and clusters, as
+// `fleet rollback --to --clusters` takes them) or releases them (op release), as the viewer:
+// one write, of the Bundle's BundleHistory.
+func (s *Server) actHistory(ns, name, op string, form url.Values) (string, error) {
+	if s.api == nil {
+		return "", fmt.Errorf("this UI shows fixed objects: nothing can be changed")
+	}
+	rb := historyapi.Rollback{To: strings.TrimSpace(form.Get("to")), Reason: form.Get("reason"), Now: form.Get("now") != "", At: time.Now()}
+	switch op {
+	case "rollback":
+		if rb.To == "" {
+			return "", fmt.Errorf("say which revision, commit or time to roll back to")
+		}
+	case "release":
+		rb.Release, rb.To = true, ""
+	default:
+		return "", fmt.Errorf("no such action")
+	}
+	if sel := strings.TrimSpace(form.Get("clusters")); sel != "" {
+		parsed, err := labels.Parse(sel)
+		if err != nil {
+			return "", fmt.Errorf("clusters %q: %w", sel, err)
+		}
+		rb.Clusters = parsed
+	}
+	done, err := rb.Run(s.api, ns, name)
+	if err != nil {
+		return "", err
+	}
+	var parts []string
+	for _, d := range done {
+		for _, h := range d.Holds {
+			parts = append(parts, fmt.Sprintf("%d clusters held at revision %s", len(h.Clusters), h.Revision))
+		}
+		if len(d.Released) > 0 {
+			parts = append(parts, fmt.Sprintf("%d clusters released", len(d.Released)))
+		}
+	}
+	return strings.Join(parts, "; "), nil
 }
 
 func (s *Server) actRollout(ns, name, op string) (string, error) {

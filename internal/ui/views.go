@@ -100,13 +100,17 @@ type bundleView struct {
 	// Secrets are the bundle's sealed SOPS files; Unsealed of Sealed clusters opened them.
 	Secrets          []string
 	Sealed, Unsealed int
+	// Held says which clusters a rollback holds at an earlier revision (summary.Held).
+	Held string
 }
 
 // clusterRow is a bundle's deployment to one cluster.
 type clusterRow struct {
 	Cluster, State, Message string
 	// Sealed is where the bundle's sealed secrets stand on the cluster (summary.Sealed).
-	Sealed   string
+	Sealed string
+	// HeldAt is the revision a rollback holds the cluster at (summary.HeldAt).
+	HeldAt   string
 	NonReady []string
 	Modified []fleet.ModifiedStatus
 }
@@ -149,7 +153,7 @@ func (s *Server) repo(kind, ns, name string) repoView {
 		}
 		bv := bundleView{Namespace: b.Namespace, Name: b.Name, Paused: b.Spec.Paused, Rollout: byKey[*fleet.Rollout](s.k.rollouts, b.Namespace, b.Name),
 			Ready: fmt.Sprintf("%d/%d", b.Status.Summary.Ready, b.Status.Summary.DesiredReady), State: summary.BundleState(b),
-			Message: summary.Problem(b.Status.Conditions, fleet.ConditionReady)}
+			Message: summary.Problem(b.Status.Conditions, fleet.ConditionReady), Held: summary.Held(b)}
 		bv.Clusters, bv.More = clusterRows(byBundle[b.Name])
 		for _, bd := range byBundle[b.Name] {
 			bv.Secrets = summary.SealedNames(bv.Secrets, bd)
@@ -172,7 +176,7 @@ func clusterRows(bds []*fleet.BundleDeployment) ([]clusterRow, int) {
 	for _, bd := range bds {
 		st := summary.State(bd)
 		row := clusterRow{Cluster: bd.Labels[fleet.ClusterNamespaceLabel] + "/" + bd.Labels[fleet.ClusterLabel], State: stateOr(string(st), "Ready"),
-			Modified: bd.Status.ModifiedStatus, Sealed: summary.Sealed(bd)}
+			Modified: bd.Status.ModifiedStatus, Sealed: summary.Sealed(bd), HeldAt: summary.HeldAt(bd)}
 		if st != fleet.Ready {
 			row.Message = summary.Message(bd, st)
 		}

@@ -5,82 +5,13 @@ package history
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-
-	"github.com/fleetgo/fleet/internal/history"
-	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
-	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
+	"github.com/fleetgo/fleet/internal/historyapi"
 )
 
-// Bundle is one Bundle's record.
-type Bundle struct {
-	Name   string
-	Record *history.Record
-}
-
-// Find reads the records NAME stands for in the namespace: the Bundle of that name, else those
-// of the GitRepo or HelmOp of that name; "" stands for every Bundle of the namespace.
-func Find(api fleetcontrollers.Interface, namespace, name string) ([]Bundle, error) {
-	var tables []fleet.BundleHistory
-	if name != "" {
-		t, err := api.BundleHistory().Get(namespace, name, metav1.GetOptions{})
-		switch {
-		case err == nil:
-			tables = []fleet.BundleHistory{*t}
-		case !apierrors.IsNotFound(err):
-			return nil, err
-		}
-	}
-	selectors := []string{fleet.RepoLabel, fleet.HelmNameLabel}
-	if name == "" {
-		selectors = []string{""}
-	}
-	for _, key := range selectors {
-		if len(tables) > 0 {
-			break
-		}
-		opts := metav1.ListOptions{}
-		if key != "" {
-			opts.LabelSelector = labels.SelectorFromSet(labels.Set{key: name}).String()
-		}
-		list, err := api.BundleHistory().List(namespace, opts)
-		if err != nil {
-			return nil, err
-		}
-		tables = list.Items
-	}
-	if len(tables) == 0 {
-		return nil, fmt.Errorf("no deployment history of %q in namespace %s: no Bundle, GitRepo or HelmOp of that name has run anywhere since the manager records history", name, namespace)
-	}
-	return records(api, namespace, tables)
-}
-
-func records(api fleetcontrollers.Interface, namespace string, tables []fleet.BundleHistory) ([]Bundle, error) {
-	slices.SortFunc(tables, func(a, b fleet.BundleHistory) int { return strings.Compare(a.Name, b.Name) })
-	out := make([]Bundle, 0, len(tables))
-	for i := range tables {
-		t := &tables[i]
-		list, err := api.BundleRevision().List(namespace, metav1.ListOptions{
-			LabelSelector: labels.SelectorFromSet(labels.Set{fleet.HistoryBundleLabel: t.Name}).String()})
-		if err != nil {
-			return nil, err
-		}
-		var revs []*fleet.BundleRevision
-		for j := range list.Items {
-			if list.Items[j].Spec.Bundle == t.Name {
-				revs = append(revs, &list.Items[j])
-			}
-		}
-		out = append(out, Bundle{Name: t.Name, Record: history.FromObjects(t, revs)})
-	}
-	return out, nil
-}
+// Bundle is one Bundle's record (historyapi.Find).
+type Bundle = historyapi.Bundle
 
 // ParseTime reads --at: RFC 3339 ("2026-12-02T14:03:00Z"), or "now".
 func ParseTime(s string, now time.Time) (time.Time, error) {

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/fleetgo/fleet/internal/cli/termtext"
 	"github.com/fleetgo/fleet/internal/history"
+	"github.com/fleetgo/fleet/internal/historyapi"
 )
 
 // Query narrows a report: to one cluster, to one moment, or both; or asks which clusters ran
@@ -24,16 +24,11 @@ type Query struct {
 	Revision string
 }
 
-// names says whether the revision is the one id names.
-func names(rev history.Revision, id string) bool {
-	return rev.Revision == id || rev.Commit != "" && (rev.Commit == id || len(id) >= 7 && strings.HasPrefix(rev.Commit, id))
-}
-
 // ranRevision are the rows of every cluster that ran the revision id names, span by span.
 func ranRevision(b Bundle, id string) ([]Row, error) {
 	var rows []Row
 	for _, rev := range b.Record.Revisions {
-		if !names(rev, id) {
+		if !historyapi.Names(rev, id) {
 			continue
 		}
 		for _, s := range rev.Spans {

@@ -8,25 +8,13 @@ import (
 	"time"
 
 	"github.com/fleetgo/fleet/internal/history"
+	"github.com/fleetgo/fleet/internal/history/historytest"
 )
 
-var t0 = time.Date(2026, 12, 2, 14, 0, 0, 0, time.UTC)
+var t0 = historytest.T0
 
 func fixture(t *testing.T) []Bundle {
-	r := &history.Record{}
-	for _, pass := range []struct {
-		min  int
-		seen []history.Seen
-	}{
-		{0, []history.Seen{{Cluster: "dev", Revision: "r1", Commit: "aaaa"}, {Cluster: "prod", Revision: "r1", Commit: "aaaa"}}},
-		{1, []history.Seen{{Cluster: "dev", Revision: "r1", Applied: true, Ready: true}, {Cluster: "prod", Revision: "r1", Applied: true, Ready: true}}},
-		{10, []history.Seen{{Cluster: "dev", Revision: "r2", Commit: "bbbb", Applied: true}, {Cluster: "prod", Revision: "r1", Applied: true, Ready: true}}},
-	} {
-		if err := r.Observe(pass.seen, t0.Add(time.Duration(pass.min)*time.Minute)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return []Bundle{{Name: "repo-app", Record: r}}
+	return []Bundle{{Name: "repo-app", Record: historytest.Record(t)}}
 }
 
 func TestRowsAnswerEachQuery(t *testing.T) {

@@ -78,6 +78,9 @@ func Print(w io.Writer, r *Report, s Style) error {
 			if len(bu.Secrets) > 0 {
 				fmt.Fprintf(&b, "%s%s\n", indent, secretsLine(bu))
 			}
+			if bu.Held != "" {
+				fmt.Fprintf(&b, "%s%s %s\n", indent, s.paint(yellow, "rolled back:"), oneLine(printable(bu.Held)))
+			}
 			width := 0
 			for _, c := range bu.Clusters {
 				width = max(width, len(c.Name))
@@ -131,6 +134,9 @@ func (s Style) details(c Cluster) string {
 	}
 	if c.Sealed == summary.SealedWaiting {
 		parts = append(parts, s.paint(yellow, "secrets not unsealed yet"))
+	}
+	if c.HeldAt != "" {
+		parts = append(parts, s.paint(yellow, "held at revision "+printable(c.HeldAt)))
 	}
 	if c.Message != "" {
 		parts = append(parts, oneLine(c.Message))

@@ -20,10 +20,12 @@ func report() *Report {
 			{Name: "shop-db", State: "Ready", Ready: 3, Desired: 3, Secrets: []string{"db.yaml"}, Clusters: []Cluster{
 				{Name: "dev", State: "Ready", LastSeen: &seen, Sealed: "unsealed"}, {Name: "edge", State: "Ready", LastSeen: &seen, Sealed: "waiting"},
 				{Name: "prod", State: "Ready", LastSeen: &seen, Sealed: "unsealed"}}},
-			{Name: "shop-web", State: "NotReady", Ready: 1, Desired: 3, Clusters: []Cluster{
-				{Name: "dev", State: "Ready", LastSeen: &seen},
-				{Name: "edge", State: "WaitApplied", OlderCommit: "0badc0ffee00", LastSeen: &long, Offline: true},
-				{Name: "prod", State: "NotReady", LastSeen: &seen, Message: "deployment.apps shop/web: 1/2 replicas"}}},
+			{Name: "shop-web", State: "NotReady", Ready: 1, Desired: 3,
+				Held: "1 of 1 clusters held at revision 4370e60a1417 (commit 0badc0ffee00) since 2026-11-25T11:50:00Z: incident 42; the Bundle's next revision releases them (or fleet rollback --release)",
+				Clusters: []Cluster{
+					{Name: "dev", State: "Ready", LastSeen: &seen},
+					{Name: "edge", State: "WaitApplied", OlderCommit: "0badc0ffee00", LastSeen: &long, Offline: true, HeldAt: "4370e60a1417"},
+					{Name: "prod", State: "NotReady", LastSeen: &seen, Message: "deployment.apps shop/web: 1/2 replicas"}}},
 		}}, {
 		Namespace: "fleet-local", Name: "empty", Repo: "https://git.example/empty.git", State: "Stalled",
 		Error: "fleet.yaml: unknown field defaultNamespce (did you mean defaultNamespace?)", Bundles: []Bundle{},

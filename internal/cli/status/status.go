@@ -59,6 +59,8 @@ type Bundle struct {
 	Rollout *Rollout `json:"rollout,omitempty"`
 	// Secrets are its SOPS files, sealed to each cluster (docs/secrets.md).
 	Secrets []string `json:"secrets,omitempty"`
+	// Held says which clusters a rollback holds at an earlier revision, and why (docs/history.md).
+	Held string `json:"held,omitempty"`
 }
 
 // Rollout is a Bundle's progressive rollout (a RolloutPolicy's stages).
@@ -105,6 +107,8 @@ type Cluster struct {
 	// Sealed, for a Bundle with secrets: "unsealed" once the agent opened this cluster's copies
 	// and deployed them, "waiting" before.
 	Sealed string `json:"sealed,omitempty"`
+	// HeldAt is the revision a rollback holds the cluster at.
+	HeldAt string `json:"heldAt,omitempty"`
 }
 
 // Ready says whether every GitRepo of the report is ready at its latest commit.
@@ -211,7 +215,7 @@ func gather(api fleetcontrollers.Interface, gr *fleet.GitRepo, clusters map[stri
 	for i := range bundles.Items {
 		b := &bundles.Items[i]
 		out := Bundle{Name: b.Name, State: summary.BundleState(b), Ready: b.Status.Summary.Ready, Desired: b.Status.Summary.DesiredReady,
-			Error: summary.Problem(b.Status.Conditions, fleet.ConditionReady), Clusters: []Cluster{}, Rollout: rolloutOf(api, b)}
+			Error: summary.Problem(b.Status.Conditions, fleet.ConditionReady), Clusters: []Cluster{}, Rollout: rolloutOf(api, b), Held: summary.Held(b)}
 		if g.Complete {
 			for j := range bds {
 				if bds[j].Labels[fleet.BundleLabel] == b.Name {
@@ -236,7 +240,7 @@ func fromDeployment(bd *fleet.BundleDeployment, commit string, clusters map[stri
 		c.OlderCommit = cm
 	}
 	c.Message = deploymentMessage(bd)
-	c.Sealed = summary.Sealed(bd)
+	c.Sealed, c.HeldAt = summary.Sealed(bd), summary.HeldAt(bd)
 	agent(&c, clusters)
 	return c
 }

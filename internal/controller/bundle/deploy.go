@@ -78,7 +78,7 @@ func (h *handler) deploy(b *fleet.Bundle, status fleet.BundleStatus) (fleet.Bund
 		h.bundles.EnqueueAfter(b.Namespace, b.Name, requeueNew)
 	}
 	status = h.rollup(b, status, result, d, nil)
-	d.holds.condition(&status, h.now)
+	d.holds.condition(&status, result, h.now)
 	if d.progressive != nil {
 		if err := h.record(b, d.progressive, &status); err != nil {
 			return status, err

@@ -41,7 +41,7 @@ type held struct {
 	// err says why the revision cannot be deployed (nil: it can, as far as made).
 	err  error
 	made bool
-	// clusters counts the clusters held this pass.
+	// clusters counts the clusters whose deployment the pass leaves at the held revision.
 	clusters int
 }
 
@@ -128,7 +128,6 @@ func (one *held) render(h *handler, b *fleet.Bundle, ci target.ClusterInfo, desi
 	}
 	next := atKept(desired, old, one.inputs.Content, cur)
 	next.Annotations[fleet.HeldAnnotation] = one.hold.Revision
-	one.clusters++
 	return next
 }
 
@@ -146,10 +145,15 @@ func (hs *holds) mustWrite(c *fleet.Cluster, cur *fleet.BundleDeployment) bool {
 
 // condition sets the Bundle's Held condition from the pass's holds: the clusters held, at which
 // revision, and why not where a hold cannot be kept. None when nothing is held.
-func (hs *holds) condition(status *fleet.BundleStatus, now func() time.Time) {
+func (hs *holds) condition(status *fleet.BundleStatus, result []synced, now func() time.Time) {
 	if hs == nil || len(hs.over) == 0 {
 		fleet.RemoveCondition(&status.Conditions, fleet.ConditionHeld)
 		return
+	}
+	for _, s := range result {
+		if one := hs.of(s.cluster); one != nil && s.bd != nil && s.bd.Annotations[fleet.HeldAnnotation] == one.hold.Revision {
+			one.clusters++
+		}
 	}
 	var msgs []string
 	refused := false

@@ -52,6 +52,7 @@ func (h *handler) rollup(gr *fleet.GitRepo, status *fleet.GitRepoStatus, now tim
 	if st, reason, msg, ok := summary.Rollout(bundles); ok {
 		fleet.SetCondition(&status.Conditions, fleet.ConditionRollout, st, reason, msg, now)
 	}
+	summary.SetHeld(&status.Conditions, bundles, now)
 }
 
 // tally is what a GitRepo's Bundles and BundleDeployments add up to.

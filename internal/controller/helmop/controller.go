@@ -363,6 +363,7 @@ func (h *handler) rollup(op *fleet.HelmOp, status *fleet.HelmOpStatus, now time.
 		if st, reason, msg, ok := summary.Rollout([]*fleet.Bundle{b}); ok {
 			fleet.SetCondition(&status.Conditions, fleet.ConditionRollout, st, reason, msg, now)
 		}
+		summary.SetHeld(&status.Conditions, []*fleet.Bundle{b}, now)
 	}
 }
 

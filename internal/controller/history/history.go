@@ -66,6 +66,9 @@ type recorder struct {
 	// snapshots are, per Bundle, what its deployments ran just before one moved a second time
 	// since the last pass: a revision that ran for less than PassDelay is recorded too.
 	snapshots map[string][]snapshot
+	// captured are, per Bundle, what each revision its deployments moved to deploys, read from
+	// the Bundle when the move was seen (nil: it had moved on already), for the pass to record.
+	captured map[string]map[string]*fleet.RolloutRevision
 }
 
 type lastSeen struct {
@@ -85,7 +88,7 @@ func Register(ctx context.Context, d Deps) {
 		d.Now = time.Now
 	}
 	r := &recorder{Deps: d, last: map[string]lastSeen{}, moved: map[string]map[string]bool{},
-		snapshots: map[string][]snapshot{}, histories: d.Histories.Cache(), revisions: d.Revisions.Cache(),
+		snapshots: map[string][]snapshot{}, captured: map[string]map[string]*fleet.RolloutRevision{}, histories: d.Histories.Cache(), revisions: d.Revisions.Cache(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](retryFirst, retryMost),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "deployment-history"})}
@@ -109,8 +112,11 @@ func (r *recorder) deploymentChanged(key string, bd *fleet.BundleDeployment) (*f
 		ns, _, _ := strings.Cut(bundle, "/")
 		cur := lastSeen{bundle: bundle, seen: seenOf(ns, bd)}
 		r.last[key] = cur
-		if had && prev.seen.Revision != cur.seen.Revision {
+		// A deployment first seen counts as moved: one made and moved on within a pass
+		// delay keeps its first revision.
+		if !had || prev.seen.Revision != cur.seen.Revision {
 			r.movedAgain(bundle, key, prev.seen)
+			r.capture(bundle, cur.seen.Revision, bd.Labels[fleet.ContentNameLabel])
 		}
 	} else {
 		delete(r.last, key)
@@ -150,6 +156,23 @@ func (r *recorder) movedAgain(bundle, key string, prev history.Seen) {
 	r.moved[bundle] = map[string]bool{key: true}
 }
 
+// capture reads what revision of bundle deploys from the Bundle, the first time a deployment is
+// seen moving to it since the last pass: a revision the Bundle moved on from before the pass is
+// recorded with its inputs too. Called with r.mu held.
+func (r *recorder) capture(bundle, revision, content string) {
+	if revision == "" {
+		return
+	}
+	if _, done := r.captured[bundle][revision]; done {
+		return
+	}
+	if r.captured[bundle] == nil {
+		r.captured[bundle] = map[string]*fleet.RolloutRevision{}
+	}
+	ns, name, _ := strings.Cut(bundle, "/")
+	r.captured[bundle][revision] = r.inputs(ns, name, revision, content)
+}
+
 // seenOf is what a deployment of a Bundle of namespace ns says ("" revision: not stamped).
 func seenOf(ns string, bd *fleet.BundleDeployment) history.Seen {
 	applied := bd.Spec.DeploymentID != "" && bd.Status.AppliedDeploymentID == bd.Spec.DeploymentID
@@ -159,22 +182,30 @@ func seenOf(ns string, bd *fleet.BundleDeployment) history.Seen {
 
 // takeSnapshots hands the pass the bundle's snapshots (and forgets what moved); giveBack
 // returns them when the pass failed.
-func (r *recorder) takeSnapshots(bundle string) []snapshot {
+func (r *recorder) takeSnapshots(bundle string) ([]snapshot, map[string]*fleet.RolloutRevision) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := r.snapshots[bundle]
+	out, captured := r.snapshots[bundle], r.captured[bundle]
 	delete(r.snapshots, bundle)
 	delete(r.moved, bundle)
-	return out
+	delete(r.captured, bundle)
+	return out, captured
 }
 
-func (r *recorder) giveBack(bundle string, snaps []snapshot) {
-	if len(snaps) == 0 {
-		return
-	}
+func (r *recorder) giveBack(bundle string, snaps []snapshot, captured map[string]*fleet.RolloutRevision) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.snapshots[bundle] = append(snaps, r.snapshots[bundle]...)
+	if len(snaps) > 0 {
+		r.snapshots[bundle] = append(snaps, r.snapshots[bundle]...)
+	}
+	for rev, in := range captured {
+		if _, later := r.captured[bundle][rev]; !later {
+			if r.captured[bundle] == nil {
+				r.captured[bundle] = map[string]*fleet.RolloutRevision{}
+			}
+			r.captured[bundle][rev] = in
+		}
+	}
 }
 
 func (r *recorder) work() {
@@ -201,15 +232,15 @@ func (r *recorder) work() {
 // pass folds what the Bundle's deployments say now into its record, after the snapshots taken
 // since the last pass.
 func (r *recorder) pass(key string) error {
-	snaps := r.takeSnapshots(key)
-	err := r.fold(key, snaps)
+	snaps, captured := r.takeSnapshots(key)
+	err := r.fold(key, snaps, captured)
 	if err != nil {
-		r.giveBack(key, snaps)
+		r.giveBack(key, snaps, captured)
 	}
 	return err
 }
 
-func (r *recorder) fold(key string, snaps []snapshot) error {
+func (r *recorder) fold(key string, snaps []snapshot, captured map[string]*fleet.RolloutRevision) error {
 	ns, name, _ := strings.Cut(key, "/")
 	bds, err := r.BundleDeployments.Cache().GetByIndex(index.ByBundle, key)
 	if err != nil {
@@ -219,6 +250,7 @@ func (r *recorder) fold(key string, snaps []snapshot) error {
 	if err != nil {
 		return err
 	}
+	st.captured = captured
 	seen := make([]history.Seen, 0, len(bds))
 	for _, bd := range bds {
 		s := seenOf(ns, bd)

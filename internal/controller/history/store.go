@@ -24,6 +24,8 @@ type stored struct {
 	labels map[string]string
 	// contents are the Contents the deployments of each revision name.
 	contents map[string]string
+	// captured are the inputs of revisions read when deployments moved to them (recorder.capture).
+	captured map[string]*fleet.RolloutRevision
 }
 
 func (s *stored) contentOf(revision, content string) {
@@ -122,7 +124,7 @@ func (r *recorder) saveRevision(ns, name string, s *stored, rev history.Revision
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.SafeConcatName(name, rev.Revision),
 				Labels: map[string]string{fleet.HistoryBundleLabel: names.Limit(name, 63, name)}},
 			Spec: fleet.BundleRevisionSpec{Bundle: name, Revision: rev.Revision, Commit: rev.Commit, Order: s.order,
-				Inputs: r.inputs(ns, name, rev.Revision, s.contents[rev.Revision])}})
+				Inputs: s.inputsOf(r, ns, name, rev.Revision)}})
 		if err != nil {
 			return fmt.Errorf("creating bundlerevision for %s/%s revision %s: %w", ns, name, rev.Revision, err)
 		}
@@ -150,4 +152,13 @@ func (r *recorder) inputs(ns, name, revision, content string) *fleet.RolloutRevi
 	}
 	in.Seal = bundle.Seal(r.SealKey, b, in)
 	return in
+}
+
+// inputsOf are what revision deploys: as captured when a deployment moved to it, else as the
+// Bundle (ns/name) has it now (nil when it has moved on).
+func (s *stored) inputsOf(r *recorder, ns, name, revision string) *fleet.RolloutRevision {
+	if in := s.captured[revision]; in != nil {
+		return in
+	}
+	return r.inputs(ns, name, revision, s.contents[revision])
 }

@@ -1,4 +1,4 @@
-package history
+package historyapi
 
 import (
 	"fmt"
@@ -214,7 +214,7 @@ func parseTo(to string) (time.Time, bool) {
 func revisionNamed(b Bundle, id string, all []Bundle) (string, error) {
 	var found string
 	for _, rev := range b.Record.Revisions {
-		if names(rev, id) {
+		if Names(rev, id) {
 			found = rev.Revision
 		}
 	}
@@ -240,7 +240,7 @@ func commitArrived(all []Bundle, id string) (time.Time, bool) {
 	ok := false
 	for _, b := range all {
 		for _, rev := range b.Record.Revisions {
-			if rev.Commit == "" || !names(history.Revision{Commit: rev.Commit}, id) {
+			if rev.Commit == "" || !Names(history.Revision{Commit: rev.Commit}, id) {
 				continue
 			}
 			if p, has := firstPromoted(rev); has && (!ok || p.Before(first)) {

@@ -1,4 +1,4 @@
-package history
+package historyapi
 
 import (
 	"slices"
@@ -7,8 +7,15 @@ import (
 	"time"
 
 	"github.com/fleetgo/fleet/internal/history"
+	"github.com/fleetgo/fleet/internal/history/historytest"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
+
+var t0 = historytest.T0
+
+func fixture(t *testing.T) []Bundle {
+	return []Bundle{{Name: "repo-app", Record: historytest.Record(t)}}
+}
 
 func TestARollbackToATimeHoldsEachClusterAtWhatItRanThen(t *testing.T) {
 	b := fixture(t)
