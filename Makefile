@@ -41,7 +41,7 @@ export FLEET_CONTROLPLANE_BIN := $(CURDIR)/dev/bin
 # Integration and e2e suites start real clusters: one suite at a time keeps two cores responsive.
 TEST_TIMEOUT ?= 45m
 
-.PHONY: image image-push dist helm charts charts-push node help build controlplane deps test test-unit test-integration e2e generate verify verify-fast bench bench-10k bench-rollout bench-secrets bench-history bench-plan bench-ui quickstart quickstart-check up down clean
+.PHONY: image image-push dist helm charts charts-push node help build controlplane deps test test-unit test-integration e2e generate verify verify-fast bench bench-10k bench-rollout bench-secrets bench-rollback bench-history bench-plan bench-ui quickstart quickstart-check up down clean
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -145,6 +145,7 @@ ifeq ($(BENCH_SIZE),standard)
 	$(GO) run ./benchmarks/agent -fleet bin/fleet -out benchmarks/results
 	$(GO) run ./benchmarks/scale -fleet bin/fleet -out benchmarks/results -rollout 1000
 	$(GO) run ./benchmarks/scale -fleet bin/fleet -out benchmarks/results -secrets 1000
+	$(GO) run ./benchmarks/scale -fleet bin/fleet -out benchmarks/results -rollback 1000
 	$(GO) run ./benchmarks/history -fleet bin/fleet -out benchmarks/results
 	$(GO) run ./benchmarks/plan -fleet bin/fleet -out benchmarks/results
 	$(GO) run ./benchmarks/ui -out benchmarks/results
@@ -161,6 +162,9 @@ bench-rollout: build controlplane ## progressive rollouts at 1,000 simulated clu
 
 bench-secrets: build controlplane ## a SOPS secret sealed to each of 1,000 simulated clusters, then a changed value (about 4 minutes)
 	$(GO) run ./benchmarks/scale -fleet bin/fleet -out benchmarks/results -secrets 1000
+
+bench-rollback: build controlplane ## fleet rollback of 1,000 simulated clusters to an earlier revision (about 5 minutes)
+	$(GO) run ./benchmarks/scale -fleet bin/fleet -out benchmarks/results -rollback 1000
 
 bench-history: build controlplane ## the deployment history at 1,000 and 10,000 clusters x 100 revisions: record size, fleet history answers (about 2 minutes)
 	$(GO) run ./benchmarks/history -fleet bin/fleet -out benchmarks/results

@@ -161,6 +161,7 @@ func main() {
 	plotOnly := flag.Bool("plot-only", false, "run nothing: draw the growth plots from the results in -out")
 	rolloutN := flag.Int("rollout", 0, "run only the progressive rollout experiment, at this many clusters")
 	secretsN := flag.Int("secrets", 0, "run only the sealed-secrets experiment, at this many clusters")
+	rollbackN := flag.Int("rollback", 0, "run only the rollback experiment (fleet rollback of every cluster), at this many clusters")
 	flag.Parse()
 	// The simulated agents log as the agent does; thousands of them would drown the figures.
 	logrus.SetLevel(logrus.WarnLevel)
@@ -175,6 +176,22 @@ func main() {
 	}()
 	if *plotOnly {
 		*only, *shards = -1, false
+	}
+	if *rollbackN > 0 {
+		r, err := runRollback(*fleetBin, *rollbackN, *checkin)
+		base := fmt.Sprintf("rollback-%d", *rollbackN)
+		if werr := write(*out, base, r); werr != nil && err == nil {
+			err = werr
+		}
+		if perr := plotProgress(*out, base, Run{Clusters: r.Clusters, Phases: r.Phases}); perr != nil && err == nil {
+			err = perr
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench rollback:", err)
+			stopAll()
+			os.Exit(1)
+		}
+		return
 	}
 	if *secretsN > 0 {
 		r, err := runSecrets(*fleetBin, *secretsN, *checkin)

@@ -121,27 +121,41 @@ func adminKey(ctx context.Context, e *env) (string, error) {
 // until every cluster reported applied a deployment other than those it ran before.
 func deliverSecret(ctx context.Context, e *env, bds *watcher[*fleet.BundleDeployment], n int, name, content string, first bool) (SecretsPhase, Phase, error) {
 	ours := func(bd *fleet.BundleDeployment) bool { return bd.Labels[fleet.BundleLabel] == secretsBundle }
+	old := deploymentIDs(bds, ours)
+	applied := func(bd *fleet.BundleDeployment) bool {
+		return !old[bd.Spec.DeploymentID] && len(bd.Spec.SealedFiles) == 1 && bd.Spec.DeploymentID != "" &&
+			bd.Status.AppliedDeploymentID == bd.Spec.DeploymentID
+	}
+	return meteredDelivery(ctx, e, bds, n, name, "applied with the new sealed copy", secretsLimit+5*time.Minute, ours, applied,
+		func() error { return writeSecretBundle(e, content, first) })
+}
+
+// deploymentIDs are the deployment IDs of the deployments ours picks, as the watcher has them.
+func deploymentIDs(bds *watcher[*fleet.BundleDeployment], ours func(*fleet.BundleDeployment) bool) map[string]bool {
 	old := map[string]bool{}
 	for _, o := range bds.inf.GetStore().List() {
 		if bd := o.(*fleet.BundleDeployment); ours(bd) {
 			old[bd.Spec.DeploymentID] = true
 		}
 	}
-	applied := func(bd *fleet.BundleDeployment) bool {
-		return ours(bd) && !old[bd.Spec.DeploymentID] && len(bd.Spec.SealedFiles) == 1 && bd.Spec.DeploymentID != "" &&
-			bd.Status.AppliedDeploymentID == bd.Spec.DeploymentID
-	}
+	return old
+}
+
+// meteredDelivery runs write and waits (up to limit) until n of the deployments ours picks are
+// done, metering the manager over the phase.
+func meteredDelivery(ctx context.Context, e *env, bds *watcher[*fleet.BundleDeployment], n int, name, doneName string, limit time.Duration,
+	ours, done func(*fleet.BundleDeployment) bool, write func() error) (SecretsPhase, Phase, error) {
 	m, err := startMeter(ctx, e)
 	if err != nil {
 		return SecretsPhase{}, Phase{}, err
 	}
-	c := bds.counter(ctx, []func(*fleet.BundleDeployment) bool{ours, applied})
+	c := bds.counter(ctx, []func(*fleet.BundleDeployment) bool{ours, func(bd *fleet.BundleDeployment) bool { return ours(bd) && done(bd) }})
 	start := time.Now()
-	smp := sample(c, start, []string{"deployments", "applied with the new sealed copy"})
-	if err := writeSecretBundle(e, content, first); err != nil {
+	smp := sample(c, start, []string{"deployments", doneName})
+	if err := write(); err != nil {
 		return SecretsPhase{}, Phase{}, err
 	}
-	_, err = until(c, secretsLimit+5*time.Minute, func(counts []int) bool { return counts[1] == n })
+	_, err = until(c, limit, func(counts []int) bool { return counts[1] == n })
 	ph := Phase{Name: name, Seconds: time.Since(start).Seconds(), Objects: n, Series: smp.stop()}
 	if merr := m.done(ctx, &ph); merr != nil && err == nil {
 		err = merr

@@ -58,26 +58,12 @@ func Register(ctx context.Context, contents fleetcontrollers.ContentController, 
 		watchRevisions(contents, revisions)
 	}
 	fleetcontrollers.RegisterContentStatusHandler(ctx, contents, "", "content-gc", h.status)
-	enqueue := func(obj any) {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
+	// Counted after countDelay, so a burst of deployment changes makes one count.
+	watchKeepers(contents, bds.Informer(), func(bd *fleet.BundleDeployment) []string {
+		if c := bd.Labels[fleet.ContentNameLabel]; c != "" {
+			return []string{c}
 		}
-		if bd, ok := obj.(*fleet.BundleDeployment); ok {
-			if c := bd.Labels[fleet.ContentNameLabel]; c != "" {
-				// Delayed, so a burst of deployment changes makes one count.
-				contents.EnqueueAfter(c, countDelay)
-			}
-		}
-	}
-	_, _ = bds.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		DeleteFunc: enqueue,
-		UpdateFunc: func(old, cur any) {
-			if keptChanged(old, cur) {
-				enqueue(old)
-				enqueue(cur)
-			}
-		},
+		return nil
 	})
 }
 
@@ -134,21 +120,24 @@ func rolloutContents(r *fleet.Rollout) []string {
 // Rollout starts or stops keeping it.
 func watchRollouts(contents fleetcontrollers.ContentController, rollouts fleetcontrollers.RolloutController) {
 	rollouts.Cache().AddIndexer(rolloutByContent, func(r *fleet.Rollout) ([]string, error) { return rolloutContents(r), nil })
+	watchKeepers(contents, rollouts.Informer(), rolloutContents)
+}
+
+// watchKeepers counts a Content again when an object of a kind that keeps Contents (kept says
+// which) starts or stops keeping it: created, deleted, or updated to keep others. Most updates
+// (a Rollout's stage counts) keep the same ones, and count none again.
+func watchKeepers[T any](contents fleetcontrollers.ContentController, informer cache.SharedIndexInformer, kept func(T) []string) {
+	keptBy := keptByOf(kept)
 	enqueue := func(obj any) {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		if r, ok := obj.(*fleet.Rollout); ok {
-			for _, c := range rolloutContents(r) {
-				contents.EnqueueAfter(c, countDelay)
-			}
+		for _, c := range keptBy(obj) {
+			contents.EnqueueAfter(c, countDelay)
 		}
 	}
-	_, _ = rollouts.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
 		DeleteFunc: enqueue,
 		UpdateFunc: func(old, cur any) {
-			if keptChanged(old, cur) {
+			if !slices.Equal(keptBy(old), keptBy(cur)) {
 				enqueue(old)
 				enqueue(cur)
 			}
@@ -156,10 +145,15 @@ func watchRollouts(contents fleetcontrollers.ContentController, rollouts fleetco
 	})
 }
 
-// keptChanged says whether a Rollout's update changed the Contents it keeps: most of its writes
-// are stage counts, which count no Content again.
-func keptChanged(old, cur any) bool {
-	o, ok1 := old.(*fleet.Rollout)
-	c, ok2 := cur.(*fleet.Rollout)
-	return !ok1 || !ok2 || !slices.Equal(rolloutContents(o), rolloutContents(c))
+// keptByOf reads the Contents an informer's object keeps (a deletion's final state included).
+func keptByOf[T any](kept func(T) []string) func(any) []string {
+	return func(obj any) []string {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		if o, ok := obj.(T); ok {
+			return kept(o)
+		}
+		return nil
+	}
 }

@@ -1,8 +1,6 @@
 package content
 
 import (
-	"k8s.io/client-go/tools/cache"
-
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 )
@@ -19,20 +17,10 @@ func revisionContents(r *fleet.BundleRevision) []string {
 }
 
 // watchRevisions indexes BundleRevisions by the Content they keep and counts a Content again
-// when one is recorded or dropped (their inputs do not change once recorded).
+// when one is recorded or dropped.
 func watchRevisions(contents fleetcontrollers.ContentController, revisions fleetcontrollers.BundleRevisionController) {
 	revisions.Cache().AddIndexer(revisionByContent, func(r *fleet.BundleRevision) ([]string, error) { return revisionContents(r), nil })
-	enqueue := func(obj any) {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		if r, ok := obj.(*fleet.BundleRevision); ok {
-			for _, c := range revisionContents(r) {
-				contents.EnqueueAfter(c, countDelay)
-			}
-		}
-	}
-	_, _ = revisions.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: enqueue, DeleteFunc: enqueue})
+	watchKeepers(contents, revisions.Informer(), revisionContents)
 }
 
 // keptByRevisions is how many BundleRevisions keep Content name.
