@@ -72,7 +72,9 @@ func runRollback(fleetBin string, n int, checkin time.Duration) (r RollbackRun, 
 		return r, err
 	}
 	sp, ph, err := meteredDelivery(ctx, e, bds, n, "fleet rollback to revision 1", "held at revision 1 and applied", rollbackLimit+5*time.Minute, ours,
-		func(bd *fleet.BundleDeployment) bool { return bd.Annotations[fleet.HeldAnnotation] == first && applied(bd) },
+		func(bd *fleet.BundleDeployment) bool {
+			return bd.Annotations[fleet.HeldAnnotation] == first && applied(bd)
+		},
 		func() error {
 			out, err := exec.Command(fleetBin, "rollback", rollbackBundle, "--to", first, "-n", fleet.DefaultNamespace, "--kubeconfig", e.mgr.Kubeconfig).CombinedOutput()
 			if err != nil {
