@@ -92,6 +92,26 @@ func localCommit(repo *gogit.Repository, msg string) string {
 	return h.String()
 }
 
+// toAllThree creates GitRepo name over paths of the git server's repository of that name,
+// polled every 2 s, targeting every cluster: both downstream ones, and (through a
+// BundleNamespaceMapping) the management cluster's own. The spec's cleanup removes both.
+func toAllThree(name string, paths ...string) {
+	GinkgoHelper()
+	_, err := api.BundleNamespaceMapping().Create(&fleet.BundleNamespaceMapping{ObjectMeta: metav1.ObjectMeta{Name: name + "-local", Namespace: fleet.DefaultNamespace},
+		BundleSelector:    &metav1.LabelSelector{MatchLabels: map[string]string{fleet.RepoLabel: name}},
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": fleet.LocalNamespace}}})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() {
+		removeGitRepo(fleet.DefaultNamespace, name)
+		_ = api.BundleNamespaceMapping().Delete(fleet.DefaultNamespace, name+"-local", &metav1.DeleteOptions{})
+	})
+	_, err = api.GitRepo().Create(&fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fleet.DefaultNamespace},
+		Spec: fleet.GitRepoSpec{Repo: git.RepoURL(name), Branch: "main", ClientSecretName: "git-auth", Paths: paths,
+			PollingInterval: &metav1.Duration{Duration: 2 * time.Second},
+			Targets:         []fleet.GitTarget{{Name: "all", ClusterSelector: &metav1.LabelSelector{}}}}})
+	Expect(err).NotTo(HaveOccurred())
+}
+
 var _ = Describe("fleet plan", Ordered, func() {
 	It("predicts, for three clusters, byte for byte what their agents deploy once the GitRepo moves to head", func(ctx context.Context) {
 		// The pull request: base and head commits in a local checkout; the git server gets the
@@ -106,19 +126,7 @@ var _ = Describe("fleet plan", Ordered, func() {
 		_, err = git.Publish(ctx, "plan-demo", "main", serverTree, "base")
 		Expect(err).NotTo(HaveOccurred())
 
-		_, err = api.BundleNamespaceMapping().Create(&fleet.BundleNamespaceMapping{ObjectMeta: metav1.ObjectMeta{Name: "plan-demo-local", Namespace: fleet.DefaultNamespace},
-			BundleSelector:    &metav1.LabelSelector{MatchLabels: map[string]string{fleet.RepoLabel: "plan-demo"}},
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": fleet.LocalNamespace}}})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() {
-			removeGitRepo(fleet.DefaultNamespace, "plan-demo")
-			_ = api.BundleNamespaceMapping().Delete(fleet.DefaultNamespace, "plan-demo-local", &metav1.DeleteOptions{})
-		})
-		_, err = api.GitRepo().Create(&fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "plan-demo", Namespace: fleet.DefaultNamespace},
-			Spec: fleet.GitRepoSpec{Repo: git.RepoURL("plan-demo"), Branch: "main", ClientSecretName: "git-auth", Paths: []string{"app", "ops"},
-				PollingInterval: &metav1.Duration{Duration: 2 * time.Second},
-				Targets:         []fleet.GitTarget{{Name: "all", ClusterSelector: &metav1.LabelSelector{}}}}})
-		Expect(err).NotTo(HaveOccurred())
+		toAllThree("plan-demo", "app", "ops")
 		Eventually(func() string {
 			gr, err := api.GitRepo().Get(fleet.DefaultNamespace, "plan-demo", metav1.GetOptions{})
 			Expect(err).NotTo(HaveOccurred())

@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -77,5 +78,10 @@ var _ = Describe("sharding", func() {
 		c, err := api.Cluster().Get(ns, "one", metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(managers(c, "status")).To(Equal(map[string]bool{"": true}))
+
+		By("each controller records the deployment history of its own Bundles")
+		for name := range shardOf {
+			Eventually(func() []string { return recordOf(ns, name).Clusters }, time.Minute).Should(ConsistOf("one", "two"), name)
+		}
 	})
 })

@@ -242,14 +242,7 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 	if w.sealKey, err = bundle.SealKey(ctx, kube, o.SystemNamespace); err != nil {
 		return err
 	}
-	bundle.Register(ctx, bundle.Deps{
-		Bundles: f.Bundle(), BundleDeployments: f.BundleDeployment(), Clusters: f.Cluster(),
-		ClusterGroups: f.ClusterGroup(), Contents: f.Content(),
-		Mappings: f.BundleNamespaceMapping(), Namespaces: c.Namespace().Cache(), CheckinInterval: w.checkin, Policies: f.Policy(),
-		Restrictions: f.GitRepoRestriction(), Secrets: c.Secret().Cache(), SecretWriter: c.Secret(), GitRepos: f.GitRepo().Cache(), Guard: w.guard, SystemNamespace: o.SystemNamespace,
-		Rollouts: f.Rollout(), RolloutPolicies: f.RolloutPolicy(), HelmOps: f.HelmOp().Cache(), AgentBundle: w.agentBundle(o),
-		Apply: w.children, SealKey: w.sealKey, Histories: f.BundleHistory(), Revisions: f.BundleRevision(),
-	})
+	startBundles(ctx, w, o)
 	if !o.DisableGitOps {
 		if err := startGitOps(ctx, cfg, scf, w, o); err != nil {
 			return err
@@ -309,6 +302,22 @@ func (w *wiring) agentBundle(o Options) func(*fleet.Bundle, *fleet.Cluster) bool
 	return w.agents.Wrote
 }
 
+// startBundles registers the bundle controller and the deployment history's recorder: each
+// controller (a shard, or the unsharded one) records the history of its own Bundles.
+func startBundles(ctx context.Context, w *wiring, o Options) {
+	f, c := w.f, w.c
+	bundle.Register(ctx, bundle.Deps{
+		Bundles: f.Bundle(), BundleDeployments: f.BundleDeployment(), Clusters: f.Cluster(),
+		ClusterGroups: f.ClusterGroup(), Contents: f.Content(),
+		Mappings: f.BundleNamespaceMapping(), Namespaces: c.Namespace().Cache(), CheckinInterval: w.checkin, Policies: f.Policy(),
+		Restrictions: f.GitRepoRestriction(), Secrets: c.Secret().Cache(), SecretWriter: c.Secret(), GitRepos: f.GitRepo().Cache(), Guard: w.guard, SystemNamespace: o.SystemNamespace,
+		Rollouts: f.Rollout(), RolloutPolicies: f.RolloutPolicy(), HelmOps: f.HelmOp().Cache(), AgentBundle: w.agentBundle(o),
+		Apply: w.children, SealKey: w.sealKey, Histories: f.BundleHistory(), Revisions: f.BundleRevision(),
+	})
+	history.Register(ctx, history.Deps{BundleDeployments: f.BundleDeployment(), Histories: f.BundleHistory(), Revisions: f.BundleRevision(),
+		Bundles: f.Bundle().Cache(), Secrets: c.Secret().Cache(), SealKey: w.sealKey})
+}
+
 // startManagement registers what is one per management cluster, the unsharded controller's
 // alone: registration, Clusters and their groups, the collection of Contents, and the notifier
 // (which reads every shard's GitRepos and Rollouts: one message per transition, whatever the
@@ -325,8 +334,6 @@ func startManagement(ctx context.Context, w *wiring, o Options) error {
 	}
 	startClusters(ctx, w, o)
 	content.Register(ctx, f.Content(), f.BundleDeployment(), f.Rollout(), f.BundleRevision(), o.ContentGracePeriod)
-	history.Register(ctx, history.Deps{BundleDeployments: f.BundleDeployment(), Histories: f.BundleHistory(), Revisions: f.BundleRevision(),
-		Bundles: f.Bundle().Cache(), SealKey: w.sealKey})
 	clustergroup.Register(ctx, f.ClusterGroup(), f.Cluster())
 	notify.Register(ctx, notify.Deps{Alerts: f.Alert(), Providers: f.AlertProvider(), GitRepos: f.GitRepo(), Bundles: f.Bundle(),
 		HelmOps: f.HelmOp(), Clusters: f.Cluster(), Rollouts: f.Rollout(), Secrets: w.c.Secret().Cache(), Guard: w.guard})

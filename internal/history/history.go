@@ -5,8 +5,8 @@
 //
 // Clusters that ran the same revision over the same span are one entry (a Span), their clusters
 // written as runs of indexes into the record's cluster table, so that a record of 10,000
-// clusters and 100 revisions stays far below what one object may hold. Times are those of the
-// passes that saw a change: the record's resolution is the manager's pass period.
+// clusters and 100 revisions stays far below what one object may hold. A move is recorded at the
+// second the manager wrote it (Seen.Since), applied and ready at the pass that saw them.
 package history
 
 import (
@@ -58,6 +58,24 @@ type Seen struct {
 	Commit   string
 	Applied  bool
 	Ready    bool
+	// Since, when set, is when the cluster moved to the revision (the manager wrote it), if
+	// before the pass: the span begins then, and the one it left ends then.
+	Since time.Time
+}
+
+// ending is how and when a cluster's span ends.
+type ending struct {
+	how string
+	at  time.Time
+}
+
+// movedAt is when s's cluster moved to its revision: Since (to the second) when set and not
+// after the pass at now, else now.
+func (s Seen) movedAt(now time.Time) time.Time {
+	if s.Since.IsZero() || s.Since.After(now) {
+		return now.UTC()
+	}
+	return s.Since.Truncate(time.Second).UTC()
 }
 
 // ref locates a span in a record.
@@ -109,12 +127,12 @@ func (r *Record) Observe(seen []Seen, now time.Time) error {
 	seen = slices.Clone(seen)
 	sort.Slice(seen, func(i, j int) bool { return seen[i].Cluster < seen[j].Cluster })
 	byIndex := map[int]Seen{}
-	closing := map[ref]map[int]string{}
-	end := func(o ref, i int, how string) {
+	closing := map[ref]map[int]ending{}
+	end := func(o ref, i int, e ending) {
 		if closing[o] == nil {
-			closing[o] = map[int]string{}
+			closing[o] = map[int]ending{}
 		}
-		closing[o][i] = how
+		closing[o][i] = e
 	}
 	var promoted []int
 	for _, s := range seen {
@@ -125,16 +143,16 @@ func (r *Record) Observe(seen []Seen, now time.Time) error {
 			continue
 		}
 		if running {
-			end(o, i, r.endingFor(o.rev, s.Revision))
+			end(o, i, ending{r.endingFor(o.rev, s.Revision), s.movedAt(now)})
 		}
 		promoted = append(promoted, i)
 	}
 	for i, o := range open {
 		if _, ok := byIndex[i]; !ok {
-			end(o, i, Removed)
+			end(o, i, ending{Removed, now})
 		}
 	}
-	r.close(closing, now)
+	r.close(closing)
 	r.promote(promoted, byIndex, now)
 	return r.mark(byIndex, now)
 }
@@ -150,9 +168,9 @@ func (r *Record) endingFor(rev int, next string) string {
 	return Replaced
 }
 
-// close ends the spans' clusters in closing at now: the clusters that end leave the span for
-// a closed one per way of ending; the rest run on in it.
-func (r *Record) close(closing map[ref]map[int]string, now time.Time) {
+// close ends the spans' clusters in closing: the clusters that end leave the span for a closed
+// one per way and time of ending; the rest run on in it.
+func (r *Record) close(closing map[ref]map[int]ending) {
 	refs := make([]ref, 0, len(closing))
 	for o := range closing {
 		refs = append(refs, o)
@@ -164,22 +182,24 @@ func (r *Record) close(closing map[ref]map[int]string, now time.Time) {
 		rev := &r.Revisions[o.rev]
 		s := rev.Spans[o.span]
 		all, _ := Ranges(s.Clusters).Indexes(len(r.Clusters))
-		byEnd := map[string][]int{}
+		byEnd := map[ending][]int{}
+		var ends []ending
 		var rest []int
 		for _, i := range all {
-			if how, ok := closing[o][i]; ok {
-				byEnd[how] = append(byEnd[how], i)
-			} else {
+			e, ok := closing[o][i]
+			switch {
+			case !ok:
 				rest = append(rest, i)
+			case byEnd[e] == nil:
+				ends = append(ends, e)
+				fallthrough
+			default:
+				byEnd[e] = append(byEnd[e], i)
 			}
 		}
-		until := metav1.NewTime(now)
-		for _, how := range []string{Replaced, RolledBack, Removed} {
-			if len(byEnd[how]) == 0 {
-				continue
-			}
-			ended := s
-			ended.Clusters, ended.Until, ended.Ended = string(rangesOf(byEnd[how])), &until, how
+		for _, e := range ends {
+			ended, until := s, metav1.NewTime(e.at)
+			ended.Clusters, ended.Until, ended.Ended = string(rangesOf(byEnd[e])), &until, e.how
 			rev.Spans = append(rev.Spans, ended)
 		}
 		rev.Spans[o.span].Clusters = string(rangesOf(rest))
@@ -189,24 +209,28 @@ func (r *Record) close(closing map[ref]map[int]string, now time.Time) {
 	}
 }
 
-// promote opens, per revision, one span at now for the clusters that moved to it.
+// promote opens, per revision and moment, one span for the clusters that moved to it then.
 func (r *Record) promote(promoted []int, seen map[int]Seen, now time.Time) {
-	byRev := map[string][]int{}
-	var order []string
-	for _, i := range promoted {
-		rev := seen[i].Revision
-		if byRev[rev] == nil {
-			order = append(order, rev)
-		}
-		byRev[rev] = append(byRev[rev], i)
+	type key struct {
+		rev string
+		at  time.Time
 	}
-	for _, rev := range order {
-		ri := slices.IndexFunc(r.Revisions, func(x Revision) bool { return x.Revision == rev })
+	byKey := map[key][]int{}
+	var order []key
+	for _, i := range promoted {
+		k := key{seen[i].Revision, seen[i].movedAt(now)}
+		if byKey[k] == nil {
+			order = append(order, k)
+		}
+		byKey[k] = append(byKey[k], i)
+	}
+	for _, k := range order {
+		ri := slices.IndexFunc(r.Revisions, func(x Revision) bool { return x.Revision == k.rev })
 		if ri < 0 {
-			r.Revisions = append(r.Revisions, Revision{Revision: rev, Commit: seen[byRev[rev][0]].Commit})
+			r.Revisions = append(r.Revisions, Revision{Revision: k.rev, Commit: seen[byKey[k][0]].Commit})
 			ri = len(r.Revisions) - 1
 		}
-		r.Revisions[ri].Spans = append(r.Revisions[ri].Spans, Span{Clusters: string(rangesOf(byRev[rev])), Promoted: metav1.NewTime(now)})
+		r.Revisions[ri].Spans = append(r.Revisions[ri].Spans, Span{Clusters: string(rangesOf(byKey[k])), Promoted: metav1.NewTime(k.at)})
 	}
 }
 

@@ -203,3 +203,27 @@ func TestSpansPastTheTableAreRefused(t *testing.T) {
 		t.Fatalf("a forged span: %v", err)
 	}
 }
+
+// A move the manager wrote before the pass is recorded at its own time: the span it begins and
+// the one it ends, per cluster (clusters that moved at other moments are other spans).
+func TestAMoveIsRecordedWhenItHappened(t *testing.T) {
+	r := &Record{}
+	observe(t, r, at(0), Seen{Cluster: "a", Revision: "r1"}, Seen{Cluster: "b", Revision: "r1"})
+	moved := at(3).Add(1500 * time.Millisecond)
+	observe(t, r, at(4), Seen{Cluster: "a", Revision: "r2", Since: moved}, Seen{Cluster: "b", Revision: "r2"})
+	a, b := r.Of("a"), r.Of("b")
+	if len(a) != 2 || !a[0].Until.Time.Equal(at(3).Add(time.Second)) || !a[1].Promoted.Time.Equal(at(3).Add(time.Second)) {
+		t.Fatalf("a: %+v", a)
+	}
+	if len(b) != 2 || !b[0].Until.Time.Equal(at(4)) || !b[1].Promoted.Time.Equal(at(4)) {
+		t.Fatalf("b: %+v", b)
+	}
+	if ran, ok := r.At("a", at(3).Add(30*time.Second)); !ok || ran.Revision != "r2" {
+		t.Fatalf("a between the move and the pass: %+v", ran)
+	}
+	// A Since after the pass (a clock ahead) is the pass's time.
+	observe(t, r, at(5), Seen{Cluster: "a", Revision: "r3", Since: at(9)}, Seen{Cluster: "b", Revision: "r2"})
+	if a := r.Of("a"); !a[2].Promoted.Time.Equal(at(5)) {
+		t.Fatalf("a at r3: %+v", a)
+	}
+}

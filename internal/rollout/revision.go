@@ -37,9 +37,10 @@ func Inputs(b *fleet.Bundle, contentName string) *fleet.RolloutRevision {
 	return in
 }
 
-// RevisionOf is b's revision as the manager computes it from the Bundle alone: its Content is
-// named after its manifest (or is the registry's contents ID). `fleet rollback` holds clusters
-// over it: the next revision releases them.
+// RevisionOf is the revision of Bundle b as stored (its Helm values kept in a values Secret
+// stand in by spec.valuesHash): its Content is named after its manifest (or is the registry's
+// contents ID). `fleet rollback` holds clusters over it, and the bundle controller compares it
+// so: the next revision releases them.
 func RevisionOf(b *fleet.Bundle) (string, error) {
 	if b.Spec.ContentsID != "" {
 		return Revision(b, b.Spec.ContentsID), nil

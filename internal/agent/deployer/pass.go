@@ -160,7 +160,7 @@ func (h *handler) deploy(bd *fleet.BundleDeployment, rel *helmdeployer.Release, 
 
 // inputs reads the valuesFrom sources and the downstreamResources copies.
 func (h *handler) inputs(bd *fleet.BundleDeployment) (inputs, error) {
-	opts, err := h.storedValues(bd)
+	opts, err := h.StoredValues(bd)
 	if err != nil {
 		return inputs{}, err
 	}
@@ -182,7 +182,7 @@ func (h *handler) inputs(bd *fleet.BundleDeployment) (inputs, error) {
 // storedValues is the BundleDeployment's options with the Helm values of its options Secret
 // (bundlevalues) when the manager keeps them there, as it and Fleet 0.13 and later do. A Secret
 // that does not match spec.valuesHash is being written: the pass is retried.
-func (h *handler) storedValues(bd *fleet.BundleDeployment) (*fleet.BundleDeploymentOptions, error) {
+func (h *handler) StoredValues(bd *fleet.BundleDeployment) (*fleet.BundleDeploymentOptions, error) {
 	opts := &bd.Spec.Options
 	if bd.Spec.ValuesHash == "" || h.upstream == nil {
 		return opts, nil

@@ -40,7 +40,7 @@ func (h *handler) deploy(b *fleet.Bundle, status fleet.BundleStatus) (fleet.Bund
 	release := func() { once.Do(func() { <-h.cpu }) }
 	defer release()
 
-	if err := storedValues(h.secrets, b); err != nil {
+	if err := StoredValues(h.secrets, b); err != nil {
 		// Written by Fleet's apply alongside the Bundle: it is there in a moment, or the
 		// Bundle was moved without it (the message says which).
 		return h.rollup(b, status, nil, nil, err), err

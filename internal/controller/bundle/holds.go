@@ -12,6 +12,7 @@ import (
 
 	"github.com/fleetgo/fleet/internal/logfields"
 	"github.com/fleetgo/fleet/internal/names"
+	"github.com/fleetgo/fleet/internal/rollout"
 	"github.com/fleetgo/fleet/internal/target"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
@@ -45,15 +46,25 @@ type held struct {
 	clusters int
 }
 
-// holdsOf reads the holds in force for b at revision: nil when there are none.
-func (h *handler) holdsOf(b *fleet.Bundle, revision string) (*holds, error) {
+// holdsOf reads the holds in force for b: nil when there are none. A hold is in force while
+// the Bundle, as stored, is at the revision it was made over (rollout.RevisionOf, as `fleet
+// rollback` read it: the handler's copy has its values and policy defaults filled in).
+func (h *handler) holdsOf(b *fleet.Bundle) (*holds, error) {
 	if h.histories == nil {
 		return nil, nil
 	}
 	hist, err := h.histories.Get(b.Namespace, b.Name)
-	if apierrors.IsNotFound(err) {
+	if apierrors.IsNotFound(err) || err == nil && len(hist.Spec.Holds) == 0 {
 		return nil, nil
 	}
+	if err != nil {
+		return nil, err
+	}
+	stored, err := h.bundles.Cache().Get(b.Namespace, b.Name)
+	if err != nil {
+		return nil, err
+	}
+	revision, err := rollout.RevisionOf(stored)
 	if err != nil {
 		return nil, err
 	}

@@ -35,7 +35,7 @@ type decider struct {
 func (h *handler) newDecider(b *fleet.Bundle, plan []planned, existing map[string]*fleet.BundleDeployment, contentName string) (*decider, error) {
 	d := &decider{target: map[int]int{}, revision: rollout.Revision(b, contentName), h: h, bundle: b}
 	var err error
-	if d.holds, err = h.holdsOf(b, d.revision); err != nil {
+	if d.holds, err = h.holdsOf(b); err != nil {
 		return nil, err
 	}
 	var bds []*fleet.BundleDeployment

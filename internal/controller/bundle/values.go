@@ -9,10 +9,10 @@ import (
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
-// storedValues puts back into b (the handler's copy) the Helm values kept outside the Bundle, in
+// StoredValues puts back into b (the handler's copy) the Helm values kept outside the Bundle, in
 // its values Secret (bundlevalues), as `fleet apply` and Fleet 0.13 and later write them. A
 // Bundle without valuesHash holds its values itself.
-func storedValues(secrets corecontrollers.SecretCache, b *fleet.Bundle) error {
+func StoredValues(secrets corecontrollers.SecretCache, b *fleet.Bundle) error {
 	if b.Spec.ValuesHash == "" || secrets == nil {
 		return nil
 	}

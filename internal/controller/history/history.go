@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	corecontrollers "github.com/rancher/wrangler/v3/pkg/generated/controllers/core/v1"
 	"github.com/sirupsen/logrus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/workqueue"
@@ -24,7 +25,8 @@ import (
 
 const (
 	// PassDelay is how long after a change of a Bundle's deployments its history pass runs:
-	// the changes of that while are one pass, and the record's time resolution.
+	// the changes of that while are one pass (a move is recorded at the second it was seen;
+	// applied and ready at the pass).
 	PassDelay = 5 * time.Second
 	// Retention is how long a revision no cluster runs any longer stays in the record.
 	Retention = 90 * 24 * time.Hour
@@ -41,8 +43,10 @@ type Deps struct {
 	BundleDeployments fleetcontrollers.BundleDeploymentController
 	Histories         fleetcontrollers.BundleHistoryController
 	Revisions         fleetcontrollers.BundleRevisionController
-	// Bundles is read for what a revision deploys (nil: nothing of it is recorded).
+	// Bundles is read for what a revision deploys (nil: nothing of it is recorded), with the
+	// Helm values of their values Secrets (Secrets).
 	Bundles fleetcontrollers.BundleCache
+	Secrets corecontrollers.SecretCache
 	// SealKey seals the recorded inputs as a Rollout's revisions are (bundle.Seal).
 	SealKey []byte
 	// Now is the clock (nil: time.Now).
@@ -61,8 +65,9 @@ type recorder struct {
 	// last is what was last seen of each BundleDeployment key: its Bundle ("namespace/name"),
 	// for the deletions, which come without the object, and its revision.
 	last map[string]lastSeen
-	// moved are the deployments of each Bundle whose revision changed since its last pass.
-	moved map[string]map[string]bool
+	// moved are the deployments of each Bundle whose revision changed since its last pass, and
+	// when they last did (the record's time of the move).
+	moved map[string]map[string]time.Time
 	// snapshots are, per Bundle, what its deployments ran just before one moved a second time
 	// since the last pass: a revision that ran for less than PassDelay is recorded too.
 	snapshots map[string][]snapshot
@@ -87,7 +92,7 @@ func Register(ctx context.Context, d Deps) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	r := &recorder{Deps: d, last: map[string]lastSeen{}, moved: map[string]map[string]bool{},
+	r := &recorder{Deps: d, last: map[string]lastSeen{}, moved: map[string]map[string]time.Time{},
 		snapshots: map[string][]snapshot{}, captured: map[string]map[string]*fleet.RolloutRevision{}, histories: d.Histories.Cache(), revisions: d.Revisions.Cache(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](retryFirst, retryMost),
@@ -132,11 +137,13 @@ func (r *recorder) deploymentChanged(key string, bd *fleet.BundleDeployment) (*f
 // since the bundle's last pass, what the bundle's deployments ran before this move is kept for
 // the pass, so the revision in between is recorded. Called with r.mu held.
 func (r *recorder) movedAgain(bundle, key string, prev history.Seen) {
+	now := r.Now()
 	if r.moved[bundle] == nil {
-		r.moved[bundle] = map[string]bool{}
+		r.moved[bundle] = map[string]time.Time{}
 	}
-	if !r.moved[bundle][key] {
-		r.moved[bundle][key] = true
+	first, already := r.moved[bundle][key]
+	if !already {
+		r.moved[bundle][key] = now
 		return
 	}
 	ns, _, _ := strings.Cut(bundle, "/")
@@ -144,16 +151,19 @@ func (r *recorder) movedAgain(bundle, key string, prev history.Seen) {
 	if err != nil {
 		return
 	}
-	snap := snapshot{at: r.Now().Truncate(time.Second)}
+	snap := snapshot{at: now.Truncate(time.Second)}
 	for _, bd := range bds {
-		if bd.Namespace+"/"+bd.Name == key {
+		k := bd.Namespace + "/" + bd.Name
+		if k == key {
+			prev.Since = first
 			snap.seen = append(snap.seen, prev)
 		} else if s := seenOf(ns, bd); s.Revision != "" && bd.DeletionTimestamp == nil {
+			s.Since = r.moved[bundle][k]
 			snap.seen = append(snap.seen, s)
 		}
 	}
 	r.snapshots[bundle] = append(r.snapshots[bundle], snap)
-	r.moved[bundle] = map[string]bool{key: true}
+	r.moved[bundle] = map[string]time.Time{key: now}
 }
 
 // capture reads what revision of bundle deploys from the Bundle, the first time a deployment is
@@ -180,25 +190,40 @@ func seenOf(ns string, bd *fleet.BundleDeployment) history.Seen {
 		Applied: applied, Ready: applied && bd.Status.Ready}
 }
 
-// takeSnapshots hands the pass the bundle's snapshots (and forgets what moved); giveBack
-// returns them when the pass failed.
-func (r *recorder) takeSnapshots(bundle string) ([]snapshot, map[string]*fleet.RolloutRevision) {
+// takeSnapshots hands the pass what was noted of the bundle's deployments (snapshots, moves,
+// captured inputs) and forgets it; giveBack returns it when the pass failed.
+func (r *recorder) takeSnapshots(bundle string) taken {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out, captured := r.snapshots[bundle], r.captured[bundle]
+	t := taken{snapshots: r.snapshots[bundle], captured: r.captured[bundle], moved: r.moved[bundle]}
 	delete(r.snapshots, bundle)
 	delete(r.moved, bundle)
 	delete(r.captured, bundle)
-	return out, captured
+	return t
 }
 
-func (r *recorder) giveBack(bundle string, snaps []snapshot, captured map[string]*fleet.RolloutRevision) {
+// taken is what the handler noted of a Bundle's deployments since its last pass.
+type taken struct {
+	snapshots []snapshot
+	captured  map[string]*fleet.RolloutRevision
+	moved     map[string]time.Time
+}
+
+func (r *recorder) giveBack(bundle string, t taken) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(snaps) > 0 {
-		r.snapshots[bundle] = append(snaps, r.snapshots[bundle]...)
+	if len(t.snapshots) > 0 {
+		r.snapshots[bundle] = append(t.snapshots, r.snapshots[bundle]...)
 	}
-	for rev, in := range captured {
+	for key, at := range t.moved {
+		if _, later := r.moved[bundle][key]; !later {
+			if r.moved[bundle] == nil {
+				r.moved[bundle] = map[string]time.Time{}
+			}
+			r.moved[bundle][key] = at
+		}
+	}
+	for rev, in := range t.captured {
 		if _, later := r.captured[bundle][rev]; !later {
 			if r.captured[bundle] == nil {
 				r.captured[bundle] = map[string]*fleet.RolloutRevision{}
@@ -232,15 +257,15 @@ func (r *recorder) work() {
 // pass folds what the Bundle's deployments say now into its record, after the snapshots taken
 // since the last pass.
 func (r *recorder) pass(key string) error {
-	snaps, captured := r.takeSnapshots(key)
-	err := r.fold(key, snaps, captured)
+	t := r.takeSnapshots(key)
+	err := r.fold(key, t)
 	if err != nil {
-		r.giveBack(key, snaps, captured)
+		r.giveBack(key, t)
 	}
 	return err
 }
 
-func (r *recorder) fold(key string, snaps []snapshot, captured map[string]*fleet.RolloutRevision) error {
+func (r *recorder) fold(key string, t taken) error {
 	ns, name, _ := strings.Cut(key, "/")
 	bds, err := r.BundleDeployments.Cache().GetByIndex(index.ByBundle, key)
 	if err != nil {
@@ -250,23 +275,24 @@ func (r *recorder) fold(key string, snaps []snapshot, captured map[string]*fleet
 	if err != nil {
 		return err
 	}
-	st.captured = captured
+	st.captured = t.captured
 	seen := make([]history.Seen, 0, len(bds))
 	for _, bd := range bds {
 		s := seenOf(ns, bd)
+		s.Since = t.moved[bd.Namespace+"/"+bd.Name]
 		if s.Revision == "" || bd.DeletionTimestamp != nil {
 			continue // written before deployments were stamped, or going
 		}
 		st.contentOf(s.Revision, bd.Labels[fleet.ContentNameLabel])
 		seen = append(seen, s)
 	}
-	if st.empty() && len(seen) == 0 && len(snaps) == 0 {
+	if st.empty() && len(seen) == 0 && len(t.snapshots) == 0 {
 		return nil
 	}
 	if len(bds) > 0 {
 		st.from(bds[0].Labels) // the GitRepo or HelmOp, for `fleet history GITREPO`
 	}
-	for _, snap := range snaps {
+	for _, snap := range t.snapshots {
 		if err := st.rec.Observe(snap.seen, snap.at); err != nil {
 			return err
 		}

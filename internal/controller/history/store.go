@@ -142,8 +142,14 @@ func (r *recorder) inputs(ns, name, revision, content string) *fleet.RolloutRevi
 	if r.Bundles == nil || content == "" {
 		return nil
 	}
-	b, err := r.Bundles.Get(ns, name)
+	cached, err := r.Bundles.Get(ns, name)
 	if err != nil {
+		return nil
+	}
+	// The Helm values kept in the Bundle's values Secret are part of what it deploys, as the
+	// bundle controller reads it.
+	b := cached.DeepCopy()
+	if err := bundle.StoredValues(r.Secrets, b); err != nil {
 		return nil
 	}
 	in := rollout.Inputs(b, content)
