@@ -98,11 +98,11 @@ var _ = Describe("deployment history and rollback", Ordered, func() {
 				toAllThree("hist-demo", "app")
 			}
 			expectGitRepoReady(fleet.DefaultNamespace, "hist-demo", commit, "3/3")
-			// The record keeps whole seconds: the next commit goes out in a later second than the
-			// one asked about.
-			now := time.Now().Truncate(time.Second)
-			commits, at = append(commits, commit), append(at, now)
-			Eventually(func() bool { return time.Now().After(now.Add(time.Second)) }).Should(BeTrue())
+			// The record keeps whole seconds, a move rounded up to the next: ask at the second
+			// after the commit is ready, and let the next commit go out after it.
+			ask := time.Now().Truncate(time.Second).Add(time.Second)
+			commits, at = append(commits, commit), append(at, ask)
+			Eventually(func() bool { return time.Now().After(ask) }).Should(BeTrue())
 			for name, t := range targets {
 				revs := releaseManifests(t.cfg, "hist-app", "hist-app")
 				Expect(revs).NotTo(BeEmpty())

@@ -69,13 +69,18 @@ type ending struct {
 	at  time.Time
 }
 
-// movedAt is when s's cluster moved to its revision: Since (to the second) when set and not
-// after the pass at now, else now.
+// movedAt is when s's cluster moved to its revision: Since when set and not after the pass at
+// now, else now. The record keeps whole seconds: a move is rounded up to the next one, as its
+// agent deploys it after the manager wrote it (what ran before still ran until then).
 func (s Seen) movedAt(now time.Time) time.Time {
 	if s.Since.IsZero() || s.Since.After(now) {
 		return now.UTC()
 	}
-	return s.Since.Truncate(time.Second).UTC()
+	at := s.Since.Truncate(time.Second)
+	if at.Before(s.Since) {
+		at = at.Add(time.Second)
+	}
+	return at.UTC()
 }
 
 // ref locates a span in a record.

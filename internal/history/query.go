@@ -1,6 +1,7 @@
 package history
 
 import (
+	"cmp"
 	"slices"
 	"time"
 )
@@ -47,8 +48,19 @@ func (r *Record) Of(cluster string) []Ran {
 			}
 		}
 	}
-	slices.SortStableFunc(out, func(a, b Ran) int { return a.Promoted.Time.Compare(b.Promoted.Time) })
+	// In promotion order; of two spans promoted in one second, the one that ended first.
+	slices.SortStableFunc(out, func(a, b Ran) int {
+		return cmp.Or(a.Promoted.Time.Compare(b.Promoted.Time), untilOrLast(a).Compare(untilOrLast(b)))
+	})
 	return out
+}
+
+// untilOrLast is when r's span ended; a span still running sorts after every ended one.
+func untilOrLast(r Ran) time.Time {
+	if r.Until == nil {
+		return time.Unix(1<<62, 0)
+	}
+	return r.Until.Time
 }
 
 // ClustersOf are the clusters that ran revision rev at any time, by name.
