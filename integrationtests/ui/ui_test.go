@@ -363,6 +363,37 @@ var _ = Describe("fleet ui", Ordered, func() {
 		screenshot(tab, "rollback")
 	})
 
+	It("shows a cluster's bundles with revision, commit, state and what it ran, and a bundle's timeline", func() {
+		list, err := api.BundleRevision().List(fleet.DefaultNamespace, metav1.ListOptions{LabelSelector: fleet.HistoryBundleLabel + "=shop-web"})
+		Expect(err).NotTo(HaveOccurred())
+		revOf := map[int64]string{}
+		for _, r := range list.Items {
+			revOf[r.Spec.Order] = r.Spec.Revision
+		}
+		first, second := revOf[1], revOf[2]
+		Expect(first).NotTo(BeEmpty())
+		cells := func(tab context.Context, sel string) func() string {
+			return func() string {
+				s, err := chromedp.Run(tab, chromedp.Evaluate[string](`Array.from(document.querySelectorAll(`+"`"+sel+"`"+`)).map(r => Array.from(r.cells).map(c => c.textContent.trim()).join("|")).join("\n")`))
+				Expect(err).NotTo(HaveOccurred())
+				return s
+			}
+		}
+		tab, cancel := chromedp.NewContext(browser)
+		DeferCleanup(cancel)
+		Expect(chromedp.Do(tab, chromedp.Navigate(admin+"/clusters"), chromedp.WaitVisible(chromedp.CSS(`a[href="/clusters/fleet-default/edge-a"]`)),
+			chromedp.Click(chromedp.CSS(`a[href="/clusters/fleet-default/edge-a"]`)), chromedp.WaitVisible(chromedp.CSS(".ran")))).To(Succeed())
+		Expect(text(tab)).To(And(ContainSubstring("Cluster fleet-default/edge-a"), ContainSubstring("Bundle fleet-default/shop-web"), ContainSubstring("held at revision "+first)))
+		// Newest first: back at the first revision, the second ended by the rollback, the first before it.
+		Eventually(cells(tab, ".ran tbody tr")).Should(MatchRegexp(`^` + first + `\|\|\S+\|now\|\n` + second + `\|\|\S+\|\S+\|RolledBack\n` + first + `\|\|\S+\|\S+\|Replaced$`))
+		screenshot(tab, "cluster")
+
+		Expect(chromedp.Do(tab, chromedp.Click(chromedp.CSS(`a[href="/bundles/fleet-default/shop-web/history"]`)), chromedp.WaitVisible(chromedp.CSS("#timeline")))).To(Succeed())
+		// revision, commit, first promoted, last ran, clusters that ran it, clusters that run it now
+		Eventually(cells(tab, "#timeline tbody tr")).Should(MatchRegexp(`^` + second + `\|\|\S+\|\S+\|2\|1\n` + first + `\|\|\S+\|now\|2\|1$`))
+		screenshot(tab, "timeline")
+	})
+
 	It("pauses a GitRepo as the viewer; a read-only viewer sees the apiserver's refusal and a banner", func() {
 		tab, cancel := chromedp.NewContext(browser)
 		DeferCleanup(cancel)

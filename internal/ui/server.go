@@ -182,6 +182,10 @@ func (s *Server) render(uri string) (string, string, bool) {
 		name, title, data = "groups.html", "Cluster groups", s.groups()
 	case path == "/alerts":
 		name, title, data = "alerts.html", "Alerts", s.alerts()
+	case len(parts) == 3 && parts[0] == "clusters":
+		name, title, data = "cluster.html", "Cluster "+parts[1]+"/"+parts[2], s.clusterHistoryPage(parts[1], parts[2])
+	case len(parts) == 4 && parts[0] == "bundles" && parts[3] == "history":
+		name, title, data = "timeline.html", "Bundle "+parts[1]+"/"+parts[2], s.timelinePage(parts[1], parts[2])
 	case len(parts) == 3 && (parts[0] == "gitrepos" || parts[0] == "helmops"):
 		kind := map[string]string{"gitrepos": "GitRepo", "helmops": "HelmOp"}[parts[0]]
 		name, title, data = "repo.html", kind+" "+parts[1]+"/"+parts[2], s.repo(kind, parts[1], parts[2])
