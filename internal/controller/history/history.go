@@ -151,7 +151,8 @@ func (r *recorder) movedAgain(bundle, key string, prev history.Seen) {
 	if err != nil {
 		return
 	}
-	snap := snapshot{at: now.Truncate(time.Second)}
+	// Whole seconds, rounded up as a move is (history.Seen): the deployments it holds ran until then.
+	snap := snapshot{at: now.Truncate(time.Second).Add(time.Second)}
 	for _, bd := range bds {
 		k := bd.Namespace + "/" + bd.Name
 		if k == key {
