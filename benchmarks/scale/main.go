@@ -179,50 +179,17 @@ func main() {
 	}
 	if *rollbackN > 0 {
 		r, err := runRollback(*fleetBin, *rollbackN, *checkin)
-		base := fmt.Sprintf("rollback-%d", *rollbackN)
-		if werr := write(*out, base, r); werr != nil && err == nil {
-			err = werr
-		}
-		if perr := plotProgress(*out, base, Run{Clusters: r.Clusters, Phases: r.Phases}); perr != nil && err == nil {
-			err = perr
-		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench rollback:", err)
-			stopAll()
-			os.Exit(1)
-		}
+		finishExperiment(*out, "rollback", *rollbackN, r, r.Clusters, r.Phases, err)
 		return
 	}
 	if *secretsN > 0 {
 		r, err := runSecrets(*fleetBin, *secretsN, *checkin)
-		base := fmt.Sprintf("secrets-%d", *secretsN)
-		if werr := write(*out, base, r); werr != nil && err == nil {
-			err = werr
-		}
-		if perr := plotProgress(*out, base, Run{Clusters: r.Clusters, Phases: r.Phases}); perr != nil && err == nil {
-			err = perr
-		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench secrets:", err)
-			stopAll()
-			os.Exit(1)
-		}
+		finishExperiment(*out, "secrets", *secretsN, r, r.Clusters, r.Phases, err)
 		return
 	}
 	if *rolloutN > 0 {
 		r, err := runRollout(*fleetBin, *rolloutN, *checkin)
-		base := fmt.Sprintf("rollout-%d", *rolloutN)
-		if werr := write(*out, base, r); werr != nil && err == nil {
-			err = werr
-		}
-		if perr := plotProgress(*out, base, Run{Clusters: r.Clusters, Phases: r.Phases}); perr != nil && err == nil {
-			err = perr
-		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench rollout:", err)
-			stopAll()
-			os.Exit(1)
-		}
+		finishExperiment(*out, "rollout", *rolloutN, r, r.Clusters, r.Phases, err)
 		return
 	}
 	if err := run(*fleetBin, *out, *size, *only, *checkin, *shards); err != nil {
@@ -520,4 +487,21 @@ func write(out, base string, v any) error {
 		return plotProgress(out, base, r)
 	}
 	return nil
+}
+
+// finishExperiment writes a single experiment's result and progress plots, and exits non-zero
+// (taking its clusters down) when it or the writing failed.
+func finishExperiment(out, name string, n int, r any, clusters int, phases []Phase, err error) {
+	base := fmt.Sprintf("%s-%d", name, n)
+	if werr := write(out, base, r); werr != nil && err == nil {
+		err = werr
+	}
+	if perr := plotProgress(out, base, Run{Clusters: clusters, Phases: phases}); perr != nil && err == nil {
+		err = perr
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench "+name+":", err)
+		stopAll()
+		os.Exit(1)
+	}
 }
