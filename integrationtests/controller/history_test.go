@@ -11,9 +11,13 @@ import (
 
 	"github.com/fleetgo/fleet/integrationtests/testenv"
 	clihistory "github.com/fleetgo/fleet/internal/cli/history"
+	"github.com/fleetgo/fleet/internal/controller"
+	recorder "github.com/fleetgo/fleet/internal/controller/history"
+	"github.com/fleetgo/fleet/internal/controller/index"
 	"github.com/fleetgo/fleet/internal/history"
 	"github.com/fleetgo/fleet/internal/rollout"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
 )
 
 // recordOf is the deployment history the manager stored for a Bundle.
@@ -290,5 +294,45 @@ var _ = Describe("a rollback to a revision whose record was forged", func() {
 		Eventually(func() string { return heldCondition(ns, "app") }).Should(
 			ContainSubstring("False HoldRefused: not held at revision " + rev.Spec.Revision + ": revision " + rev.Spec.Revision + ": its record was not made by the fleet manager for this Bundle"))
 		Consistently(deployedOn(ns, "app"), "3s").Should(Equal(before))
+	})
+})
+
+var _ = Describe("the deployment history's recorder", func() {
+	It("records every revision a deployment moved through, however far the shared queue of deployments lags behind", func(ctx context.Context) {
+		// A recorder of its own, for the deployments of a shard no controller serves, beside a
+		// handler of the same queue that takes two seconds a turn: while it runs, a deployment
+		// moves through a revision no turn of that queue ever sees.
+		const shard = "recorder-test"
+		f, err := fleetfactory.NewFactoryFromConfig(cluster.RESTConfig())
+		Expect(err).NotTo(HaveOccurred())
+		bds := f.Fleet().V1alpha1().BundleDeployment()
+		index.Register(bds)
+		bds.OnChange(ctx, "slow", func(_ string, bd *fleet.BundleDeployment) (*fleet.BundleDeployment, error) {
+			time.Sleep(2 * time.Second)
+			return bd, nil
+		})
+		recorder.Register(ctx, recorder.Deps{BundleDeployments: bds, Histories: f.Fleet().V1alpha1().BundleHistory(),
+			Revisions: f.Fleet().V1alpha1().BundleRevision(), SealKey: []byte("test"), Mine: controller.ShardSelector(shard)})
+		Expect(f.Start(ctx, 2)).To(Succeed())
+
+		ns := newNamespace(ctx)
+		bd, err := api.BundleDeployment().Create(&fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Name: "app-edge", Namespace: ns,
+			Labels: map[string]string{fleet.ShardLabel: shard, fleet.BundleNamespaceLabel: ns, fleet.BundleLabel: "app",
+				fleet.ClusterNamespaceLabel: ns, fleet.ClusterLabel: "edge", fleet.CommitLabel: "c1"},
+			Annotations: map[string]string{fleet.RevisionAnnotation: "r1"}}})
+		Expect(err).NotTo(HaveOccurred())
+		for _, c := range []string{"c2", "c3"} {
+			bd.Labels[fleet.CommitLabel] = c
+			bd.Annotations[fleet.RevisionAnnotation] = "r" + c[1:]
+			bd, err = api.BundleDeployment().Update(bd)
+			Expect(err).NotTo(HaveOccurred())
+		}
+		Eventually(func() []string {
+			var commits []string
+			for _, ran := range recordOf(ns, "app").Of("edge") {
+				commits = append(commits, ran.Commit)
+			}
+			return commits
+		}, time.Minute).Should(Equal([]string{"c1", "c2", "c3"}))
 	})
 })

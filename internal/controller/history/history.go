@@ -3,7 +3,7 @@
 // BundleDeployments brings one pass over them after PassDelay, which folds what they say
 // (revision stamped by the bundle controller, applied, ready) into the Bundle's record: its
 // BundleHistory (the cluster table) and a BundleRevision per revision. The record outlives the
-// Bundle up to Retention. One recorder runs per management cluster (the unsharded controller).
+// Bundle up to Retention. Each controller (a shard, or the unsharded one) records its own Bundles.
 package history
 
 import (
@@ -15,6 +15,8 @@ import (
 	corecontrollers "github.com/rancher/wrangler/v3/pkg/generated/controllers/core/v1"
 	"github.com/sirupsen/logrus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/fleetgo/fleet/internal/controller/index"
@@ -49,6 +51,9 @@ type Deps struct {
 	Secrets corecontrollers.SecretCache
 	// SealKey seals the recorded inputs as a Rollout's revisions are (bundle.Seal).
 	SealKey []byte
+	// Mine selects the BundleDeployments of this controller's shard (nil: all): the
+	// unsharded controller's cache holds every shard's.
+	Mine labels.Selector
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 }
@@ -62,9 +67,13 @@ type recorder struct {
 	queue     workqueue.TypedRateLimitingInterface[string]
 
 	mu sync.Mutex
-	// last is what was last seen of each BundleDeployment key: its Bundle ("namespace/name"),
-	// for the deletions, which come without the object, and its revision.
-	last map[string]lastSeen
+	// current is what was last seen of each Bundle's deployments (by "namespace/name"), as
+	// the watch delivered them; bundleOf is each deployment's Bundle, for the deletions. The
+	// passes and snapshots read this, never the cache: the cache can be ahead of the events
+	// delivered so far, and a deployment read there with the time of a move not yet seen would
+	// put a revision in the record from before it ran.
+	current  map[string]map[string]lastSeen
+	bundleOf map[string]string
 	// moved are the deployments of each Bundle whose revision changed since its last pass, and
 	// when they last did (the record's time of the move).
 	moved map[string]map[string]time.Time
@@ -77,8 +86,11 @@ type recorder struct {
 }
 
 type lastSeen struct {
-	bundle string
-	seen   history.Seen
+	seen history.Seen
+	// content and labels are the deployment's Content and labels, going that it is being deleted.
+	content string
+	labels  map[string]string
+	going   bool
 }
 
 // snapshot is what a Bundle's deployments ran at a moment.
@@ -92,7 +104,7 @@ func Register(ctx context.Context, d Deps) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	r := &recorder{Deps: d, last: map[string]lastSeen{}, moved: map[string]map[string]time.Time{},
+	r := &recorder{Deps: d, current: map[string]map[string]lastSeen{}, bundleOf: map[string]string{}, moved: map[string]map[string]time.Time{},
 		snapshots: map[string][]snapshot{}, captured: map[string]map[string]*fleet.RolloutRevision{}, histories: d.Histories.Cache(), revisions: d.Revisions.Cache(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](retryFirst, retryMost),
@@ -100,7 +112,17 @@ func Register(ctx context.Context, d Deps) {
 	r.revisions.AddIndexer(byBundle, func(o *fleet.BundleRevision) ([]string, error) {
 		return []string{o.Namespace + "/" + o.Spec.Bundle}, nil
 	})
-	d.BundleDeployments.OnChange(ctx, "deployment-history", r.deploymentChanged)
+	// Every event, in order, with the object it carries: a keyed handler reads the cache when
+	// its turn comes, so a revision a deployment ran while the shared queue lagged (one slow
+	// handler is enough) would never be seen.
+	if _, err := d.BundleDeployments.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    r.observed,
+		UpdateFunc: func(_, obj any) { r.observed(obj) },
+		DeleteFunc: r.deleted,
+	}); err != nil {
+		logrus.Errorf("deployment history: %v", err)
+		return
+	}
 	go func() {
 		<-ctx.Done()
 		r.queue.ShutDown()
@@ -108,63 +130,93 @@ func Register(ctx context.Context, d Deps) {
 	go r.work()
 }
 
-func (r *recorder) deploymentChanged(key string, bd *fleet.BundleDeployment) (*fleet.BundleDeployment, error) {
+func (r *recorder) observed(obj any) {
+	bd, ok := obj.(*fleet.BundleDeployment)
+	if !ok || (r.Mine != nil && !r.Mine.Matches(labels.Set(bd.Labels))) {
+		return
+	}
+	r.deploymentChanged(bd.Namespace+"/"+bd.Name, bd)
+}
+
+func (r *recorder) deleted(obj any) {
+	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+		r.deploymentChanged(key, nil)
+	}
+}
+
+func (r *recorder) deploymentChanged(key string, bd *fleet.BundleDeployment) {
 	r.mu.Lock()
-	prev, had := r.last[key]
-	bundle := prev.bundle
+	bundle := r.bundleOf[key]
 	if bd != nil {
 		bundle = index.BundleKey(bd)
+	}
+	prev, had := r.current[bundle][key]
+	switch {
+	case bundle == "":
+	case bd == nil:
+		r.forget(bundle, key)
+	default:
 		ns, _, _ := strings.Cut(bundle, "/")
-		cur := lastSeen{bundle: bundle, seen: seenOf(ns, bd)}
-		r.last[key] = cur
+		cur := lastSeen{seen: seenOf(ns, bd), content: bd.Labels[fleet.ContentNameLabel], labels: bd.Labels, going: bd.DeletionTimestamp != nil}
 		// A deployment first seen counts as moved: one made and moved on within a pass
 		// delay keeps its first revision.
 		if !had || prev.seen.Revision != cur.seen.Revision {
-			r.movedAgain(bundle, key, prev.seen)
-			r.capture(bundle, cur.seen.Revision, bd.Labels[fleet.ContentNameLabel])
+			r.movedAgain(bundle, key)
+			r.capture(bundle, cur.seen.Revision, cur.content)
 		}
-	} else {
-		delete(r.last, key)
+		if r.current[bundle] == nil {
+			r.current[bundle] = map[string]lastSeen{}
+		}
+		r.current[bundle][key] = cur
+		r.bundleOf[key] = bundle
 	}
 	r.mu.Unlock()
 	if bundle != "" {
 		r.queue.AddAfter(bundle, PassDelay)
 	}
-	return bd, nil
 }
 
-// movedAgain notes that deployment key of bundle moved on from prev; when it had moved already
-// since the bundle's last pass, what the bundle's deployments ran before this move is kept for
-// the pass, so the revision in between is recorded. Called with r.mu held.
-func (r *recorder) movedAgain(bundle, key string, prev history.Seen) {
+// forget drops a deleted deployment. Called with r.mu held.
+func (r *recorder) forget(bundle, key string) {
+	delete(r.bundleOf, key)
+	delete(r.current[bundle], key)
+	if len(r.current[bundle]) == 0 {
+		delete(r.current, bundle)
+	}
+}
+
+// movedAgain notes that deployment key of bundle moves on from what r.current holds of it;
+// when it had moved already since the bundle's last pass, what the bundle's deployments ran
+// before this move is kept for the pass, so the revision in between is recorded. Called with
+// r.mu held, before r.current holds the move.
+func (r *recorder) movedAgain(bundle, key string) {
 	now := r.Now()
 	if r.moved[bundle] == nil {
 		r.moved[bundle] = map[string]time.Time{}
 	}
-	first, already := r.moved[bundle][key]
-	if !already {
+	if _, already := r.moved[bundle][key]; !already {
 		r.moved[bundle][key] = now
 		return
 	}
-	ns, _, _ := strings.Cut(bundle, "/")
-	bds, err := r.BundleDeployments.Cache().GetByIndex(index.ByBundle, bundle)
-	if err != nil {
-		return
-	}
 	// Whole seconds, rounded up as a move is (history.Seen): the deployments it holds ran until then.
-	snap := snapshot{at: now.Truncate(time.Second).Add(time.Second)}
-	for _, bd := range bds {
-		k := bd.Namespace + "/" + bd.Name
-		if k == key {
-			prev.Since = first
-			snap.seen = append(snap.seen, prev)
-		} else if s := seenOf(ns, bd); s.Revision != "" && bd.DeletionTimestamp == nil {
-			s.Since = r.moved[bundle][k]
-			snap.seen = append(snap.seen, s)
-		}
-	}
+	snap := snapshot{at: now.Truncate(time.Second).Add(time.Second), seen: running(r.current[bundle], r.moved[bundle])}
 	r.snapshots[bundle] = append(r.snapshots[bundle], snap)
 	r.moved[bundle] = map[string]time.Time{key: now}
+}
+
+// running is what the deployments in current run (stamped, not going), each since its move
+// if it moved since the last pass.
+func running(current map[string]lastSeen, moved map[string]time.Time) []history.Seen {
+	out := make([]history.Seen, 0, len(current))
+	for k, d := range current {
+		if d.seen.Revision == "" || d.going {
+			continue // written before deployments were stamped, or going
+		}
+		s := d.seen
+		s.Since = moved[k]
+		out = append(out, s)
+	}
+	return out
 }
 
 // capture reads what revision of bundle deploys from the Bundle, the first time a deployment is
@@ -196,7 +248,11 @@ func seenOf(ns string, bd *fleet.BundleDeployment) history.Seen {
 func (r *recorder) takeSnapshots(bundle string) taken {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	t := taken{snapshots: r.snapshots[bundle], captured: r.captured[bundle], moved: r.moved[bundle]}
+	t := taken{snapshots: r.snapshots[bundle], captured: r.captured[bundle], moved: r.moved[bundle],
+		seen: running(r.current[bundle], r.moved[bundle])}
+	for _, d := range r.current[bundle] {
+		t.deployments = append(t.deployments, d)
+	}
 	delete(r.snapshots, bundle)
 	delete(r.moved, bundle)
 	delete(r.captured, bundle)
@@ -208,6 +264,9 @@ type taken struct {
 	snapshots []snapshot
 	captured  map[string]*fleet.RolloutRevision
 	moved     map[string]time.Time
+	// seen is what the deployments run now; deployments what was last seen of each.
+	seen        []history.Seen
+	deployments []lastSeen
 }
 
 func (r *recorder) giveBack(bundle string, t taken) {
@@ -268,30 +327,20 @@ func (r *recorder) pass(key string) error {
 
 func (r *recorder) fold(key string, t taken) error {
 	ns, name, _ := strings.Cut(key, "/")
-	bds, err := r.BundleDeployments.Cache().GetByIndex(index.ByBundle, key)
-	if err != nil {
-		return err
-	}
 	st, err := r.load(ns, name)
 	if err != nil {
 		return err
 	}
 	st.captured = t.captured
-	seen := make([]history.Seen, 0, len(bds))
-	for _, bd := range bds {
-		s := seenOf(ns, bd)
-		s.Since = t.moved[bd.Namespace+"/"+bd.Name]
-		if s.Revision == "" || bd.DeletionTimestamp != nil {
-			continue // written before deployments were stamped, or going
+	seen := t.seen
+	for _, d := range t.deployments {
+		if d.seen.Revision != "" && !d.going {
+			st.contentOf(d.seen.Revision, d.content)
 		}
-		st.contentOf(s.Revision, bd.Labels[fleet.ContentNameLabel])
-		seen = append(seen, s)
+		st.from(d.labels) // the GitRepo or HelmOp, for `fleet history GITREPO`
 	}
 	if st.empty() && len(seen) == 0 && len(t.snapshots) == 0 {
 		return nil
-	}
-	if len(bds) > 0 {
-		st.from(bds[0].Labels) // the GitRepo or HelmOp, for `fleet history GITREPO`
 	}
 	for _, snap := range t.snapshots {
 		if err := st.rec.Observe(snap.seen, snap.at); err != nil {
