@@ -385,8 +385,25 @@ var _ = Describe("fleet ui", Ordered, func() {
 			chromedp.Click(chromedp.CSS(`a[href="/clusters/fleet-default/edge-a"]`)), chromedp.WaitVisible(chromedp.CSS(".ran")))).To(Succeed())
 		Expect(text(tab)).To(And(ContainSubstring("Cluster fleet-default/edge-a"), ContainSubstring("Bundle fleet-default/shop-web"), ContainSubstring("held at revision "+first)))
 		// Newest first: back at the first revision, the second ended by the rollback, the first before it.
-		Eventually(cells(tab, ".ran tbody tr")).Should(MatchRegexp(`^` + first + `\|\|\S+\|now\|\n` + second + `\|\|\S+\|\S+\|RolledBack\n` + first + `\|\|\S+\|\S+\|Replaced$`))
+		Eventually(cells(tab, ".ran tbody tr")).Should(MatchRegexp(`^` + first + `\|\|\S+\|now\|\|diff with ` + second + `\n` +
+			second + `\|\|\S+\|\S+\|RolledBack\|diff with ` + first + `\n` + first + `\|\|\S+\|\S+\|Replaced\|$`))
 		screenshot(tab, "cluster")
+
+		By("the diff between the two revisions for the cluster, rendered as its agent renders them")
+		diffLink := `a.diff[href$="from=` + first + `&to=` + second + `"]`
+		Expect(chromedp.Do(tab, chromedp.Click(chromedp.CSS(diffLink)), chromedp.WaitVisible(chromedp.CSS("#diff")))).To(Succeed())
+		lines := func(class string) string {
+			s, err := chromedp.Run(tab, chromedp.Evaluate[string](`Array.from(document.querySelectorAll("#diff .`+class+`")).map(l => l.textContent).join("\n")`))
+			Expect(err).NotTo(HaveOccurred())
+			return s
+		}
+		Expect(lines("del")).To(Equal("-  name: web"))
+		Expect(lines("add")).To(Equal("+  name: web-two"))
+		Expect(text(tab)).To(ContainSubstring("revision " + first + " to " + second + " on cluster fleet-default/edge-a"))
+		screenshot(tab, "diff")
+		Expect(chromedp.Do(tab, chromedp.Navigate(admin+"/bundles/fleet-default/shop-web/diff?cluster=fleet-default/edge-a&from=nope&to="+second),
+			chromedp.WaitVisible(chromedp.CSS("#diff-problem")))).To(Succeed())
+		Expect(text(tab)).To(MatchRegexp(`No diff: revision nope of bundle fleet-default/shop-web: .*not found`))
 
 		Expect(chromedp.Do(tab, chromedp.Click(chromedp.CSS(`a[href="/bundles/fleet-default/shop-web/history"]`)), chromedp.WaitVisible(chromedp.CSS("#timeline")))).To(Succeed())
 		// revision, commit, first promoted, last ran, clusters that ran it, clusters that run it now

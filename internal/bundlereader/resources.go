@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"unicode/utf8"
@@ -87,4 +88,25 @@ func Gunzip(data []byte, what string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: expands to more than %d MiB", what, MaxDecompressed>>20)
 	}
 	return out, nil
+}
+
+// ContentResources are the resources a Content holds: gzip of {"resources": [...]}.
+func ContentResources(c *fleet.Content) ([]fleet.BundleResource, error) {
+	data, err := Gunzip(c.Content, "content "+c.Name)
+	if err != nil {
+		return nil, err
+	}
+	return ManifestResources(data, "content "+c.Name)
+}
+
+// ManifestResources are the resources of an uncompressed manifest, {"resources": [...]}; what
+// names it in errors.
+func ManifestResources(data []byte, what string) ([]fleet.BundleResource, error) {
+	var manifest struct {
+		Resources []fleet.BundleResource `json:"resources"`
+	}
+	if err := json.Unmarshal(data, &manifest); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return manifest.Resources, nil
 }

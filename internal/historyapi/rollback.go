@@ -159,12 +159,12 @@ func splitCluster(bundleNS, c string) (string, string) {
 	return bundleNS, c
 }
 
-// recordName is a cluster's name in the record of a Bundle of namespace bundleNS.
-func recordName(bundleNS, key string) string {
-	if ns, name, _ := strings.Cut(key, "/"); ns == bundleNS {
+// RecordName is cluster clusterNS/name's name in the record of a Bundle of namespace bundleNS.
+func RecordName(bundleNS, clusterNS, name string) string {
+	if clusterNS == bundleNS {
 		return name
 	}
-	return key
+	return clusterNS + "/" + name
 }
 
 // holds resolves --to for the chosen clusters: one hold per revision they return to.
@@ -175,7 +175,8 @@ func (rb Rollback) holds(b Bundle, ns string, chosen []string, over string, all 
 	for _, key := range chosen {
 		rev := ""
 		if isTime {
-			ran, ok := b.Record.At(recordName(ns, key), at)
+			clusterNS, clusterName, _ := strings.Cut(key, "/")
+			ran, ok := b.Record.At(RecordName(ns, clusterNS, clusterName), at)
 			if !ok {
 				continue // ran nothing of the Bundle then
 			}

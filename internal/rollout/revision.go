@@ -51,3 +51,16 @@ func RevisionOf(b *fleet.Bundle) (string, error) {
 	}
 	return Revision(b, target.ContentName(manifest)), nil
 }
+
+// BundleAt is Bundle b as revision kept had it: the revision's options, targets and contents
+// ID over the rest of b. What the bundle controller deploys for a kept or held revision, and
+// what the deployment history's diff renders.
+func BundleAt(b *fleet.Bundle, kept *fleet.RolloutRevision) *fleet.Bundle {
+	out := *b
+	out.Spec.BundleDeploymentOptions, out.Spec.HelmOpOptions = *kept.Options.DeepCopy(), kept.HelmOpOptions.DeepCopy()
+	out.Spec.Targets, out.Spec.ContentsID = nil, kept.ContentsID
+	for _, t := range kept.Targets {
+		out.Spec.Targets = append(out.Spec.Targets, *t.DeepCopy())
+	}
+	return &out
+}

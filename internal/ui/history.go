@@ -26,6 +26,8 @@ type clusterBundle struct {
 // ranRow is a span of a revision in the record.
 type ranRow struct {
 	Revision, Commit, Promoted, Until, Ended string
+	// Before is the revision the cluster ran before this one ("": none, or the same), to diff with.
+	Before string
 }
 
 type clusterHistory struct {
@@ -52,7 +54,7 @@ func (s *Server) clusterHistoryPage(ns, name string) clusterHistory {
 			case err != nil && !strings.Contains(err.Error(), "no deployment history"):
 				v.Problem = err.Error()
 			case err == nil:
-				b.Ran = ranOn(recs, recordName(b.Namespace, ns, name))
+				b.Ran = ranOn(recs, historyapi.RecordName(b.Namespace, ns, name))
 			}
 		}
 		v.Bundles = append(v.Bundles, b)
@@ -61,20 +63,17 @@ func (s *Server) clusterHistoryPage(ns, name string) clusterHistory {
 	return v
 }
 
-// recordName is a cluster's name in the record of a Bundle of namespace bundleNS.
-func recordName(bundleNS, ns, name string) string {
-	if ns == bundleNS {
-		return name
-	}
-	return ns + "/" + name
-}
-
 // ranOn is what cluster ran of the (one) bundle, newest first.
 func ranOn(recs []historyapi.Bundle, cluster string) []ranRow {
 	var out []ranRow
 	for _, b := range recs {
 		for _, r := range b.Record.Of(cluster) {
 			out = append(out, ranRow{Revision: r.Revision, Commit: r.Commit, Promoted: stamp(&r.Promoted.Time), Until: untilOf(r), Ended: r.Ended})
+		}
+	}
+	for i := 1; i < len(out); i++ {
+		if out[i].Revision != out[i-1].Revision {
+			out[i].Before = out[i-1].Revision
 		}
 	}
 	slices.Reverse(out)

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/lru"
 
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
@@ -60,6 +61,8 @@ type Server struct {
 	streams []*slots
 	// signOut shows the sign-out button (viewers who signed in).
 	signOut bool
+	// diffs are the diffs rendered lately (keptDiff, by what they compare).
+	diffs *lru.Cache
 }
 
 // slots counts what is open against a cap.
@@ -123,7 +126,7 @@ func New(ctx context.Context, cfg *rest.Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{api: ff.Fleet().V1alpha1(), tmpl: tmpl, subs: map[chan struct{}]struct{}{}, streams: []*slots{newSlots(maxStreams)}}
+	s := &Server{api: ff.Fleet().V1alpha1(), tmpl: tmpl, subs: map[chan struct{}]struct{}{}, streams: []*slots{newSlots(maxStreams)}, diffs: lru.New(keptDiffs)}
 	s.k = watchAll(ctx, s.api, s.changed)
 	return s, nil
 }
@@ -184,6 +187,8 @@ func (s *Server) render(uri string) (string, string, bool) {
 		name, title, data = "alerts.html", "Alerts", s.alerts()
 	case len(parts) == 3 && parts[0] == "clusters":
 		name, title, data = "cluster.html", "Cluster "+parts[1]+"/"+parts[2], s.clusterHistoryPage(parts[1], parts[2])
+	case len(parts) == 4 && parts[0] == "bundles" && parts[3] == "diff":
+		name, title, data = "diff.html", "Bundle "+parts[1]+"/"+parts[2]+": diff", s.diffPage(parts[1], parts[2], u.Query())
 	case len(parts) == 4 && parts[0] == "bundles" && parts[3] == "history":
 		name, title, data = "timeline.html", "Bundle "+parts[1]+"/"+parts[2], s.timelinePage(parts[1], parts[2])
 	case len(parts) == 3 && (parts[0] == "gitrepos" || parts[0] == "helmops"):

@@ -4,6 +4,7 @@ import (
 	"html/template"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/lru"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
@@ -16,7 +17,7 @@ func NewStatic(objs []runtime.Object) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{tmpl: tmpl, subs: map[chan struct{}]struct{}{}, streams: []*slots{newSlots(maxStreams)}}
+	s := &Server{tmpl: tmpl, subs: map[chan struct{}]struct{}{}, streams: []*slots{newSlots(maxStreams)}, diffs: lru.New(keptDiffs)}
 	s.k = &kinds{
 		gitRepos:    static("GitRepos", &fleet.GitRepo{}, objs, &fleet.GitRepoList{}),
 		helmOps:     static("HelmOps", &fleet.HelmOp{}, objs, &fleet.HelmOpList{}),

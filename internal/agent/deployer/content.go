@@ -1,7 +1,6 @@
 package deployer
 
 import (
-	"encoding/json"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -73,20 +72,18 @@ func (c *contentCache) FilesFrom(name string, fetch func() ([]byte, error)) (ren
 
 // decodeContent reads a Content: gzip of {"resources": [...]}.
 func decodeContent(content *fleet.Content) (render.Files, error) {
-	data, err := bundlereader.Gunzip(content.Content, "content "+content.Name)
+	res, err := bundlereader.ContentResources(content)
 	if err != nil {
 		return nil, err
 	}
-	return decodeManifest(data, "content "+content.Name)
+	return render.FromResources(res)
 }
 
 // decodeManifest reads a manifest, {"resources": [...]}; what names it in errors.
 func decodeManifest(data []byte, what string) (render.Files, error) {
-	var manifest struct {
-		Resources []fleet.BundleResource `json:"resources"`
+	res, err := bundlereader.ManifestResources(data, what)
+	if err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(data, &manifest); err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	return render.FromResources(manifest.Resources)
+	return render.FromResources(res)
 }

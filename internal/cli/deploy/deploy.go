@@ -95,17 +95,11 @@ func read(file string) (*fleet.BundleDeployment, []fleet.BundleResource, error) 
 	if bd == nil || content == nil {
 		return nil, nil, fmt.Errorf("%s: needs a BundleDeployment and its Content (kubectl get bundledeployment,content -o yaml)", file)
 	}
-	raw, err := bundlereader.Gunzip(content.Content, "content "+content.Name)
+	res, err := bundlereader.ContentResources(content)
 	if err != nil {
 		return nil, nil, err
 	}
-	var manifest struct {
-		Resources []fleet.BundleResource `json:"resources"`
-	}
-	if err := json.Unmarshal(raw, &manifest); err != nil {
-		return nil, nil, fmt.Errorf("content %s: %w", content.Name, err)
-	}
-	return bd, manifest.Resources, nil
+	return bd, res, nil
 }
 
 // inputs are the objects deploy reads from its input file.

@@ -2,7 +2,6 @@ package plan
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -59,17 +58,7 @@ func contentResources(api fleetcontrollers.Interface, name string) ([]fleet.Bund
 	if err != nil {
 		return nil, fmt.Errorf("content %s: %w", name, err)
 	}
-	raw, err := bundlereader.Gunzip(c.Content, "content "+name)
-	if err != nil {
-		return nil, err
-	}
-	var manifest struct {
-		Resources []fleet.BundleResource `json:"resources"`
-	}
-	if err := json.Unmarshal(raw, &manifest); err != nil {
-		return nil, fmt.Errorf("content %s: %w", name, err)
-	}
-	return manifest.Resources, nil
+	return bundlereader.ContentResources(c)
 }
 
 // Read reads a checkout's bundle folders as ro says (a GitRepo's options), each on its own: a

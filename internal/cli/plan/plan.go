@@ -19,10 +19,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/pmezard/go-difflib/difflib"
-
 	clitarget "github.com/fleetgo/fleet/internal/cli/target"
 	"github.com/fleetgo/fleet/internal/helmdeployer"
+	"github.com/fleetgo/fleet/internal/manifestdiff"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
@@ -55,7 +54,7 @@ type Input struct {
 	// drifted.
 	Live map[string]map[string]string
 	// Redact marks Secrets' values (NewRedactor); nil leaves them (tests only).
-	Redact *Redactor
+	Redact *manifestdiff.Redactor
 }
 
 // Report is a plan's outcome.
@@ -66,7 +65,7 @@ type Report struct {
 	Bundles  []BundleReport `json:"bundles"`
 	// heads are head's manifests by bundle and cluster (WriteManifests).
 	heads map[string]map[string]rendered
-	red   *Redactor
+	red   *manifestdiff.Redactor
 }
 
 // BundleReport is one bundle's changes.
@@ -234,7 +233,7 @@ func (rd *renderer) render(b *fleet.Bundle, content, deploymentID string, opts *
 
 // differ diffs manifests, once per distinct pair: at 10,000 clusters most share both sides.
 type differ struct {
-	red  *Redactor
+	red  *manifestdiff.Redactor
 	memo map[[64]byte]string
 }
 
@@ -245,10 +244,7 @@ func (d *differ) diff(a, b rendered, from, to string) string {
 	if s, ok := d.memo[k]; ok {
 		return s
 	}
-	s := ""
-	if d.red.apply(a.out) != d.red.apply(b.out) {
-		s = sealedDiff(unified(d.red.apply(a.out), d.red.apply(b.out), from, to))
-	}
+	s := manifestdiff.Diff(d.red, a.out, b.out, from, to)
 	d.memo[k] = s
 	return s
 }
@@ -328,16 +324,6 @@ func (gs grouping) sorted() []Group {
 	return out
 }
 
-// unified is the unified diff of two manifests.
-func unified(a, b, from, to string) string {
-	d, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{A: difflib.SplitLines(a), B: difflib.SplitLines(b),
-		FromFile: from, ToFile: to, Context: 3})
-	if err != nil {
-		return fmt.Sprintf("(no diff: %v)", err)
-	}
-	return d
-}
-
 // WriteManifests writes head's manifests, as each cluster's agent would deploy them (Secrets'
 // values redacted), to dir/<bundle>/<cluster namespace>_<cluster>.yaml.
 func (r *Report) WriteManifests(dir string) error {
@@ -346,7 +332,7 @@ func (r *Report) WriteManifests(dir string) error {
 			return err
 		}
 		for c, m := range byCluster {
-			out := r.red.apply(m.out)
+			out := r.red.Apply(m.out)
 			if m.err != "" {
 				out = "# " + m.err + "\n"
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/fleetgo/fleet/internal/bundlebuild"
 	"github.com/fleetgo/fleet/internal/bundlereader"
 	clitarget "github.com/fleetgo/fleet/internal/cli/target"
+	"github.com/fleetgo/fleet/internal/manifestdiff"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 )
 
@@ -42,7 +43,7 @@ func Prepare(ctx context.Context, q Request, api fleetcontrollers.Interface, kub
 	if err != nil {
 		return Input{}, err
 	}
-	in := Input{Redact: NewRedactor()}
+	in := Input{Redact: manifestdiff.NewRedactor()}
 	head, err := Open(q.Repo, q.Head)
 	if err != nil {
 		return in, err

@@ -211,22 +211,17 @@ func keptBundle(b *fleet.Bundle, kept *fleet.RolloutRevision, verify func(*fleet
 			return nil, nil, err
 		}
 	}
-	out := *b
-	out.Spec.BundleDeploymentOptions, out.Spec.HelmOpOptions = *kept.Options.DeepCopy(), kept.HelmOpOptions.DeepCopy()
-	out.Spec.Targets, out.Spec.ContentsID = nil, kept.ContentsID
-	for _, t := range kept.Targets {
-		out.Spec.Targets = append(out.Spec.Targets, *t.DeepCopy())
-	}
+	out := rollout.BundleAt(b, kept)
 	if rules != nil {
-		if _, refused, err := rules(&out); err != nil || refused != nil {
+		if _, refused, err := rules(out); err != nil || refused != nil {
 			return nil, nil, cmp.Or(err, refusedErr(refused))
 		}
 	}
-	m, err := target.NewMatcher(&out)
+	m, err := target.NewMatcher(out)
 	if err != nil {
 		return nil, nil, err
 	}
-	return &out, m, nil
+	return out, m, nil
 }
 
 func refusedErr(r *refusal) error {

@@ -1,4 +1,7 @@
-package plan
+// Package manifestdiff compares rendered manifests as people may read them: Secrets' values
+// replaced by markers, SOPS ciphertexts said sealed, the rest as a unified diff. `fleet plan`
+// and the deployment history's diff (historyapi) show their changes through it.
+package manifestdiff
 
 import (
 	"bytes"
@@ -11,6 +14,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/pmezard/go-difflib/difflib"
 	"sigs.k8s.io/yaml"
 )
 
@@ -36,8 +40,8 @@ func NewRedactorWithKey(key string) *Redactor {
 	return &Redactor{key: []byte(key), memo: map[string]string{}}
 }
 
-// apply redacts every Secret of a multi-document manifest (nil: returns it as it is).
-func (r *Redactor) apply(manifest string) string {
+// Apply redacts every Secret of a multi-document manifest (nil: returns it as it is).
+func (r *Redactor) Apply(manifest string) string {
 	if r == nil || !strings.Contains(manifest, "Secret") {
 		return manifest
 	}
@@ -102,6 +106,21 @@ func (r *Redactor) marker(value string) string {
 	m := hmac.New(sha256.New, r.key)
 	m.Write([]byte(value))
 	return "(redacted " + hex.EncodeToString(m.Sum(nil))[:8] + ")"
+}
+
+// Diff is the unified diff of two manifests, Secrets redacted by r (nil: not), from and to
+// naming the sides; "" when they are the same.
+func Diff(r *Redactor, a, b, from, to string) string {
+	a, b = r.Apply(a), r.Apply(b)
+	if a == b {
+		return ""
+	}
+	d, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{A: difflib.SplitLines(a), B: difflib.SplitLines(b),
+		FromFile: from, ToFile: to, Context: 3})
+	if err != nil {
+		return fmt.Sprintf("(no diff: %v)", err)
+	}
+	return sealedDiff(d)
 }
 
 // sealedValue is a sealed value's line in a diff: its key and marker.
