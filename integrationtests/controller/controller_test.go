@@ -20,6 +20,7 @@ import (
 
 	"github.com/fleetgo/fleet/integrationtests/testenv"
 	"github.com/fleetgo/fleet/internal/cli/plan"
+	"github.com/fleetgo/fleet/internal/manifestdiff"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
@@ -219,7 +220,7 @@ var _ = Describe("BundleNamespaceMapping", func() {
 			ti, err := plan.Clusters(ctx, api, kube, bundles)
 			Expect(err).NotTo(HaveOccurred())
 			b := &fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: bundles, Labels: map[string]string{"app": "x"}}, Spec: spec}
-			r, err := plan.Run(plan.Input{Head: plan.Side{Bundles: []*fleet.Bundle{b}}, Targeting: ti, Redact: plan.NewRedactor()})
+			r, err := plan.Run(plan.Input{Head: plan.Side{Bundles: []*fleet.Bundle{b}}, Targeting: ti, Redact: manifestdiff.NewRedactor()})
 			Expect(err).NotTo(HaveOccurred())
 			return r
 		}
