@@ -11,10 +11,12 @@ import (
 
 	"github.com/fleetgo/fleet/integrationtests/testenv"
 	clihistory "github.com/fleetgo/fleet/internal/cli/history"
+	"github.com/fleetgo/fleet/internal/config"
 	"github.com/fleetgo/fleet/internal/controller"
 	recorder "github.com/fleetgo/fleet/internal/controller/history"
 	"github.com/fleetgo/fleet/internal/controller/index"
 	"github.com/fleetgo/fleet/internal/history"
+	"github.com/fleetgo/fleet/internal/leader"
 	"github.com/fleetgo/fleet/internal/rollout"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	fleetfactory "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io"
@@ -334,5 +336,86 @@ var _ = Describe("the deployment history's recorder", func() {
 			}
 			return commits
 		}, time.Minute).Should(Equal([]string{"c1", "c2", "c3"}))
+	})
+})
+
+var _ = Describe("the deployment history across a leader change", func() {
+	It("keeps the record, records the moves the next leader makes, and the next leader keeps a rollback the first recorded", func(ctx context.Context) {
+		own, ownAPI, err := testenv.StartWithCRDs(ctx, "history-leader")
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(own.Stop)
+		ownKube, err := own.Clientset()
+		Expect(err).NotTo(HaveOccurred())
+		// The helpers act on the suite's cluster: for this spec, on its own.
+		saved, savedKube, savedCluster := api, kube, cluster
+		api, kube, cluster = ownAPI, ownKube, own
+		DeferCleanup(func() { api, kube, cluster = saved, savedKube, savedCluster })
+		start := func() func() error {
+			return testenv.RunController(own.RESTConfig(), config.Config{}, controller.Options{HealthAddr: freeAddr(), MetricsAddr: freeAddr(),
+				LeaderElect: true, LeaderTiming: leader.Timing{LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond},
+				Config: config.NewStore(config.Config{AgentCheckinInterval: metav1.Duration{Duration: 2 * time.Second}}.WithDefaults())})
+		}
+		stopFirst := start()
+		firstStopped := false
+		DeferCleanup(func() {
+			if !firstStopped {
+				Expect(stopFirst()).To(Succeed())
+			}
+		})
+
+		ns := newNamespace(ctx)
+		newCluster(ns, "dev", map[string]string{"env": "dev"})
+		newCluster(ns, "prod", map[string]string{"env": "prod"})
+		keepCheckingIn(ns, "dev", "prod")
+		_, err = api.Bundle().Create(&fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns, Labels: map[string]string{fleet.CommitLabel: "c1"}},
+			Spec: fleet.BundleSpec{Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: "kind: ConfigMap\nmetadata:\n  name: one\n"}},
+				Targets: []fleet.BundleTarget{{ClusterSelector: &metav1.LabelSelector{}}}}})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(clusterNames(ns, "app"), time.Minute).Should(Equal([]string{"dev", "prod"}))
+		first := map[string]deployed{}
+		for c, bd := range deployments(ns, "app") {
+			agentDeploys(bd, true)
+			first[c] = deployedOf(bd)
+		}
+		var promoted metav1.Time
+		Eventually(func(g Gomega) {
+			rec := recordOf(ns, "app")
+			g.Expect(rec.Revisions).To(HaveLen(1))
+			g.Expect(rec.Revisions[0].Spans).To(HaveLen(1))
+			g.Expect(rec.Revisions[0].Spans[0].Ready).NotTo(BeNil())
+			promoted = rec.Revisions[0].Spans[0].Promoted
+		}, time.Minute).Should(Succeed())
+
+		By("a second manager waits; the first stops; the second leads")
+		stopSecond := start()
+		DeferCleanup(func() { Expect(stopSecond()).To(Succeed()) })
+		firstStopped = true
+		Expect(stopFirst()).To(Succeed())
+		updateBundle(ns, "app", func(b *fleet.Bundle) {
+			b.Labels[fleet.CommitLabel] = "c2"
+			b.Spec.Resources[0].Content = "kind: ConfigMap\nmetadata:\n  name: two\n"
+		})
+		Eventually(func() string { return deployments(ns, "app")["dev"].Labels[fleet.CommitLabel] }, time.Minute).Should(Equal("c2"))
+		for _, bd := range deployments(ns, "app") {
+			agentDeploys(bd, true)
+		}
+		Eventually(func(g Gomega) {
+			rec := recordOf(ns, "app")
+			for _, c := range []string{"dev", "prod"} {
+				ran := rec.Of(c)
+				g.Expect(ran).To(HaveLen(2), "c1 then c2 on %s, nothing recorded twice: %+v", c, ran)
+				g.Expect(ran[0].Commit).To(Equal("c1"))
+				g.Expect(ran[0].Promoted).To(Equal(promoted), "the first leader's record is kept as it was")
+				g.Expect(ran[0].Ended).To(Equal(history.Replaced))
+				g.Expect(ran[1].Commit).To(Equal("c2"))
+			}
+		}, time.Minute).Should(Succeed())
+
+		By("a rollback to what the first leader recorded is kept by the second (the seal key is the installation's)")
+		out, err := testenv.FleetCLI("rollback", "app", "--kubeconfig", own.Kubeconfig, "-n", ns, "--to", "c1", "--clusters", "env=dev")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Eventually(func() deployed { return deployedOf(deployments(ns, "app")["dev"]) }, time.Minute).Should(Equal(first["dev"]))
+		Eventually(func() string { return heldCondition(ns, "app") }).Should(HavePrefix("True RolledBack: 1 of 1 clusters held"))
+		Expect(deployedOf(deployments(ns, "app")["prod"])).NotTo(Equal(first["prod"]), "prod stays at c2")
 	})
 })
