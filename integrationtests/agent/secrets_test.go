@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"time"
 
 	"filippo.io/age"
 	. "github.com/onsi/ginkgo/v2"
@@ -102,6 +103,42 @@ var _ = Describe("a bundle's SOPS-encrypted Secret", func() {
 			_, err := sealing.Unseal(private, sealing.Binding(cur.Namespace, cur.Name, "db.yaml"), cur.Spec.SealedFiles[0].Sealed)
 			g.Expect(err).NotTo(HaveOccurred())
 		}).Should(Succeed())
+	})
+
+	It("rolled back by fleet rollback, gives the cluster the values of the revision it returns to, not the Bundle's current ones", func(ctx context.Context) {
+		recipient := sopsKey(ctx)
+		ns := unique("sops-back")
+		files := func(password, mode string) []fleet.BundleResource {
+			plain := "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nstringData:\n  password: " + password + "\n"
+			return []fleet.BundleResource{res("db.yaml", string(sopstest.Encrypt(GinkgoT(), "db.yaml", []byte(plain), recipient, nil))),
+				res("cm.yaml", configMap("settings", "mode", mode))}
+		}
+		name := unique("sops-back")
+		newBundle(name, fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns}, Resources: files("first-secret", "one")})
+		readyAndCurrent(name)
+		Eventually(secretValue(ns, "db", "password")).Should(Equal("first-secret"))
+		revisions := func() map[int64]*fleet.BundleRevision {
+			list, err := api.BundleRevision().List(fleet.DefaultNamespace, metav1.ListOptions{LabelSelector: fleet.HistoryBundleLabel + "=" + name})
+			Expect(err).NotTo(HaveOccurred())
+			out := map[int64]*fleet.BundleRevision{}
+			for i := range list.Items {
+				if list.Items[i].Spec.Inputs != nil {
+					out[list.Items[i].Spec.Order] = &list.Items[i]
+				}
+			}
+			return out
+		}
+		Eventually(revisions, time.Minute).Should(HaveKey(int64(1)))
+		updateBundle(name, func(b *fleet.Bundle) { b.Spec.Resources = files("second-secret", "two") })
+		Eventually(cmData(ns, "settings"), time.Minute).Should(HaveKeyWithValue("mode", "two"))
+		Eventually(secretValue(ns, "db", "password")).Should(Equal("second-secret"))
+		Eventually(revisions, time.Minute).Should(HaveKey(int64(2)))
+
+		out, err := testenv.FleetCLI("rollback", name, "--kubeconfig", manager.Kubeconfig, "-n", fleet.DefaultNamespace, "--to", revisions()[1].Spec.Revision)
+		Expect(err).NotTo(HaveOccurred(), out)
+		Eventually(cmData(ns, "settings"), time.Minute).Should(HaveKeyWithValue("mode", "one"))
+		Eventually(secretValue(ns, "db", "password"), time.Minute).Should(Equal("first-secret"), "the held revision's SOPS file, sealed to the cluster")
+		Consistently(secretValue(ns, "db", "password"), "3s").Should(Equal("first-secret"))
 	})
 
 	It("that no key of the manager's decrypts, or that was changed after encrypting, deploys nothing and says why", func(ctx context.Context) {

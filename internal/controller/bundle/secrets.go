@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/fleetgo/fleet/internal/bundlereader"
@@ -36,21 +37,12 @@ func (h *handler) secretsOf(b *fleet.Bundle, plan []planned, contentName string)
 	if h.mem.noSecretsIn(b, contentName) {
 		return nil, nil // these contents were read before
 	}
-	s := &bundleSecrets{cipher: map[string][]byte{}}
-	for _, r := range b.Spec.Resources {
-		if !strings.Contains(r.Content, "sops") && r.Encoding == "" {
-			continue // plain text without SOPS metadata
-		}
-		data, err := bundlereader.Decode(r)
-		if err != nil {
-			return nil, err
-		}
-		if sopsfile.Is(r.Name, data) {
-			s.cipher[path.Clean(r.Name)] = data
-		}
+	cipher, err := sopsFiles(b.Spec.Resources)
+	if err != nil {
+		return nil, err
 	}
-	h.mem.secretsRead(b, contentName, len(s.cipher) == 0)
-	if len(s.cipher) == 0 {
+	h.mem.secretsRead(b, contentName, len(cipher) == 0)
+	if len(cipher) == 0 {
 		return nil, nil
 	}
 	if b.Spec.ContentsID != "" {
@@ -67,12 +59,55 @@ func (h *handler) secretsOf(b *fleet.Bundle, plan []planned, contentName string)
 		return nil, fmt.Errorf("secrets: clusters without a sealing key (their agents report one when they check in): %s",
 			strings.Join(keyless[:min(len(keyless), 5)], ", "))
 	}
-	keys, err := h.sopsKeys(b.Namespace)
+	return h.decrypt(b.Namespace, cipher, plan)
+}
+
+// secretsAt are the SOPS files of Content content, which a revision the Bundle of namespace ns
+// returns to deploys (a user's rollback, a rollout's): a cluster sent back to it gets its
+// values, sealed to it, not the Bundle's current ones (nil: it has none).
+func (h *handler) secretsAt(ns, content string) (*bundleSecrets, error) {
+	c, err := h.contents.Get(content, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("secrets: %w", err)
+	}
+	res, err := bundlereader.ContentResources(c)
+	if err != nil {
+		return nil, fmt.Errorf("secrets: %w", err)
+	}
+	cipher, err := sopsFiles(res)
+	if err != nil || len(cipher) == 0 {
+		return nil, err
+	}
+	return h.decrypt(ns, cipher, nil)
+}
+
+// sopsFiles are the SOPS files among resources: their ciphertexts by name.
+func sopsFiles(resources []fleet.BundleResource) (map[string][]byte, error) {
+	cipher := map[string][]byte{}
+	for _, r := range resources {
+		if !strings.Contains(r.Content, "sops") && r.Encoding == "" {
+			continue // plain text without SOPS metadata
+		}
+		data, err := bundlereader.Decode(r)
+		if err != nil {
+			return nil, err
+		}
+		if sopsfile.Is(r.Name, data) {
+			cipher[path.Clean(r.Name)] = data
+		}
+	}
+	return cipher, nil
+}
+
+// decrypt decrypts the SOPS files with the keys namespace ns was given, and checks that each
+// templated one renders for every cluster of plan.
+func (h *handler) decrypt(ns string, cipher map[string][]byte, plan []planned) (*bundleSecrets, error) {
+	keys, err := h.sopsKeys(ns)
 	if err != nil {
 		return nil, err
 	}
-	s.plain = map[string][]byte{}
-	for name, data := range s.cipher {
+	s := &bundleSecrets{cipher: cipher, plain: map[string][]byte{}}
+	for name, data := range cipher {
 		plain, err := sopsfile.Decrypt(name, data, keys)
 		if err != nil {
 			return nil, fmt.Errorf("secrets: %w", err)

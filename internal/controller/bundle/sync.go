@@ -87,6 +87,30 @@ type syncPass struct {
 	ociAgent map[string][]byte
 	// secrets are the Bundle's SOPS files, sealed to each deployment's cluster (nil: none).
 	secrets *bundleSecrets
+	// kept are the SOPS files of the other Contents the pass sends clusters back to (a
+	// rollback's, a hold's), by Content, read once a deployment needs them.
+	kept map[string]*bundleSecrets
+}
+
+// secretsFor are the SOPS files next deploys: the Bundle's, or those of the Content of a
+// revision it returns to.
+func (ps *syncPass) secretsFor(next *fleet.BundleDeployment) (*bundleSecrets, error) {
+	content := next.Labels[fleet.ContentNameLabel]
+	if content == "" || content == ps.content || ps.b.Spec.ContentsID != "" {
+		return ps.secrets, nil
+	}
+	if s, ok := ps.kept[content]; ok {
+		return s, nil
+	}
+	s, err := ps.h.secretsAt(ps.b.Namespace, content)
+	if err != nil {
+		return nil, err
+	}
+	if ps.kept == nil {
+		ps.kept = map[string]*bundleSecrets{}
+	}
+	ps.kept[content] = s
+	return s, nil
 }
 
 // one decides about target i (cur: its deployment, nil when there is none) and, when it needs
@@ -123,7 +147,11 @@ func (ps *syncPass) one(i int, p planned, cur *fleet.BundleDeployment) error {
 		ps.created++
 	}
 	next := ps.decider.next(i, desired, cur)
-	if err := ps.secrets.seal(p.cluster, next, cur); err != nil {
+	secrets, err := ps.secretsFor(next)
+	if err != nil {
+		return fmt.Errorf("cluster %s: %w", p.cluster.Name, err)
+	}
+	if err := secrets.seal(p.cluster, next, cur); err != nil {
 		return err
 	}
 	ps.g.Go(func() error {
