@@ -419,3 +419,85 @@ var _ = Describe("the deployment history across a leader change", func() {
 		Expect(deployedOf(deployments(ns, "app")["prod"])).NotTo(Equal(first["prod"]), "prod stays at c2")
 	})
 })
+
+var _ = Describe("fleet rollback of a Bundle that rolls out by a RolloutPolicy", func() {
+	It("goes through the policy's stages and gates, touches no other cluster, and does not become the revision that passed", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		for _, c := range []string{"dev1", "dev2"} {
+			newCluster(ns, c, map[string]string{"env": "dev"})
+		}
+		newCluster(ns, "prod", map[string]string{"env": "prod"})
+		keepCheckingIn(ns, "dev1", "dev2", "prod")
+		soak := &metav1.Duration{Duration: 2 * time.Second}
+		_, err := api.RolloutPolicy().Create(&fleet.RolloutPolicy{ObjectMeta: metav1.ObjectMeta{Name: "careful", Namespace: ns},
+			Spec: fleet.RolloutPolicySpec{
+				Stages: []fleet.RolloutStage{{Name: "first", ClusterName: "dev1", Soak: soak}, {Name: "second", ClusterName: "dev2", Soak: soak}, {Name: "rest"}},
+				Gates:  []fleet.HealthGate{{Name: "web", HTTPGet: &fleet.HTTPGate{URL: "http://web/"}}}}})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = api.Bundle().Create(&fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns,
+			Labels: map[string]string{fleet.CommitLabel: "c1"}, Annotations: map[string]string{fleet.RolloutPolicyAnnotation: "careful"}},
+			Spec: fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "v1"},
+				Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: "kind: ConfigMap\nmetadata:\n  name: app\n"}},
+				Targets:   []fleet.BundleTarget{{ClusterSelector: &metav1.LabelSelector{}}}}})
+		Expect(err).NotTo(HaveOccurred())
+		rollOut := func(value string) {
+			for _, c := range []string{"dev1", "dev2", "prod"} {
+				Eventually(func() string {
+					if bd := deployments(ns, "app")[c]; bd != nil {
+						return bd.Spec.Options.DefaultNamespace
+					}
+					return ""
+				}, 30*time.Second).Should(Equal(value), c)
+				agentGates(deployments(ns, "app")[c], true)
+			}
+			Eventually(func() string { return rolloutOf(ns)().Phase }, 30*time.Second).Should(Equal(fleet.RolloutComplete))
+		}
+		rollOut("v1")
+		recorded := func(commit string) func() bool {
+			return func() bool {
+				for _, r := range recordOf(ns, "app").Revisions {
+					if r.Commit == commit {
+						return true
+					}
+				}
+				return false
+			}
+		}
+		Eventually(recorded("c1"), time.Minute).Should(BeTrue())
+		updateBundle(ns, "app", func(b *fleet.Bundle) {
+			b.Labels[fleet.CommitLabel] = "c2"
+			b.Spec.DefaultNamespace = "v2"
+		})
+		rollOut("v2")
+
+		By("fleet rollback without --now holds the dev clusters through the stages: dev1 first")
+		out, err := testenv.FleetCLI("rollback", "app", "--kubeconfig", cluster.Kubeconfig, "-n", ns, "--to", "c1", "--clusters", "env=dev")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring("2 clusters held at revision"))
+		Expect(out).To(ContainSubstring("through its RolloutPolicy's stages"))
+		Eventually(onValue(ns, "v1"), 30*time.Second).Should(Equal([]string{"dev1"}))
+		Expect(rolloutOf(ns)().Hold).To(BeTrue(), "the Rollout shows the rollback")
+		Expect(deployments(ns, "app")["dev1"].Annotations[fleet.RolloutGatesAnnotation]).To(ContainSubstring(`"web"`))
+		Consistently(onValue(ns, "v1"), "1s").Should(Equal([]string{"dev1"}), "dev2 waits for dev1's gates and soak")
+		agentGates(deployments(ns, "app")["dev1"], true)
+		Eventually(onValue(ns, "v1"), 30*time.Second).Should(Equal([]string{"dev1", "dev2"}))
+		agentGates(deployments(ns, "app")["dev2"], true)
+		Eventually(func() string { return rolloutOf(ns)().Phase }, 30*time.Second).Should(Equal(fleet.RolloutComplete))
+		Eventually(func() string { return heldCondition(ns, "app") }).Should(HavePrefix("True RolledBack: 2 of 2 clusters held"))
+		Expect(onValue(ns, "v2")()).To(Equal([]string{"prod"}), "prod was never touched")
+
+		By("the next revision rolls out from, and back to, what the whole Bundle passed: c2")
+		updateBundle(ns, "app", func(b *fleet.Bundle) {
+			b.Labels[fleet.CommitLabel] = "c3"
+			b.Spec.DefaultNamespace = "v3"
+		})
+		Eventually(onValue(ns, "v3"), 30*time.Second).Should(Equal([]string{"dev1"}))
+		Eventually(func(g Gomega) {
+			st := rolloutOf(ns)()
+			g.Expect(st.Hold).To(BeFalse())
+			g.Expect(st.Passed).NotTo(BeNil())
+			g.Expect(st.Passed.Options.DefaultNamespace).To(Equal("v2"))
+		}).Should(Succeed())
+		Eventually(func() string { return heldCondition(ns, "app") }).Should(BeEmpty())
+	})
+})

@@ -43,7 +43,7 @@ func newRollback() *cobra.Command {
 	c.Flags().StringVar(&f.clusters, "clusters", "", "label selector of the clusters to roll back (default: all that ran it)")
 	c.Flags().StringVar(&f.reason, "reason", "", "why, shown with the hold")
 	c.Flags().BoolVar(&f.release, "release", false, "release the chosen clusters from their holds")
-	c.Flags().BoolVar(&f.now, "now", false, "roll back at once where a RolloutPolicy applies")
+	c.Flags().BoolVar(&f.now, "now", false, "roll back at once where a RolloutPolicy applies (without it, through the policy's stages and gates)")
 	c.Flags().StringVarP(&f.output, "output", "o", "", "json: what was held or released, as JSON")
 	c.Flags().StringVar(&f.kube.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
 	c.Flags().StringVar(&f.kube.context, "context", "", "kubeconfig context to use")
@@ -81,7 +81,11 @@ func (f *rollbackFlags) run(cmd *cobra.Command, name string) error {
 	}
 	for _, d := range done {
 		for _, h := range d.Holds {
-			fmt.Fprintf(out, "bundle %s: %d clusters held at revision %s until its next revision: %s\n", d.Bundle, len(h.Clusters), h.Revision, strings.Join(h.Clusters, ", "))
+			how := ""
+			if h.Staged {
+				how = ", through its RolloutPolicy's stages (its Rollout shows them)"
+			}
+			fmt.Fprintf(out, "bundle %s: %d clusters held at revision %s until its next revision%s: %s\n", d.Bundle, len(h.Clusters), h.Revision, how, strings.Join(h.Clusters, ", "))
 		}
 		if len(d.Released) > 0 {
 			fmt.Fprintf(out, "bundle %s: %d clusters released: %s\n", d.Bundle, len(d.Released), strings.Join(d.Released, ", "))

@@ -28,7 +28,8 @@ type Rollback struct {
 	Reason   string
 	// Release removes the holds of the chosen clusters instead.
 	Release bool
-	// Now rolls back at once where the Bundle rolls out by a RolloutPolicy.
+	// Now rolls back at once where the Bundle rolls out by a RolloutPolicy; without it the
+	// rollback goes through the policy's stages and gates (a staged hold).
 	Now bool
 	At  time.Time
 }
@@ -97,11 +98,14 @@ func (rb Rollback) plan(api fleetcontrollers.Interface, ns string, b Bundle, all
 			return held, nil, nil
 		}
 	} else {
-		if p := bundle.Annotations[fleet.RolloutPolicyAnnotation]; p != "" && !rb.Now {
-			return held, nil, fmt.Errorf("it rolls out by RolloutPolicy %s, and a rollback through its stages is not built yet: --now rolls back at once", p)
-		}
 		if held.Holds, err = rb.holds(b, ns, chosen, over, all); err != nil {
 			return held, nil, err
+		}
+		if p := policyOf(api, bundle); p != "" && !rb.Now {
+			if len(held.Holds) > 1 {
+				return held, nil, fmt.Errorf("it rolls out by RolloutPolicy %s, whose stages take one revision at a time, and the chosen clusters return to %d: choose fewer clusters, or --now rolls back at once", p, len(held.Holds))
+			}
+			held.Holds[0].Staged = true
 		}
 		if err := checkRevisions(api, ns, b.Name, held.Holds); err != nil {
 			return held, nil, err
@@ -117,6 +121,25 @@ func (rb Rollback) plan(api fleetcontrollers.Interface, ns string, b Bundle, all
 		}
 		return nil
 	}, nil
+}
+
+// policyOf is the RolloutPolicy b rolls out by, as the bundle controller reads it: its own
+// annotation, else its GitRepo's or HelmOp's ("": none, or they cannot be read).
+func policyOf(api fleetcontrollers.Interface, b *fleet.Bundle) string {
+	if p := b.Annotations[fleet.RolloutPolicyAnnotation]; p != "" {
+		return p
+	}
+	if repo := b.Labels[fleet.RepoLabel]; repo != "" {
+		if gr, err := api.GitRepo().Get(b.Namespace, repo, metav1.GetOptions{}); err == nil {
+			return gr.Annotations[fleet.RolloutPolicyAnnotation]
+		}
+	}
+	if op := b.Labels[fleet.HelmNameLabel]; op != "" {
+		if o, err := api.HelmOp().Get(b.Namespace, op, metav1.GetOptions{}); err == nil {
+			return o.Annotations[fleet.RolloutPolicyAnnotation]
+		}
+	}
+	return ""
 }
 
 // chosen are the clusters of the record that the selector picks, as "namespace/name".

@@ -43,6 +43,10 @@ type Input struct {
 	Targets []target.ClusterInfo
 	BDs     []*fleet.BundleDeployment
 	Now     time.Time
+	// Hold says Revision is a user's staged rollback of the clusters Targets holds (their
+	// BundleHistory's hold): complete, it does not become the revision that passed, which stays
+	// what the whole Bundle last passed.
+	Hold bool
 }
 
 // Result is a pass's outcome.
@@ -120,11 +124,11 @@ func (p *pass) newRevision() {
 		return
 	}
 	passed, kept := p.st.PassedRevision, p.st.Passed
-	if p.st.Phase == fleet.RolloutComplete {
+	if p.st.Phase == fleet.RolloutComplete && !p.st.Hold {
 		passed, kept = p.st.Revision, p.st.Current
 	}
 	now := metav1.NewTime(p.in.Now)
-	*p.st = fleet.RolloutStatus{Policy: p.in.PolicyName, Revision: p.in.Revision, PassedRevision: passed,
+	*p.st = fleet.RolloutStatus{Policy: p.in.PolicyName, Revision: p.in.Revision, PassedRevision: passed, Hold: p.in.Hold,
 		Phase: fleet.RolloutProgressing, StartedAt: &now, Retried: max(p.st.Retried, p.in.Spec.Retry),
 		Current: p.in.Current.DeepCopy(), Passed: kept}
 }

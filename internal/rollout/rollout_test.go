@@ -261,3 +261,23 @@ func TestTheRevisionThatPassedIsKept(t *testing.T) {
 		t.Fatalf("r3: current %+v passed %+v", r.Status.Current, r.Status.Passed)
 	}
 }
+
+// A user's staged rollback of some clusters (Hold) rolls out as any revision, but once complete
+// it does not become the revision that passed: the next revision's rollback returns to what the
+// whole Bundle passed before it.
+func TestAStagedHoldDoesNotBecomeTheRevisionThatPassed(t *testing.T) {
+	pol := &fleet.RolloutPolicySpec{Stages: []fleet.RolloutStage{{Name: "all"}}}
+	x := &fleet.RolloutRevision{Revision: "x", Content: "cx"}
+	st := fleet.RolloutStatus{Policy: "p", Revision: "x", Phase: fleet.RolloutComplete, Current: x}
+	in := Input{PolicyName: "p", Policy: pol, Status: st, Revision: "r", Current: &fleet.RolloutRevision{Revision: "r", Content: "cr"},
+		Targets: clusters("a"), BDs: []*fleet.BundleDeployment{deployed("r", t0, true, "")}, Now: t0.Add(time.Minute), Hold: true}
+	res := Evaluate(in)
+	if res.Status.Phase != fleet.RolloutComplete || res.Status.PassedRevision != "x" || !res.Status.Hold {
+		t.Fatalf("the staged hold: %s, passed %q, hold %v; want Complete, x, true", res.Status.Phase, res.Status.PassedRevision, res.Status.Hold)
+	}
+	next := Evaluate(Input{PolicyName: "p", Policy: pol, Status: res.Status, Revision: "y", Current: &fleet.RolloutRevision{Revision: "y"},
+		Targets: clusters("a"), BDs: []*fleet.BundleDeployment{deployed("r", t0, true, "")}, Now: t0.Add(2 * time.Minute)})
+	if next.Status.PassedRevision != "x" || next.Status.Passed == nil || next.Status.Passed.Content != "cx" || next.Status.Hold {
+		t.Errorf("the next revision: passed %q (%+v), hold %v; want x's, false", next.Status.PassedRevision, next.Status.Passed, next.Status.Hold)
+	}
+}

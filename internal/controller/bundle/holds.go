@@ -30,6 +30,9 @@ type holds struct {
 	byCluster map[string]*held
 	// over is every hold in force, in spec order.
 	over []*held
+	// staged is the last staged hold in force (nil: none): it goes through the Bundle's
+	// RolloutPolicy (stagedhold.go).
+	staged *held
 }
 
 // held is one hold in force and the revision it returns to, made once a cluster needs it.
@@ -80,6 +83,9 @@ func (h *handler) holdsOf(b *fleet.Bundle) (*holds, error) {
 		one := &held{hold: hold}
 		one.inputs, one.commit, one.err = h.heldRevision(b, hold.Revision)
 		out.over = append(out.over, one)
+		if hold.Staged {
+			out.staged = one
+		}
 		for _, c := range hold.Clusters {
 			out.byCluster[c] = one
 		}
@@ -111,9 +117,9 @@ func (hs *holds) of(c *fleet.Cluster) *held {
 	return hs.byCluster[c.Namespace+"/"+c.Name]
 }
 
-// render is the cluster's BundleDeployment at the held revision, desired's options staged; nil
-// (and why, in one.err) when the revision cannot be deployed or does not target the cluster.
-func (one *held) render(h *handler, b *fleet.Bundle, ci target.ClusterInfo, desired, cur *fleet.BundleDeployment) *fleet.BundleDeployment {
+// make checks the held revision (its seal, the namespace's rules) and makes the Bundle as it
+// had it, once; false (and why, in one.err) when it cannot be deployed.
+func (one *held) make(h *handler, b *fleet.Bundle) bool {
 	if !one.made && one.err == nil {
 		one.made = true
 		verify := func(b *fleet.Bundle, r *fleet.RolloutRevision) error {
@@ -124,7 +130,13 @@ func (one *held) render(h *handler, b *fleet.Bundle, ci target.ClusterInfo, desi
 		}
 		one.bundle, one.match, one.err = keptBundle(b, one.inputs, verify, h.checkRules)
 	}
-	if one.err != nil {
+	return one.err == nil
+}
+
+// render is the cluster's BundleDeployment at the held revision, desired's options staged; nil
+// (and why, in one.err) when the revision cannot be deployed or does not target the cluster.
+func (one *held) render(h *handler, b *fleet.Bundle, ci target.ClusterInfo, desired, cur *fleet.BundleDeployment) *fleet.BundleDeployment {
+	if !one.make(h, b) {
 		return nil
 	}
 	m := one.match.Match(ci)

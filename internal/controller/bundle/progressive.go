@@ -24,6 +24,10 @@ type progressive struct {
 	policy   string
 	revision string
 	result   rollout.Result
+	// in is what the pass evaluated; staged is the user's staged rollback the pass rolls out
+	// instead of the Bundle's revision (stagedhold.go; nil: none).
+	in     rollout.Input
+	staged *held
 	// roll is the Rollout as cached (nil: none yet).
 	roll *fleet.Rollout
 	// gates is the policy's gates as JSON ("" when it has none).
@@ -96,7 +100,7 @@ func (h *handler) progressiveOf(b *fleet.Bundle, targets []target.ClusterInfo, b
 	}
 	// A paused Bundle (Fleet's spec.paused) promotes nothing, as without a policy.
 	in.Spec.Paused = in.Spec.Paused || b.Spec.Paused
-	pg.result = rollout.Evaluate(in)
+	pg.in, pg.result = in, rollout.Evaluate(in)
 	if in.Policy != nil && len(in.Policy.Gates) > 0 {
 		data, err := json.Marshal(in.Policy.Gates)
 		if err != nil {

@@ -59,6 +59,7 @@ func (h *handler) newDecider(b *fleet.Bundle, plan []planned, existing map[strin
 	if d.progressive != nil {
 		d.strategy = &rollout.Staged{Result: d.progressive.result}
 	}
+	d.stageHold(bds)
 	return d, nil
 }
 
@@ -75,6 +76,9 @@ func (d *decider) order() []int {
 // rollout promotes, rolls back or re-gates it.
 func (d *decider) mustWrite(i int, cur *fleet.BundleDeployment) bool {
 	k := d.target[i]
+	if d.progressive != nil && d.progressive.staged != nil && d.holds.of(d.infos[k].Cluster) == d.progressive.staged {
+		return d.progressive.mustWrite(k, cur) // its rollout promotes it
+	}
 	return d.holds.mustWrite(d.infos[k].Cluster, cur) || d.progressive != nil && d.progressive.mustWrite(k, cur)
 }
 
@@ -82,7 +86,9 @@ func (d *decider) mustWrite(i int, cur *fleet.BundleDeployment) bool {
 // what cur has (desired only staged), or what cur had before the revision rolling out.
 func (d *decider) next(i int, desired, cur *fleet.BundleDeployment) *fleet.BundleDeployment {
 	k := d.target[i]
-	if one := d.holds.of(d.infos[k].Cluster); one != nil {
+	if one := d.holds.of(d.infos[k].Cluster); one != nil && d.progressive != nil && d.progressive.staged == one {
+		return d.stagedNext(k, one, desired, cur)
+	} else if one != nil {
 		if next := one.render(d.h, d.bundle, d.infos[k], desired, cur); next != nil {
 			return d.marked(k, next, one.hold.Revision)
 		}

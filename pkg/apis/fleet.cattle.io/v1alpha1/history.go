@@ -64,6 +64,9 @@ type RevisionHold struct {
 	Reason string `json:"reason,omitempty"`
 	// Since is when it was made.
 	Since metav1.Time `json:"since"`
+	// Staged holds go through the Bundle's RolloutPolicy (its stages and gates) as a rollout
+	// of the revision over the clusters held; unset, they are held at once.
+	Staged bool `json:"staged,omitempty"`
 }
 
 // BundleHistoryStatus is a BundleHistory's content.

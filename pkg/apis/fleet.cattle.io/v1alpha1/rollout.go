@@ -236,6 +236,9 @@ type RolloutStatus struct {
 	Revision string `json:"revision,omitempty"`
 	// PassedRevision is the last revision whose rollout completed.
 	PassedRevision string `json:"passedRevision,omitempty"`
+	// Hold says the revision rolling out is a user's staged rollback of some clusters (a staged
+	// hold of the BundleHistory): complete, it does not become the revision that passed.
+	Hold bool `json:"hold,omitempty"`
 	// Phase: Progressing, Soaking, WaitingForApproval, Paused, Complete, Halted, RolledBack,
 	// Aborted or Invalid.
 	Phase string `json:"phase,omitempty"`
