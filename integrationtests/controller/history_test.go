@@ -7,6 +7,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fleetgo/fleet/integrationtests/testenv"
@@ -499,5 +501,64 @@ var _ = Describe("fleet rollback of a Bundle that rolls out by a RolloutPolicy",
 			g.Expect(st.Passed.Options.DefaultNamespace).To(Equal("v2"))
 		}).Should(Succeed())
 		Eventually(func() string { return heldCondition(ns, "app") }).Should(BeEmpty())
+	})
+})
+
+var _ = Describe("the deployment history's retention", func() {
+	It("keeps as many revisions no cluster runs as the configuration's historyRevisions says, dropping the oldest with their records", func(ctx context.Context) {
+		setConfig := func(doc string) {
+			ctx := context.Background() // the spec's is done when its cleanup runs
+			cms := kube.CoreV1().ConfigMaps("cattle-fleet-system")
+			cm, err := cms.Get(ctx, config.ConfigMapName, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: config.ConfigMapName, Namespace: "cattle-fleet-system"},
+					Data: map[string]string{config.Key: doc}}, metav1.CreateOptions{})
+			} else if err == nil {
+				cm.Data = map[string]string{config.Key: doc}
+				_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+			}
+			Expect(err).NotTo(HaveOccurred())
+		}
+		setConfig(`{"agentCheckinInterval":"2s","historyRevisions":1}`)
+		DeferCleanup(func() {
+			setConfig(`{"agentCheckinInterval":"2s"}`)
+			Eventually(func() int { return inForce.Get().HistoryRevisions }).Should(BeZero())
+		})
+		Eventually(func() int { return inForce.Get().HistoryRevisions }).Should(Equal(1))
+
+		ns := newNamespace(ctx)
+		newCluster(ns, "edge", nil)
+		keepCheckingIn(ns, "edge")
+		_, err := api.Bundle().Create(&fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns, Labels: map[string]string{fleet.CommitLabel: "c1"}},
+			Spec: fleet.BundleSpec{Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: "kind: ConfigMap\nmetadata:\n  name: c1\n"}},
+				Targets: []fleet.BundleTarget{{ClusterSelector: &metav1.LabelSelector{}}}}})
+		Expect(err).NotTo(HaveOccurred())
+		commits := func() []string {
+			var out []string
+			for _, r := range recordOf(ns, "app").Revisions {
+				out = append(out, r.Commit)
+			}
+			return out
+		}
+		for i, c := range []string{"c1", "c2", "c3"} {
+			if i > 0 {
+				updateBundle(ns, "app", func(b *fleet.Bundle) {
+					b.Labels[fleet.CommitLabel] = c
+					b.Spec.Resources[0].Content = "kind: ConfigMap\nmetadata:\n  name: " + c + "\n"
+				})
+			}
+			Eventually(func() string {
+				if bd := deployments(ns, "app")["edge"]; bd != nil {
+					return bd.Labels[fleet.CommitLabel]
+				}
+				return ""
+			}).Should(Equal(c))
+			agentDeploys(deployments(ns, "app")["edge"], true)
+			Eventually(commits, time.Minute).Should(ContainElement(c))
+		}
+		Eventually(commits, time.Minute).Should(Equal([]string{"c2", "c3"}), "c1 dropped: one revision no cluster runs is kept")
+		list, err := api.BundleRevision().List(ns, metav1.ListOptions{LabelSelector: fleet.HistoryBundleLabel + "=app"})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(list.Items).To(HaveLen(2))
 	})
 })

@@ -25,6 +25,9 @@ const (
 	DefaultGarbageCollectionInterval = 15 * time.Minute
 	// DefaultGitClientTimeout bounds a request for a repository's latest commit.
 	DefaultGitClientTimeout = 30 * time.Second
+	// DefaultHistoryRetention is how long the deployment history keeps a revision no cluster
+	// runs any longer.
+	DefaultHistoryRetention = 90 * 24 * time.Hour
 	// DefaultAgentTLSMode: agents trust the system's CA store as well as APIServerCA.
 	DefaultAgentTLSMode = "system-store"
 )
@@ -53,6 +56,12 @@ type Config struct {
 	// namespace: whoever may write Clusters in one namespace must not be able to make the
 	// manager read (and use) a kubeconfig kept in another.
 	KubeConfigSecretNamespaces []string `json:"kubeConfigSecretNamespaces,omitempty"`
+	// HistoryRetention is how long the deployment history keeps a revision no cluster runs any
+	// longer (ours; default 90 days).
+	HistoryRetention metav1.Duration `json:"historyRetention,omitempty"`
+	// HistoryRevisions caps, per Bundle, the revisions the deployment history keeps that no
+	// cluster runs any longer, the oldest dropped first (ours; 0: no cap).
+	HistoryRevisions int `json:"historyRevisions,omitempty"`
 }
 
 // Parse reads the JSON document and fills in defaults.
@@ -62,6 +71,9 @@ func Parse(data string) (*Config, error) {
 		if err := json.Unmarshal([]byte(data), c); err != nil {
 			return nil, fmt.Errorf("configmap %s key %s: %w", ConfigMapName, Key, err)
 		}
+	}
+	if c.HistoryRevisions < 0 {
+		return nil, fmt.Errorf("configmap %s key %s: historyRevisions %d: must be 0 (no cap) or more", ConfigMapName, Key, c.HistoryRevisions)
 	}
 	if m := c.AgentTLSMode; m != "" && m != "system-store" && m != "strict" {
 		return nil, fmt.Errorf("configmap %s key %s: agentTLSMode %q: must be system-store or strict", ConfigMapName, Key, m)
@@ -82,6 +94,9 @@ func (c Config) WithDefaults() *Config {
 	}
 	if c.AgentTLSMode == "" {
 		c.AgentTLSMode = DefaultAgentTLSMode
+	}
+	if c.HistoryRetention.Duration <= 0 {
+		c.HistoryRetention.Duration = DefaultHistoryRetention
 	}
 	return &c
 }

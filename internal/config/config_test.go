@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -42,5 +43,18 @@ func TestParseGitClientTimeoutAndLabels(t *testing.T) {
 	}
 	if c, _ := Parse(""); c.GitClientTimeout.Duration != DefaultGitClientTimeout || c.IgnoreClusterRegistrationLabels {
 		t.Errorf("defaults %+v", c)
+	}
+}
+
+func TestParseHistoryRetention(t *testing.T) {
+	c, err := Parse(`{"historyRetention":"720h","historyRevisions":20}`)
+	if err != nil || c.HistoryRetention.Duration != 30*24*time.Hour || c.HistoryRevisions != 20 {
+		t.Fatalf("%+v %v", c, err)
+	}
+	if c, _ := Parse(""); c.HistoryRetention.Duration != DefaultHistoryRetention || c.HistoryRevisions != 0 {
+		t.Errorf("defaults %+v", c)
+	}
+	if _, err := Parse(`{"historyRevisions":-1}`); err == nil || !strings.Contains(err.Error(), "historyRevisions -1") {
+		t.Errorf("a negative cap: %v", err)
 	}
 }

@@ -3,7 +3,7 @@
 // BundleDeployments brings one pass over them after PassDelay, which folds what they say
 // (revision stamped by the bundle controller, applied, ready) into the Bundle's record: its
 // BundleHistory (the cluster table) and a BundleRevision per revision. The record outlives the
-// Bundle up to Retention. Each controller (a shard, or the unsharded one) records its own Bundles.
+// Bundle up to its retention (the configuration's historyRetention and historyRevisions). Each controller (a shard, or the unsharded one) records its own Bundles.
 package history
 
 import (
@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/fleetgo/fleet/internal/config"
 	"github.com/fleetgo/fleet/internal/controller/index"
 	"github.com/fleetgo/fleet/internal/history"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
@@ -30,8 +31,6 @@ const (
 	// the changes of that while are one pass (a move is recorded at the second it was seen;
 	// applied and ready at the pass).
 	PassDelay = 5 * time.Second
-	// Retention is how long a revision no cluster runs any longer stays in the record.
-	Retention = 90 * 24 * time.Hour
 	// retryFirst and retryMost bound the backoff of a failed pass (a write that lost a race).
 	retryFirst = time.Second
 	retryMost  = time.Minute
@@ -56,6 +55,10 @@ type Deps struct {
 	Mine labels.Selector
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// Retention is how long the record keeps a revision no cluster runs any longer, and how
+	// many such revisions at most (0: no cap), as the configuration in force says (nil: the
+	// defaults, config.DefaultHistoryRetention and no cap).
+	Retention func() (time.Duration, int)
 }
 
 type recorder struct {
@@ -351,7 +354,11 @@ func (r *recorder) fold(key string, t taken) error {
 	if err := st.rec.Observe(seen, now); err != nil {
 		return err
 	}
-	dropped := st.rec.Prune(now, Retention, 0)
+	maxAge, maxRevisions := config.DefaultHistoryRetention, 0
+	if r.Retention != nil {
+		maxAge, maxRevisions = r.Retention()
+	}
+	dropped := st.rec.Prune(now, maxAge, maxRevisions)
 	return r.save(ns, name, st, dropped)
 }
 
