@@ -55,10 +55,7 @@ var _ = Describe("deployment history", func() {
 		newCluster(ns, "prod", map[string]string{"env": "prod"})
 		keepCheckingIn(ns, "dev", "prod")
 		var out string
-		_, err := api.Bundle().Create(&fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns, Labels: map[string]string{fleet.CommitLabel: "c1"}},
-			Spec: fleet.BundleSpec{Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: "kind: ConfigMap\nmetadata:\n  name: one\n"}},
-				Targets: []fleet.BundleTarget{{ClusterSelector: &metav1.LabelSelector{}}}}})
-		Expect(err).NotTo(HaveOccurred())
+		appAtC1(ns, "one")
 		Eventually(clusterNames(ns, "app")).Should(Equal([]string{"dev", "prod"}))
 		for _, bd := range deployments(ns, "app") {
 			agentDeploys(bd, true)
@@ -161,6 +158,14 @@ func deployedOn(ns, bundle string) func() map[string]deployed {
 		}
 		return out
 	}
+}
+
+// appAtC1 creates the Bundle "app" at commit c1, a ConfigMap of that name, for every cluster.
+func appAtC1(ns, configMap string) {
+	_, err := api.Bundle().Create(&fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns, Labels: map[string]string{fleet.CommitLabel: "c1"}},
+		Spec: fleet.BundleSpec{Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: "kind: ConfigMap\nmetadata:\n  name: " + configMap + "\n"}},
+			Targets: []fleet.BundleTarget{{ClusterSelector: &metav1.LabelSelector{}}}}})
+	Expect(err).NotTo(HaveOccurred())
 }
 
 // heldCondition is the message of a Bundle's Held condition ("" without one).
@@ -266,10 +271,7 @@ var _ = Describe("a rollback to a revision whose record was forged", func() {
 		ns := newNamespace(ctx)
 		newCluster(ns, "one", nil)
 		keepCheckingIn(ns, "one")
-		_, err := api.Bundle().Create(&fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns, Labels: map[string]string{fleet.CommitLabel: "c1"}},
-			Spec: fleet.BundleSpec{Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: "kind: ConfigMap\nmetadata:\n  name: one\n"}},
-				Targets: []fleet.BundleTarget{{ClusterSelector: &metav1.LabelSelector{}}}}})
-		Expect(err).NotTo(HaveOccurred())
+		appAtC1(ns, "one")
 		Eventually(clusterNames(ns, "app")).Should(Equal([]string{"one"}))
 		agentDeploys(deployments(ns, "app")["one"], true)
 		var rev *fleet.BundleRevision
@@ -369,10 +371,7 @@ var _ = Describe("the deployment history across a leader change", func() {
 		newCluster(ns, "dev", map[string]string{"env": "dev"})
 		newCluster(ns, "prod", map[string]string{"env": "prod"})
 		keepCheckingIn(ns, "dev", "prod")
-		_, err = api.Bundle().Create(&fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns, Labels: map[string]string{fleet.CommitLabel: "c1"}},
-			Spec: fleet.BundleSpec{Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: "kind: ConfigMap\nmetadata:\n  name: one\n"}},
-				Targets: []fleet.BundleTarget{{ClusterSelector: &metav1.LabelSelector{}}}}})
-		Expect(err).NotTo(HaveOccurred())
+		appAtC1(ns, "one")
 		Eventually(clusterNames(ns, "app"), time.Minute).Should(Equal([]string{"dev", "prod"}))
 		first := map[string]deployed{}
 		for c, bd := range deployments(ns, "app") {
@@ -529,10 +528,7 @@ var _ = Describe("the deployment history's retention", func() {
 		ns := newNamespace(ctx)
 		newCluster(ns, "edge", nil)
 		keepCheckingIn(ns, "edge")
-		_, err := api.Bundle().Create(&fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns, Labels: map[string]string{fleet.CommitLabel: "c1"}},
-			Spec: fleet.BundleSpec{Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: "kind: ConfigMap\nmetadata:\n  name: c1\n"}},
-				Targets: []fleet.BundleTarget{{ClusterSelector: &metav1.LabelSelector{}}}}})
-		Expect(err).NotTo(HaveOccurred())
+		appAtC1(ns, "c1")
 		commits := func() []string {
 			var out []string
 			for _, r := range recordOf(ns, "app").Revisions {
