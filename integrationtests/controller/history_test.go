@@ -518,10 +518,17 @@ var _ = Describe("the deployment history's retention", func() {
 			}
 			Expect(err).NotTo(HaveOccurred())
 		}
+		_, err := kube.CoreV1().ConfigMaps("cattle-fleet-system").Get(ctx, config.ConfigMapName, metav1.GetOptions{})
+		had := err == nil
 		setConfig(`{"agentCheckinInterval":"2s","historyRevisions":1}`)
 		DeferCleanup(func() {
+			// The configuration the suite runs with again, and the ConfigMap gone if it was
+			// not there (another spec creates it).
 			setConfig(`{"agentCheckinInterval":"2s"}`)
 			Eventually(func() int { return inForce.Get().HistoryRevisions }).Should(BeZero())
+			if !had {
+				Expect(kube.CoreV1().ConfigMaps("cattle-fleet-system").Delete(context.Background(), config.ConfigMapName, metav1.DeleteOptions{})).To(Succeed())
+			}
 		})
 		Eventually(func() int { return inForce.Get().HistoryRevisions }).Should(Equal(1))
 
