@@ -41,7 +41,7 @@ export FLEET_CONTROLPLANE_BIN := $(CURDIR)/dev/bin
 # Integration and e2e suites start real clusters: one suite at a time keeps two cores responsive.
 TEST_TIMEOUT ?= 45m
 
-.PHONY: image image-push dist helm charts charts-push node help build controlplane deps test test-unit test-integration e2e generate verify verify-fast bench bench-10k bench-rollout bench-secrets bench-rollback bench-history bench-plan bench-ui quickstart quickstart-check up down clean
+.PHONY: image image-push dist helm charts charts-push node help build controlplane deps test test-unit test-integration e2e generate verify verify-fast bench bench-10k bench-restart bench-rollout bench-secrets bench-rollback bench-history bench-plan bench-ui quickstart quickstart-check up down clean
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -136,6 +136,8 @@ BENCH_CLUSTERS ?= 1000
 # apply, controller and agent benchmarks within 45 minutes on two cores), small (100 and 1,000,
 # about 10 minutes, for iteration). make bench-10k runs the 10,000-cluster experiments.
 BENCH_SIZE ?= standard
+# Simulated clusters of make bench-restart's manager restart (1000 for iteration: about 6 minutes).
+BENCH_RESTART_CLUSTERS ?= 10000
 
 bench: build controlplane ## benchmarks up to 5,000 clusters: JSON and plots in benchmarks/results (not part of test)
 	$(GO) run ./benchmarks/scale -fleet bin/fleet -out benchmarks/results -size $(BENCH_SIZE)
@@ -168,6 +170,10 @@ bench-rollback: build controlplane ## fleet rollback of 1,000 simulated clusters
 
 bench-history: build controlplane ## the deployment history at 1,000 and 10,000 clusters x 100 revisions: record size, fleet history answers (about 2 minutes)
 	$(GO) run ./benchmarks/history -fleet bin/fleet -out benchmarks/results
+
+bench-restart: build controlplane ## restarts at scale: the manager at 10,000 clusters x 5 bundles (restart, fail-over), the agent at 1,000 BundleDeployments (about 45 minutes)
+	$(GO) run ./benchmarks/agent -fleet bin/fleet -out benchmarks/results -restart 1000
+	$(GO) run ./benchmarks/scale -fleet bin/fleet -out benchmarks/results -restart $(BENCH_RESTART_CLUSTERS)
 
 bench-10k: build controlplane ## the 10,000-cluster experiments (about 45 minutes on two cores)
 	$(GO) run ./benchmarks/scale -fleet bin/fleet -out benchmarks/results -size 10k -shards=false

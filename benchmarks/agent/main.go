@@ -11,6 +11,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,7 +73,15 @@ func main() {
 	many := flag.Int("bundles", 50, "BundleDeployments in the second phase")
 	flag.StringVar(&profileDir, "profile", "", "folder for the agent's CPU profile of the second phase and its heap profile")
 	flag.BoolVar(&agentDebug, "debug", false, "run the agent with --debug (its log: fleet-agent-bench.log in the temp folder)")
+	restart := flag.Int("restart", 0, "run only the restart experiment: this many BundleDeployments of one ConfigMap Ready, then the agent restarted")
 	flag.Parse()
+	if *restart > 0 {
+		if err := runRestart(*fleetBin, *out, *restart); err != nil {
+			fmt.Fprintln(os.Stderr, "agent restart benchmark:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*fleetBin, *out, *many); err != nil {
 		fmt.Fprintln(os.Stderr, "agent benchmark:", err)
 		os.Exit(1)
@@ -191,7 +200,13 @@ func run(fleetBin, out string, many int) error {
 // createDeployment writes a Content and a BundleDeployment of two Deployments and eight
 // ConfigMaps in their own namespace, as the manager would.
 func createDeployment(api fleetcontrollers.Interface, name string) error {
-	manifest, err := target.Manifest(benchResources())
+	return createDeploymentOf(api, name, benchResources())
+}
+
+// createDeploymentOf writes a Content of resources and a BundleDeployment of it in a namespace of
+// its own, as the manager would.
+func createDeploymentOf(api fleetcontrollers.Interface, name string, resources []fleet.BundleResource) error {
+	manifest, err := target.Manifest(resources)
 	if err != nil {
 		return err
 	}
@@ -320,6 +335,16 @@ func waitReady(ctx context.Context, api fleetcontrollers.Interface, n int, timeo
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// freeAddr is a loopback address with a port free at the time of asking.
+func freeAddr() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }
 
 func isExists(err error) bool { return apierrors.IsAlreadyExists(err) }

@@ -205,6 +205,59 @@ func counts(ctx context.Context, kube kubernetes.Interface, reads bool) (map[str
 	return out, nil
 }
 
+// EtcdWrites reads how many writes (creates, updates and deletes) the apiserver has made to etcd.
+func EtcdWrites(ctx context.Context, kube kubernetes.Interface) (int, error) {
+	data, err := kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		if !strings.HasPrefix(line, "etcd_requests_total{") {
+			continue
+		}
+		if !strings.Contains(line, `operation="create"`) && !strings.Contains(line, `operation="update"`) && !strings.Contains(line, `operation="delete"`) {
+			continue
+		}
+		n, _ := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
+		total += int(n)
+	}
+	return total, nil
+}
+
+// QueuedWork sums the work queues' depths and unfinished work in a fleet process's metrics at url:
+// zero when it has nothing left to do.
+func QueuedWork(url string) (float64, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	sum := 0.0
+	for _, line := range strings.Split(string(data), "\n") {
+		if !strings.HasPrefix(line, "workqueue_depth{") && !strings.HasPrefix(line, "workqueue_unfinished_work_seconds{") {
+			continue
+		}
+		v, _ := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
+		sum += v
+	}
+	return sum, nil
+}
+
+// HTTPStatus is the status code of a GET of url, 0 when it could not be asked.
+func HTTPStatus(url string) int {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 // MemTotalGiB is the machine's memory from /proc/meminfo.
 func MemTotalGiB() float64 {
 	data, err := os.ReadFile("/proc/meminfo")

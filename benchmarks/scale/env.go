@@ -122,15 +122,7 @@ func (e *env) stop() {
 // startController runs `fleet controller` (the shard's when id is set) as its own process.
 func (e *env) startController(fleetBin, id string) error {
 	name := "fleet-controller"
-	if id != "" {
-		name += "-shard-" + id
-	}
-	log, err := os.Create(filepath.Join(e.mgr.LogDir, name+".log"))
-	if err != nil {
-		return err
-	}
-	args := []string{"controller", "--kubeconfig", e.mgr.Kubeconfig, "--leader-elect=false", "--health-addr=", "--metrics-addr=",
-		"--manage-agents=false"}
+	args := []string{"--leader-elect=false", "--health-addr=", "--metrics-addr="}
 	if id == "" {
 		addr, err := freeAddr()
 		if err != nil {
@@ -145,8 +137,20 @@ func (e *env) startController(fleetBin, id string) error {
 			args = append(args, "--profile-addr="+e.profiles)
 		}
 	} else {
+		name += "-shard-" + id
 		args = append(args, "--shard-id="+id)
 	}
+	return e.launch(fleetBin, id, name, args)
+}
+
+// launch runs `fleet controller` with args as its own process, kept in procs under key, logging
+// into the cluster's log folder as name.log.
+func (e *env) launch(fleetBin, key, name string, args []string) error {
+	log, err := os.OpenFile(filepath.Join(e.mgr.LogDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	args = append([]string{"controller", "--kubeconfig", e.mgr.Kubeconfig, "--manage-agents=false"}, args...)
 	cmd := exec.Command(fleetBin, args...)
 	if memLimit != "" {
 		cmd.Env = append(os.Environ(), "GOMEMLIMIT="+memLimit)
@@ -155,7 +159,7 @@ func (e *env) startController(fleetBin, id string) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	e.procs[id] = cmd
+	e.procs[key] = cmd
 	return nil
 }
 

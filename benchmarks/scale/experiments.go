@@ -268,17 +268,27 @@ type meter struct {
 	e        *env
 	before   usage
 	requests map[string]int
+	etcd     int
 }
 
 func startMeter(ctx context.Context, e *env) (*meter, error) {
 	requests, err := proc.RequestCounts(ctx, e.kube)
-	return &meter{e: e, before: e.usage(""), requests: requests}, err
+	if err != nil {
+		return nil, err
+	}
+	etcd, err := proc.EtcdWrites(ctx, e.kube)
+	return &meter{e: e, before: e.usage(""), requests: requests, etcd: etcd}, err
 }
 
 // done records in p the manager's CPU and peak RSS and the apiserver's requests since the
 // start: its writes, and apart from them its reads (gets, lists, watches and discovery).
 func (m *meter) done(ctx context.Context, p *Phase) error {
 	p.finish(m.e, m.before)
+	etcd, err := proc.EtcdWrites(ctx, m.e.kube)
+	if err != nil {
+		return err
+	}
+	p.EtcdWrites, p.EtcdDBMiB = etcd-m.etcd, m.e.servers().EtcdDBMiB
 	after, err := proc.RequestCounts(ctx, m.e.kube)
 	p.Writes, p.Reads = map[string]int{}, map[string]int{}
 	for k, v := range proc.Delta(m.requests, after) {
@@ -403,6 +413,7 @@ func (g *gitRepoRollout) run(ctx context.Context, name string, timeout time.Dura
 	}
 	preds := []func(*fleet.BundleDeployment) bool{updated, applied, ready}
 	bc := bw.counter(ctx, preds)
+	times := bw.readyTimes(ctx, start, ready)
 	smp := sample(bc, start, []string{"fleet: BundleDeployments at the commit", "fleet: applied", "fleet: Ready"})
 	if g.commit == 1 {
 		err = g.createGitRepo()
@@ -427,10 +438,11 @@ func (g *gitRepoRollout) run(ctx context.Context, name string, timeout time.Dura
 	}
 	took := time.Since(start)
 	series := smp.stop()
+	p50, p99 := times.percentiles()
 	if err != nil {
 		return Phase{}, fmt.Errorf("%s: %v of %d at the commit/applied/ready: %w", name, counts, g.n, err)
 	}
-	p := Phase{Name: name, Seconds: took.Seconds(), Objects: g.n, Series: series,
+	p := Phase{Name: name, Seconds: took.Seconds(), Objects: g.n, Series: series, ReadyP50: p50, ReadyP99: p99,
 		Check: fmt.Sprintf("all %d BundleDeployments Ready after %.1f s, the GitRepo Ready at %s after %.1f s", g.n, allReady.Seconds(), commit[:8], took.Seconds())}
 	return p, m.done(ctx, &p)
 }
@@ -504,6 +516,7 @@ func createBundles(ctx context.Context, e *env, bundles, n int, timeout time.Dur
 		profileWindow(ctx, e, fmt.Sprintf("create-%dx%d", bundles, n), 2*time.Minute, time.Minute)
 	}
 	bc := bw.counter(ctx, preds)
+	times := bw.readyTimes(ctx, start, ready)
 	smp := sample(bc, start, []string{"fleet: BundleDeployments created", "fleet: applied", "fleet: Ready"})
 	for i := range bundles {
 		if _, err := e.api.Bundle().Create(scaleBundle(i)); err != nil {
@@ -526,6 +539,7 @@ func createBundles(ctx context.Context, e *env, bundles, n int, timeout time.Dur
 	}
 	p := Phase{Name: fmt.Sprintf("create %d bundles x %d clusters", bundles, n), Seconds: created.Seconds(), Objects: total,
 		ReadySeconds: took.Seconds(), Series: series}
+	p.ReadyP50, p.ReadyP99 = times.percentiles()
 	return p, m.done(ctx, &p)
 }
 

@@ -79,8 +79,20 @@ type Phase struct {
 	// Events counts the Kubernetes Events first recorded during it, by source and reason
 	// (idle only): what happened while nothing was supposed to.
 	Events map[string]int `json:"events,omitempty"`
-	Check  string         `json:"check,omitempty"`
-	Series []Series       `json:"series,omitempty"`
+	// EtcdWrites is how many writes the apiserver made to etcd during it (creates, updates and
+	// deletes: its etcd_requests_total), and EtcdDBMiB the size of etcd's database file at its
+	// end.
+	EtcdWrites int     `json:"etcdWrites,omitempty"`
+	EtcdDBMiB  float64 `json:"etcdDBMiB,omitempty"`
+	// ReadyP50 and ReadyP99 are, over the objects it was about, the seconds from its start until
+	// each was Ready: commit to Ready per cluster, creation to Ready per BundleDeployment.
+	ReadyP50 float64 `json:"readyP50Seconds,omitempty"`
+	ReadyP99 float64 `json:"readyP99Seconds,omitempty"`
+	// RestartWrites (restarts and fail-overs) is the writes of the window after the stop beyond
+	// what standing still writes in as long.
+	RestartWrites int      `json:"restartWrites,omitempty"`
+	Check         string   `json:"check,omitempty"`
+	Series        []Series `json:"series,omitempty"`
 }
 
 func (p *Phase) finish(e *env, before usage) {
@@ -95,6 +107,9 @@ func (p *Phase) finish(e *env, before usage) {
 }
 
 func (p *Phase) raw(seconds float64, series ...Series) {
+	if seconds == 0 {
+		return // no plain-client run (-restart, -storm-only)
+	}
 	p.RawSeconds = seconds
 	if p.Seconds > 0 {
 		p.Ratio = seconds / p.Seconds
@@ -125,6 +140,9 @@ type plan struct {
 	creates  []int // bundle counts of the creation experiments
 	idle     time.Duration
 	badInput bool
+	// restart restarts the manager and fails it over after the last creation, and keeps its
+	// Bundles (no deletion); noRaw leaves out the plain client's runs.
+	restart, noRaw bool
 }
 
 // plans are the sizes a run of size measures: standard (make bench: 100, 1,000 and 5,000
@@ -162,6 +180,7 @@ func main() {
 	rolloutN := flag.Int("rollout", 0, "run only the progressive rollout experiment, at this many clusters")
 	secretsN := flag.Int("secrets", 0, "run only the sealed-secrets experiment, at this many clusters")
 	rollbackN := flag.Int("rollback", 0, "run only the rollback experiment (fleet rollback of every cluster), at this many clusters")
+	restartN := flag.Int("restart", 0, "run only the restart experiment at this many clusters: registration, a commit, 5 Bundles, then the manager restarted and failed over")
 	flag.Parse()
 	// The simulated agents log as the agent does; thousands of them would drown the figures.
 	logrus.SetLevel(logrus.WarnLevel)
@@ -176,6 +195,11 @@ func main() {
 	}()
 	if *plotOnly {
 		*only, *shards = -1, false
+	}
+	if *restartN > 0 {
+		r, err := runPlan(*fleetBin, plan{clusters: *restartN, creates: []int{5}, restart: true, noRaw: true}, *checkin)
+		finishExperiment(*out, "restart", *restartN, r, r.Clusters, r.Phases, err)
+		return
 	}
 	if *rollbackN > 0 {
 		r, err := runRollback(*fleetBin, *rollbackN, *checkin)
@@ -306,18 +330,21 @@ func runPlan(fleetBin string, p plan, checkin time.Duration) (r Run, err error) 
 	defer e.stop()
 
 	// The machine's limits first, before the controller runs (nothing acts on the objects).
-	say("raw: the writes of %d registrations", n)
-	rawReg, rawRegWrites, err := rawRegistration(ctx, e, n)
-	if err != nil {
-		return r, err
+	var rawReg time.Duration
+	if !p.noRaw {
+		say("raw: the writes of %d registrations", n)
+		var rawRegWrites int
+		if rawReg, rawRegWrites, err = rawRegistration(ctx, e, n); err != nil {
+			return r, err
+		}
+		say("raw: %d writes in %.1f s", rawRegWrites, rawReg.Seconds())
 	}
-	say("raw: %d writes in %.1f s", rawRegWrites, rawReg.Seconds())
 	if stormOnly {
 		p.creates, p.idle, p.badInput = nil, 0, false
 	}
 	var specs, statuses []time.Duration
 	var rawCommitTook time.Duration
-	if !stormOnly {
+	if !stormOnly && !p.noRaw {
 		say("raw: a commit's writes for %d clusters", n)
 		if specs, statuses, rawCommitTook, err = rawCommit(ctx, e, scaleBundle(0), n); err != nil {
 			return r, err
@@ -329,6 +356,9 @@ func runPlan(fleetBin string, p plan, checkin time.Duration) (r Run, err error) 
 	}
 	raws := map[int]rawCD{}
 	for _, b := range p.creates {
+		if p.noRaw {
+			break
+		}
 		say("raw: create (with Ready status) and delete %d x %d BundleDeployments", b, n)
 		var c rawCD
 		c.created, c.deleted, c.createTook, c.deleteTook, err = rawCreateDelete(scaleBundle(0), b, n, rawBDs{e: e, withStatus: true})
@@ -419,6 +449,15 @@ func runPlan(fleetBin string, p plan, checkin time.Duration) (r Run, err error) 
 			}
 			say("%s", summary(ph))
 		}
+		if p.restart && i == len(p.creates)-1 {
+			say("restart and fail over")
+			phases, err := runRestarts(ctx, e, s, fleetBin)
+			r.Phases = append(r.Phases, phases...)
+			if err != nil {
+				return r, err
+			}
+			continue
+		}
 		say("delete %d bundles", b)
 		ph, err = deleteBundles(ctx, e, b, n, timeout+time.Duration(b*n)*10*time.Millisecond)
 		ph.raw(raw.deleteTook.Seconds(), rawSeries("raw: BundleDeployments deleted", raw.deleted))
@@ -472,7 +511,16 @@ func summary(p Phase) string {
 	if p.RawSeconds > 0 {
 		s += fmt.Sprintf(", raw %.1f s, ratio %.2f", p.RawSeconds, p.Ratio)
 	}
+	if p.ReadyP50 > 0 {
+		s += fmt.Sprintf(", Ready p50 %.1f s p99 %.1f s", p.ReadyP50, p.ReadyP99)
+	}
 	s += fmt.Sprintf(", manager CPU %.1f s, peak RSS %.0f MiB", p.CPU, p.PeakMiB)
+	if cpu, ok := p.OtherCPU["kube-apiserver"]; ok {
+		s += fmt.Sprintf(", apiserver CPU %.1f s", cpu)
+	}
+	if p.EtcdWrites > 0 {
+		s += fmt.Sprintf(", etcd %d writes (%.0f/s), database %.0f MiB", p.EtcdWrites, float64(p.EtcdWrites)/p.Seconds, p.EtcdDBMiB)
+	}
 	if p.Check != "" {
 		s += "; " + p.Check
 	}

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"math"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -89,6 +91,62 @@ func (c *counter[T]) counts() []int {
 		out[i] = int(c.n[i].Load())
 	}
 	return out
+}
+
+// readyTimes records, per object, when a predicate first held for it since start.
+type readyTimes struct {
+	mu    sync.Mutex
+	start time.Time
+	at    map[string]time.Duration
+}
+
+// readyTimes starts recording when pred first holds for each of the watcher's objects.
+func (w *watcher[T]) readyTimes(ctx context.Context, start time.Time, pred func(T) bool) *readyTimes {
+	r := &readyTimes{start: start, at: map[string]time.Duration{}}
+	see := func(obj any) {
+		t, ok := obj.(T)
+		if !ok || !pred(t) {
+			return
+		}
+		key, err := cache.MetaNamespaceKeyFunc(obj)
+		if err != nil {
+			return
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if _, seen := r.at[key]; !seen {
+			r.at[key] = time.Since(r.start)
+		}
+	}
+	reg, _ := w.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    see,
+		UpdateFunc: func(_, obj any) { see(obj) },
+	})
+	if reg != nil {
+		cache.WaitForCacheSync(ctx.Done(), reg.HasSynced)
+	}
+	return r
+}
+
+// percentiles are the 50th and 99th percentiles of the recorded times, in seconds.
+func (r *readyTimes) percentiles() (p50, p99 float64) {
+	r.mu.Lock()
+	ds := make([]time.Duration, 0, len(r.at))
+	for _, d := range r.at {
+		ds = append(ds, d)
+	}
+	r.mu.Unlock()
+	return percentile(ds, 50), percentile(ds, 99)
+}
+
+// percentile is the p-th percentile of ds in seconds (nearest rank), 0 for none.
+func percentile(ds []time.Duration, p float64) float64 {
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	rank := int(math.Ceil(p/100*float64(len(ds)))) - 1
+	return math.Round(ds[max(rank, 0)].Seconds()*100) / 100
 }
 
 // sampler records counts, each a line named in order, every quarter second from start until

@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/sirupsen/logrus"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -36,7 +37,7 @@ type Options struct {
 	Namespace string
 	Name      string
 	Kube      kubernetes.Interface
-	// Identity holds the Lease; empty means the host name.
+	// Identity holds the Lease; empty means the host name with a random suffix (identity).
 	Identity string
 	// Start registers and starts the controllers; it returns once they run (they stop with ctx).
 	Start func(ctx context.Context) error
@@ -92,11 +93,10 @@ func Run(ctx context.Context, o Options) error {
 	}
 	id := o.Identity
 	if id == "" {
-		h, err := os.Hostname()
-		if err != nil {
+		var err error
+		if id, err = identity(); err != nil {
 			return err
 		}
-		id = h
 	}
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.Namespace, o.Name, o.Kube.CoreV1(), o.Kube.CoordinationV1(),
 		resourcelock.ResourceLockConfig{Identity: id})
@@ -130,6 +130,20 @@ func Run(ctx context.Context, o Options) error {
 	<-done
 	return err
 }
+
+// identity names this process in the Lease: the host name (a pod's name) and a random suffix,
+// so that two replicas on one host (hostNetwork pods, or processes on one machine) never take one
+// another for the holder and both lead.
+func identity() (string, error) {
+	h, err := os.Hostname()
+	if err != nil {
+		return "", err
+	}
+	return h + "_" + suffix(), nil
+}
+
+// suffix tells apart the runs of processes on one host.
+var suffix = uuid.NewString
 
 func await(ctx context.Context, failed <-chan error, h *serve.Status) error {
 	select {

@@ -1,0 +1,320 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/fleetgo/fleet/benchmarks/proc"
+	"github.com/fleetgo/fleet/benchmarks/sim"
+)
+
+// The restart experiment: with every BundleDeployment Ready, the manager is stopped and started
+// again, then run as two replicas under leader election, and the leader is stopped (a rolling
+// update: it gives the Lease back) and later killed (a lost node: the Lease runs out first). Each
+// time it measures how long until the new leader is steady (ready, every work queue empty) and
+// what the resync wrote beyond what standing still writes in the same time.
+
+// restartWindow is how long the writes after a stop are counted: past the longest delay the
+// manager puts on a write it decided on (a Cluster's roll-up waits at most 30 s).
+const restartWindow = 90 * time.Second
+
+// leaseFlags make the replicas' Lease timing explicit: the defaults (Fleet's).
+var leaseFlags = []string{"--leader-elect=true", "--leader-election-lease-duration=45s", "--leader-election-renew-deadline=30s",
+	"--leader-election-retry-period=2s"}
+
+// replica is one manager process of the experiment: where it serves its health and metrics.
+type replica struct {
+	health, metrics string
+}
+
+// deployed is what a BundleDeployment was when the experiment started: a restart that writes
+// nothing leaves both alone.
+type deployed struct {
+	uid        types.UID
+	generation int64
+	applied    string
+}
+
+// restartExperiment is the state the phases share.
+type restartExperiment struct {
+	e        *env
+	s        *sim.Sim
+	fleetBin string
+	// objects is how many objects the manager manages (Bundles, BundleDeployments, Clusters,
+	// ClusterGroups, GitRepos and the registrations); rate the writes per second while idle.
+	objects int
+	rate    float64
+	before  map[string]deployed
+}
+
+func runRestarts(ctx context.Context, e *env, s *sim.Sim, fleetBin string) ([]Phase, error) {
+	x := &restartExperiment{e: e, s: s, fleetBin: fleetBin}
+	var err error
+	if x.before, err = x.deployments(); err != nil {
+		return nil, err
+	}
+	if x.objects, err = managedObjects(ctx, e); err != nil {
+		return nil, err
+	}
+	if x.rate, err = idleWriteRate(ctx, e, 30*time.Second); err != nil {
+		return nil, err
+	}
+	var a, b replica
+	var phases []Phase
+	for _, step := range []struct {
+		name    string
+		sig     syscall.Signal
+		next    *replica
+		standby bool
+	}{
+		// The run's unelected manager stops; replica a, elected, starts in its place.
+		{"restart the manager", syscall.SIGTERM, &a, false},
+		{"fail over to a second replica (the leader stops and gives the Lease back)", syscall.SIGTERM, &b, true},
+		{"fail over to a second replica (the leader is killed; its Lease runs out)", syscall.SIGKILL, &a, true},
+	} {
+		ph, err := x.phase(ctx, step.name, step.sig, step.next, step.standby)
+		phases = append(phases, ph)
+		if err != nil {
+			return phases, err
+		}
+		fmt.Printf("%s\n", summary(ph))
+	}
+	return phases, nil
+}
+
+// phase stops the measured manager with sig and measures until next leads and is steady. With
+// standby, next is started beside the leader first and waits for the Lease; without, it is
+// started once the leader is gone.
+func (x *restartExperiment) phase(ctx context.Context, name string, sig syscall.Signal, next *replica, standby bool) (Phase, error) {
+	e := x.e
+	if standby {
+		if err := x.start(next, "standby", "fleet-controller-standby"); err != nil {
+			return Phase{}, err
+		}
+		if err := waitFor(2*time.Minute, func() (bool, error) { return proc.HTTPStatus(next.health+"/healthz") == http.StatusOK, nil }); err != nil {
+			return Phase{}, fmt.Errorf("%s: the standby replica does not run: %w", name, err)
+		}
+	}
+	requests, err := proc.RequestCounts(ctx, e.kube)
+	if err != nil {
+		return Phase{}, err
+	}
+	etcd, err := proc.EtcdWrites(ctx, e.kube)
+	if err != nil {
+		return Phase{}, err
+	}
+	m := mark{requests: requests, etcd: etcd, sim: x.s.Writes.Load(), others: e.cpus()}
+	start := time.Now()
+	if err := x.stop(sig); err != nil {
+		return Phase{}, err
+	}
+	if standby {
+		e.procs[""] = e.procs["standby"]
+		delete(e.procs, "standby")
+	} else if err := x.start(next, "", "fleet-controller-restarted"); err != nil {
+		return Phase{}, err
+	}
+	m.cpu = proc.CPUSeconds(e.procs[""].Process.Pid)
+	if err := steady(next, 5*time.Minute); err != nil {
+		return Phase{}, fmt.Errorf("%s: not steady: %w", name, err)
+	}
+	p := Phase{Name: name, Seconds: time.Since(start).Seconds(), Objects: x.objects}
+	time.Sleep(time.Until(start.Add(restartWindow)))
+	return p, x.tally(ctx, &p, m)
+}
+
+// mark is what the counters read when a phase began.
+type mark struct {
+	requests map[string]int
+	etcd     int
+	sim      int64
+	others   map[string]float64
+	// cpu is the new leader's CPU seconds when it took over.
+	cpu float64
+}
+
+// tally fills p with the window's writes, the manager's CPU and the check that nothing was
+// deployed again.
+func (x *restartExperiment) tally(ctx context.Context, p *Phase, m mark) error {
+	e := x.e
+	after, err := proc.RequestCounts(ctx, e.kube)
+	if err != nil {
+		return err
+	}
+	p.Writes = map[string]int{}
+	total := 0
+	for k, v := range proc.Delta(m.requests, after) {
+		if proc.IsWrite(k) {
+			p.Writes[k] = v
+			total += v
+		}
+	}
+	pid := e.procs[""].Process.Pid
+	p.CPU, p.PeakMiB = proc.CPUSeconds(pid)-m.cpu, proc.PeakRSS(pid)
+	p.OtherCPU = map[string]float64{}
+	for name, cpu := range e.cpus() {
+		p.OtherCPU[name] = math.Round((cpu-m.others[name])*100) / 100
+	}
+	etcdAfter, err := proc.EtcdWrites(ctx, e.kube)
+	if err != nil {
+		return err
+	}
+	p.EtcdWrites = etcdAfter - m.etcd
+	p.EtcdDBMiB = e.servers().EtcdDBMiB
+	p.RestartWrites = total - int(x.rate*restartWindow.Seconds()+0.5)
+	changed, err := x.changed()
+	if err != nil {
+		return err
+	}
+	p.Check = fmt.Sprintf("%d writes in %s, %d beyond standing still's %.2f/s (%.2f%% of %d objects); agents' status writes %d; BundleDeployments deployed again or replaced %d",
+		total, restartWindow, p.RestartWrites, x.rate, 100*float64(p.RestartWrites)/float64(x.objects), x.objects, x.s.Writes.Load()-m.sim, changed)
+	if changed > 0 {
+		return fmt.Errorf("%s: %d BundleDeployments changed", p.Name, changed)
+	}
+	return nil
+}
+
+// start runs a replica under leader election as procs[key], with addresses of its own.
+func (x *restartExperiment) start(r *replica, key, name string) error {
+	health, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	metrics, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	r.health, r.metrics = "http://"+health, "http://"+metrics
+	args := append([]string{"--health-addr=" + health, "--metrics-addr=" + metrics, "--webhook-addr="}, leaseFlags...)
+	return x.e.launch(x.fleetBin, key, name, args)
+}
+
+// stop ends the measured manager with sig and waits until it is gone.
+func (x *restartExperiment) stop(sig syscall.Signal) error {
+	p := x.e.procs[""]
+	if err := p.Process.Signal(sig); err != nil {
+		return err
+	}
+	_, err := p.Process.Wait()
+	delete(x.e.procs, "")
+	return err
+}
+
+// steady waits until r is ready and every work queue of it is empty, four samples a quarter
+// second apart in a row.
+func steady(r *replica, timeout time.Duration) error {
+	calm := 0
+	return waitFor(timeout, func() (bool, error) {
+		if proc.HTTPStatus(r.health+"/readyz") != http.StatusOK {
+			calm = 0
+			return false, nil
+		}
+		busy, err := proc.QueuedWork(r.metrics + "/metrics")
+		if err != nil || busy > 0 {
+			calm = 0
+			return false, nil
+		}
+		calm++
+		return calm >= 4, nil
+	})
+}
+
+// deployments reads every BundleDeployment's identity, generation and applied deployment.
+func (x *restartExperiment) deployments() (map[string]deployed, error) {
+	list, err := x.e.api.BundleDeployment().List("", metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]deployed{}
+	for _, bd := range list.Items {
+		out[bd.Namespace+"/"+bd.Name] = deployed{uid: bd.UID, generation: bd.Generation, applied: bd.Status.AppliedDeploymentID}
+	}
+	return out, nil
+}
+
+// changed counts the BundleDeployments replaced, given a new spec or deployed again since the
+// experiment started, and those gone or new.
+func (x *restartExperiment) changed() (int, error) {
+	now, err := x.deployments()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for k, was := range x.before {
+		if now[k] != was {
+			n++
+		}
+	}
+	for k := range now {
+		if _, ok := x.before[k]; !ok {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// managedObjects counts the objects of the kinds the manager reconciles.
+func managedObjects(ctx context.Context, e *env) (int, error) {
+	total := 0
+	for _, list := range []func() (int, error){
+		func() (int, error) {
+			l, err := e.api.BundleDeployment().List("", metav1.ListOptions{})
+			return size(l, err)
+		},
+		func() (int, error) { l, err := e.api.Bundle().List("", metav1.ListOptions{}); return size(l, err) },
+		func() (int, error) { l, err := e.api.Cluster().List("", metav1.ListOptions{}); return size(l, err) },
+		func() (int, error) {
+			l, err := e.api.ClusterGroup().List("", metav1.ListOptions{})
+			return size(l, err)
+		},
+		func() (int, error) { l, err := e.api.GitRepo().List("", metav1.ListOptions{}); return size(l, err) },
+		func() (int, error) {
+			l, err := e.api.ClusterRegistration().List("", metav1.ListOptions{})
+			return size(l, err)
+		},
+	} {
+		n, err := list()
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// size is how many items a list holds.
+func size(l runtime.Object, err error) (int, error) {
+	if err != nil {
+		return 0, err
+	}
+	return meta.LenList(l), nil
+}
+
+// idleWriteRate is the apiserver's writes per second over d while nothing changes (the agents'
+// check-ins and whatever the manager writes at rest).
+func idleWriteRate(ctx context.Context, e *env, d time.Duration) (float64, error) {
+	before, err := proc.WriteCounts(ctx, e.kube)
+	if err != nil {
+		return 0, err
+	}
+	time.Sleep(d)
+	after, err := proc.WriteCounts(ctx, e.kube)
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for _, v := range proc.Delta(before, after) {
+		total += v
+	}
+	fmt.Printf("standing still: %d writes in %s\n", total, d)
+	return float64(total) / d.Seconds(), nil
+}
