@@ -41,7 +41,7 @@ export FLEET_CONTROLPLANE_BIN := $(CURDIR)/dev/bin
 # Integration and e2e suites start real clusters: one suite at a time keeps two cores responsive.
 TEST_TIMEOUT ?= 45m
 
-.PHONY: image image-push dist helm charts charts-push node help build controlplane deps test test-unit test-integration e2e generate verify verify-fast bench bench-10k bench-restart bench-rollout bench-secrets bench-rollback bench-history bench-plan bench-ui quickstart quickstart-check up down clean
+.PHONY: image image-push dist helm charts charts-push node help build controlplane deps test test-unit test-integration e2e generate verify verify-fast bench bench-10k bench-25k bench-restart bench-rollout bench-secrets bench-rollback bench-history bench-plan bench-ui quickstart quickstart-check up down clean
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -174,6 +174,9 @@ bench-history: build controlplane ## the deployment history at 1,000 and 10,000 
 bench-restart: build controlplane ## restarts at scale: the manager at 10,000 clusters x 5 bundles (restart, fail-over), the agent at 1,000 BundleDeployments (about 45 minutes)
 	$(GO) run ./benchmarks/agent -fleet bin/fleet -out benchmarks/results -restart 1000
 	$(GO) run ./benchmarks/scale -fleet bin/fleet -out benchmarks/results -restart $(BENCH_RESTART_CLUSTERS)
+
+bench-25k: build controlplane ## 25,000 simulated clusters registering at once and checking in for 10 minutes, no bundles: the capacity model's check (about 45 minutes)
+	$(GO) run ./benchmarks/scale -fleet bin/fleet -out benchmarks/results -size 25k -shards=false
 
 bench-10k: build controlplane ## the 10,000-cluster experiments (about 45 minutes on two cores)
 	$(GO) run ./benchmarks/scale -fleet bin/fleet -out benchmarks/results -size 10k -shards=false

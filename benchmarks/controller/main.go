@@ -57,6 +57,9 @@ type Result struct {
 	// ControllerWrites counts the apiserver's mutating requests while the controller ran, by
 	// verb and resource (from apiserver_request_total), to show what else it wrote.
 	ControllerWrites map[string]int `json:"controllerWrites"`
+	// WritesPerDeployment is every write of ControllerWrites over the BundleDeployments created
+	// (1 would be the creations alone; the plain client writes exactly that).
+	WritesPerDeployment float64 `json:"writesPerBundleDeployment"`
 	// GOMEMLIMIT the controller ran with; empty for Go's default.
 	GoMemLimit string `json:"goMemLimit,omitempty"`
 	// With -scrape: how often /metrics was read during the run (and once at its end), how many
@@ -309,9 +312,13 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 		fmt.Printf("metrics: %d scrapes every %s, the last %d bytes in %s\n", scr.n, scrapeEvery, scr.bytes, scr.took.Round(time.Millisecond))
 	}
 	res.Ratio = res.FleetPerSecond / res.RawPerSecond
+	for _, n := range writes {
+		res.WritesPerDeployment += float64(n)
+	}
+	res.WritesPerDeployment /= float64(total)
 	fmt.Printf("fleet: %d in %s (%.0f/s), ratio to raw %.2f, controller peak RSS %.0f MiB, CPU %.1f s\n",
 		total, took.Round(time.Millisecond), res.FleetPerSecond, res.Ratio, res.ControllerPeakMiB, res.ControllerCPU)
-	fmt.Printf("apiserver writes while the controller ran: %v\n", writes)
+	fmt.Printf("apiserver writes while the controller ran (%.2f per BundleDeployment): %v\n", res.WritesPerDeployment, writes)
 	return write(out, res)
 }
 

@@ -237,13 +237,18 @@ func QueuedWork(url string) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	sum := 0.0
+	sum, queues := 0.0, 0
 	for _, line := range strings.Split(string(data), "\n") {
 		if !strings.HasPrefix(line, "workqueue_depth{") && !strings.HasPrefix(line, "workqueue_unfinished_work_seconds{") {
 			continue
 		}
 		v, _ := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
 		sum += v
+		queues++
+	}
+	if queues == 0 {
+		// Not yet made, or not exported: no answer rather than "nothing queued".
+		return 0, fmt.Errorf("%s: no work queue metrics", url)
 	}
 	return sum, nil
 }

@@ -90,7 +90,10 @@ type Phase struct {
 	ReadyP99 float64 `json:"readyP99Seconds,omitempty"`
 	// RestartWrites (restarts and fail-overs) is the writes of the window after the stop beyond
 	// what standing still writes in as long.
-	RestartWrites int      `json:"restartWrites,omitempty"`
+	RestartWrites int `json:"restartWrites,omitempty"`
+	// ManagerWrites (restarts and fail-overs) is the writes of the window that were not the
+	// agents' (check-ins and status): the manager's, its Lease's and the refused ones.
+	ManagerWrites int      `json:"managerWrites,omitempty"`
 	Check         string   `json:"check,omitempty"`
 	Series        []Series `json:"series,omitempty"`
 }
@@ -143,6 +146,8 @@ type plan struct {
 	// restart restarts the manager and fails it over after the last creation, and keeps its
 	// Bundles (no deletion); noRaw leaves out the plain client's runs.
 	restart, noRaw bool
+	// registerOnly deploys nothing: the registration storm, then the idle window.
+	registerOnly bool
 }
 
 // plans are the sizes a run of size measures: standard (make bench: 100, 1,000 and 5,000
@@ -156,6 +161,8 @@ func plans(size string) []plan {
 	}
 	tenK := []plan{{clusters: 10000, creates: []int{5}, idle: 10 * time.Minute}}
 	switch size {
+	case "25k":
+		return []plan{{clusters: 25000, idle: 10 * time.Minute, registerOnly: true}}
 	case "small":
 		return []plan{{clusters: 100}, {clusters: 1000, creates: []int{5}, idle: 2 * time.Minute, badInput: true}}
 	case "standard":
@@ -169,7 +176,7 @@ func plans(size string) []plan {
 func main() {
 	fleetBin := flag.String("fleet", "bin/fleet", "fleet binary")
 	out := flag.String("out", "benchmarks/results", "results folder")
-	size := flag.String("size", "standard", "standard (100, 1,000 and 5,000 clusters), 10k (10,000), full (both) or small (100 and 1,000, about ten minutes)")
+	size := flag.String("size", "standard", "standard (100, 1,000 and 5,000 clusters), 10k (10,000), full (both), small (100 and 1,000, about ten minutes) or 25k (25,000 clusters registering and checking in, no bundles)")
 	only := flag.Int("clusters", 0, "run only the plan of this many clusters (-1: none, only the shards)")
 	checkin := flag.Duration("checkin", 15*time.Minute, "the simulated agents' check-in interval (the manager's agentCheckinInterval; Fleet's default is 15m)")
 	shards := flag.Bool("shards", true, "run the two-shard experiment")
@@ -344,7 +351,7 @@ func runPlan(fleetBin string, p plan, checkin time.Duration) (r Run, err error) 
 	}
 	var specs, statuses []time.Duration
 	var rawCommitTook time.Duration
-	if !stormOnly && !p.noRaw {
+	if !stormOnly && !p.noRaw && !p.registerOnly {
 		say("raw: a commit's writes for %d clusters", n)
 		if specs, statuses, rawCommitTook, err = rawCommit(ctx, e, scaleBundle(0), n); err != nil {
 			return r, err
@@ -401,7 +408,21 @@ func runPlan(fleetBin string, p plan, checkin time.Duration) (r Run, err error) 
 			say("apiserver heap profile: %v", err)
 		}
 	}
-	if stormOnly {
+	standStill := func() error {
+		say("idle for %s", p.idle)
+		ph, err := idle(ctx, e, p.idle)
+		r.Phases = append(r.Phases, ph)
+		if err == nil {
+			say("%s", summary(ph))
+		}
+		return err
+	}
+	if stormOnly || p.registerOnly {
+		if p.idle > 0 {
+			if err := standStill(); err != nil {
+				return r, err
+			}
+		}
 		r.Servers = e.servers()
 		return r, nil
 	}
@@ -441,13 +462,9 @@ func runPlan(fleetBin string, p plan, checkin time.Duration) (r Run, err error) 
 		}
 		say("%s", summary(ph))
 		if p.idle > 0 && i == len(p.creates)-1 {
-			say("idle for %s", p.idle)
-			ph, err := idle(ctx, e, p.idle)
-			r.Phases = append(r.Phases, ph)
-			if err != nil {
+			if err := standStill(); err != nil {
 				return r, err
 			}
-			say("%s", summary(ph))
 		}
 		if p.restart && i == len(p.creates)-1 {
 			say("restart and fail over")
@@ -468,9 +485,7 @@ func runPlan(fleetBin string, p plan, checkin time.Duration) (r Run, err error) 
 		say("%s", summary(ph))
 	}
 	if p.idle > 0 && len(p.creates) == 0 {
-		ph, err := idle(ctx, e, p.idle)
-		r.Phases = append(r.Phases, ph)
-		if err != nil {
+		if err := standStill(); err != nil {
 			return r, err
 		}
 	}

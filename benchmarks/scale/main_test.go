@@ -101,7 +101,7 @@ func TestPlanSizes(t *testing.T) {
 		return out
 	}
 	for size, want := range map[string][]int{"standard": {100, 1000, 5000}, "10k": {10000}, "full": {100, 1000, 5000, 10000},
-		"small": {100, 1000}} {
+		"small": {100, 1000}, "25k": {25000}} {
 		if got := sizes(size); !slices.Equal(got, want) {
 			t.Errorf("%s runs %v clusters, want %v", size, got, want)
 		}
@@ -111,6 +111,9 @@ func TestPlanSizes(t *testing.T) {
 	}
 	if p := plans("standard")[1]; !slices.Equal(p.creates, []int{5, 50}) || !p.badInput {
 		t.Errorf("standard at 1,000: creates %v, bad input %v: want 5 and 50 x 1,000 and the garbage agent", p.creates, p.badInput)
+	}
+	if p := plans("25k")[0]; !p.registerOnly || p.idle == 0 || len(p.creates) > 0 {
+		t.Errorf("25k: register only %v, idle %s, creates %v: want registration and the idle window, no bundles", p.registerOnly, p.idle, p.creates)
 	}
 	if resultsBase("standard") != "scale" || resultsBase("10k") != "scale" {
 		t.Error("the standard and 10k runs must write the results RESULTS.md cites (scale-<N>.json)")

@@ -23,8 +23,8 @@ import (
 // time it measures how long until the new leader is steady (ready, every work queue empty) and
 // what the resync wrote beyond what standing still writes in the same time.
 
-// restartWindow is how long the writes after a stop are counted: past the longest delay the
-// manager puts on a write it decided on (a Cluster's roll-up waits at most 30 s).
+// restartWindow is how long, at least, the writes after a stop are counted: past the longest
+// delay the manager puts on a write it decided on (a Cluster's roll-up waits at most 30 s).
 const restartWindow = 90 * time.Second
 
 // leaseFlags make the replicas' Lease timing explicit: the defaults (Fleet's).
@@ -127,9 +127,12 @@ func (x *restartExperiment) phase(ctx context.Context, name string, sig syscall.
 	if err := steady(next, 5*time.Minute); err != nil {
 		return Phase{}, fmt.Errorf("%s: not steady: %w", name, err)
 	}
-	p := Phase{Name: name, Seconds: time.Since(start).Seconds(), Objects: x.objects}
-	time.Sleep(time.Until(start.Add(restartWindow)))
-	return p, x.tally(ctx, &p, m)
+	took := time.Since(start)
+	p := Phase{Name: name, Seconds: took.Seconds(), Objects: x.objects}
+	// The writes are counted for the window, or until 30 s past steady when that is later.
+	window := max(restartWindow, took+30*time.Second)
+	time.Sleep(time.Until(start.Add(window)))
+	return p, x.tally(ctx, &p, m, window)
 }
 
 // mark is what the counters read when a phase began.
@@ -144,7 +147,7 @@ type mark struct {
 
 // tally fills p with the window's writes, the manager's CPU and the check that nothing was
 // deployed again.
-func (x *restartExperiment) tally(ctx context.Context, p *Phase, m mark) error {
+func (x *restartExperiment) tally(ctx context.Context, p *Phase, m mark, window time.Duration) error {
 	e := x.e
 	after, err := proc.RequestCounts(ctx, e.kube)
 	if err != nil {
@@ -170,13 +173,17 @@ func (x *restartExperiment) tally(ctx context.Context, p *Phase, m mark) error {
 	}
 	p.EtcdWrites = etcdAfter - m.etcd
 	p.EtcdDBMiB = e.servers().EtcdDBMiB
-	p.RestartWrites = total - int(x.rate*restartWindow.Seconds()+0.5)
+	p.RestartWrites = total - int(x.rate*window.Seconds()+0.5)
+	// The agents' own writes: check-ins (the only PATCHes of clusters/status) and status.
+	agents := p.Writes["PATCH clusters/status"] + int(x.s.Writes.Load()-m.sim)
+	p.ManagerWrites = total - agents
 	changed, err := x.changed()
 	if err != nil {
 		return err
 	}
-	p.Check = fmt.Sprintf("%d writes in %s, %d beyond standing still's %.2f/s (%.2f%% of %d objects); agents' status writes %d; BundleDeployments deployed again or replaced %d",
-		total, restartWindow, p.RestartWrites, x.rate, 100*float64(p.RestartWrites)/float64(x.objects), x.objects, x.s.Writes.Load()-m.sim, changed)
+	p.Check = fmt.Sprintf("%d writes in %s, %d beyond standing still's %.2f/s (%.2f%% of %d objects); %d not the agents' (check-ins, status), of them %d Lease writes; agents' status writes %d; BundleDeployments deployed again or replaced %d",
+		total, window.Round(time.Second), p.RestartWrites, x.rate, 100*float64(p.RestartWrites)/float64(x.objects), x.objects,
+		p.ManagerWrites, p.Writes["PUT leases"]+p.Writes["POST leases"], x.s.Writes.Load()-m.sim, changed)
 	if changed > 0 {
 		return fmt.Errorf("%s: %d BundleDeployments changed", p.Name, changed)
 	}
