@@ -175,7 +175,7 @@ bench-restart: build controlplane ## restarts at scale: the manager at 10,000 cl
 	$(GO) run ./benchmarks/agent -fleet bin/fleet -out benchmarks/results -restart 1000
 	$(GO) run ./benchmarks/scale -fleet bin/fleet -out benchmarks/results -restart $(BENCH_RESTART_CLUSTERS)
 
-bench-25k: build controlplane ## 25,000 simulated clusters registering at once and checking in for 10 minutes, no bundles: the capacity model's check (about 45 minutes)
+bench-25k: build controlplane ## 25,000 simulated clusters registering in waves of 5,000 and checking in for 10 minutes, no bundles: the capacity model's check (about 40 minutes)
 	$(GO) run ./benchmarks/scale -fleet bin/fleet -out benchmarks/results -size 25k -shards=false
 
 bench-10k: build controlplane ## the 10,000-cluster experiments (about 45 minutes on two cores)

@@ -301,9 +301,10 @@ func (m *meter) done(ctx context.Context, p *Phase) error {
 	return err
 }
 
-// storm registers n simulated agents at once and waits until every Cluster is registered and
-// its agent has checked in.
-func storm(ctx context.Context, e *env, s *sim.Sim, n int, timeout time.Duration) (Phase, error) {
+// storm registers n simulated agents at once (or, with wave, that many at once, each wave once
+// the one before has checked in) and waits until every Cluster is registered and its agent has
+// checked in.
+func storm(ctx context.Context, e *env, s *sim.Sim, n, wave int, timeout time.Duration) (Phase, error) {
 	cw := clusterWatcher(ctx, e)
 	defer cw.cancel()
 	rw := registrationWatcher(ctx, e)
@@ -327,19 +328,29 @@ func storm(ctx context.Context, e *env, s *sim.Sim, n int, timeout time.Duration
 	if n >= 5000 {
 		profileWindow(ctx, e, fmt.Sprintf("storm-%d", n), time.Minute, time.Minute)
 	}
-	regErr := make(chan error, 1)
-	go func() { regErr <- s.Register(ctx, n) }()
-	counts, err := until(cc, timeout, func(c []int) bool { return c[1] >= n })
+	if wave <= 0 || wave > n {
+		wave = n
+	}
+	name := "registration storm"
+	if wave < n {
+		name = fmt.Sprintf("registration in waves of %d", wave)
+	}
+	var counts []int
+	for done := 0; done < n && err == nil; done += wave {
+		k := min(wave, n-done)
+		regErr := make(chan error, 1)
+		go func() { regErr <- s.Register(ctx, k) }()
+		if counts, err = until(cc, timeout, func(c []int) bool { return c[1] >= done+k }); err == nil {
+			err = <-regErr
+		}
+	}
 	took := time.Since(start)
 	series := append(smp.stop(), granted.stop()...)
 	series = append(series, pickedUp.stop()...)
 	if err != nil {
-		return Phase{}, fmt.Errorf("registration storm: %v registered/checked in of %d: %w", counts, n, err)
+		return Phase{}, fmt.Errorf("%s: %v registered/checked in of %d: %w", name, counts, n, err)
 	}
-	if err := <-regErr; err != nil {
-		return Phase{}, err
-	}
-	p := Phase{Name: "registration storm", Seconds: took.Seconds(), Objects: n, Series: series}
+	p := Phase{Name: name, Seconds: took.Seconds(), Objects: n, Series: series}
 	if err := m.done(ctx, &p); err != nil {
 		return p, err
 	}
@@ -354,7 +365,7 @@ func storm(ctx context.Context, e *env, s *sim.Sim, n int, timeout time.Duration
 	}
 	p.Check = fmt.Sprintf("%d Clusters for %d distinct clientIDs (want %d of each)", len(list.Items), len(ids), n)
 	if len(list.Items) != n || len(ids) != n {
-		return p, fmt.Errorf("registration storm: %s", p.Check)
+		return p, fmt.Errorf("%s: %s", name, p.Check)
 	}
 	return p, nil
 }

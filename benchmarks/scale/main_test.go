@@ -112,8 +112,9 @@ func TestPlanSizes(t *testing.T) {
 	if p := plans("standard")[1]; !slices.Equal(p.creates, []int{5, 50}) || !p.badInput {
 		t.Errorf("standard at 1,000: creates %v, bad input %v: want 5 and 50 x 1,000 and the garbage agent", p.creates, p.badInput)
 	}
-	if p := plans("25k")[0]; !p.registerOnly || p.idle == 0 || len(p.creates) > 0 {
-		t.Errorf("25k: register only %v, idle %s, creates %v: want registration and the idle window, no bundles", p.registerOnly, p.idle, p.creates)
+	if p := plans("25k")[0]; !p.registerOnly || p.idle == 0 || len(p.creates) > 0 || p.wave == 0 || p.wave >= p.clusters {
+		t.Errorf("25k: register only %v, idle %s, creates %v, waves of %d: want registration in waves and the idle window, no bundles",
+			p.registerOnly, p.idle, p.creates, p.wave)
 	}
 	if resultsBase("standard") != "scale" || resultsBase("10k") != "scale" {
 		t.Error("the standard and 10k runs must write the results RESULTS.md cites (scale-<N>.json)")

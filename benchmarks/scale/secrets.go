@@ -205,6 +205,6 @@ func simulated(ctx context.Context, fleetBin, name string, n int, checkin time.D
 	s := sim.New(o)
 	s.Start(ctx)
 	fmt.Printf("[%s %d] registering the simulated clusters\n", name, n)
-	ph, err := storm(ctx, e, s, n, 10*time.Minute+time.Duration(n)*100*time.Millisecond)
+	ph, err := storm(ctx, e, s, n, 0, 10*time.Minute+time.Duration(n)*100*time.Millisecond)
 	return e, s, ph, err
 }
