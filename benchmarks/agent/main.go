@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetgo/fleet/benchmarks/proc"
@@ -88,25 +89,50 @@ func main() {
 	}
 }
 
+// benchClusters are a manager apiserver with Fleet's CRDs and the agent's cluster namespace, and
+// a downstream cluster with a scheduler and kwok.
+type benchClusters struct {
+	mgr, down *localcluster.Cluster
+	api       fleetcontrollers.Interface
+	kube      kubernetes.Interface
+}
+
+// startClusters starts both clusters; stop takes them down.
+func startClusters(ctx context.Context) (*benchClusters, error) {
+	c := &benchClusters{}
+	var err error
+	if c.mgr, c.api, err = testenv.StartWithCRDs(ctx, "bench-manager"); err != nil {
+		return nil, err
+	}
+	if c.down, err = localcluster.Start(ctx, localcluster.Options{Name: "bench-downstream", Tier: localcluster.Workloads}); err != nil {
+		c.stop()
+		return nil, err
+	}
+	if c.kube, err = c.mgr.Clientset(); err == nil {
+		_, err = c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterNS}}, metav1.CreateOptions{})
+	}
+	if err != nil {
+		c.stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *benchClusters) stop() {
+	if c.down != nil {
+		c.down.Stop()
+	}
+	c.mgr.Stop()
+}
+
 func run(fleetBin, out string, many int) error {
 	ctx := context.Background()
-	mgr, api, err := testenv.StartWithCRDs(ctx, "bench-manager")
+	c, err := startClusters(ctx)
 	if err != nil {
 		return err
 	}
-	defer mgr.Stop()
-	down, err := localcluster.Start(ctx, localcluster.Options{Name: "bench-downstream", Tier: localcluster.Workloads})
-	if err != nil {
-		return err
-	}
-	defer down.Stop()
-	kube, err := mgr.Clientset()
-	if err != nil {
-		return err
-	}
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterNS}}, metav1.CreateOptions{}); err != nil {
-		return err
-	}
+	defer c.stop()
+	mgr, down, api, kube := c.mgr, c.down, c.api, c.kube
 
 	res := Result{Date: time.Now().UTC().Format(time.RFC3339), ResourcesPerBundle: 10, Many: many,
 		GoalOneSeconds: 0.5, GoalManySeconds: 15, GoalPeakRSSMiB: 130}

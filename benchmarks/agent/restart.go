@@ -11,12 +11,10 @@ import (
 	"syscall"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/fleetgo/fleet/benchmarks/proc"
-	"github.com/fleetgo/fleet/integrationtests/testenv"
 	"github.com/fleetgo/fleet/internal/harness/localcluster"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
@@ -91,25 +89,14 @@ func (a *agentProc) stop() {
 // and starts it again.
 func runRestart(fleetBin, out string, n int) error {
 	ctx := context.Background()
-	mgr, api, err := testenv.StartWithCRDs(ctx, "bench-manager")
+	c, err := startClusters(ctx)
 	if err != nil {
 		return err
 	}
-	defer mgr.Stop()
-	down, err := localcluster.Start(ctx, localcluster.Options{Name: "bench-downstream", Tier: localcluster.Workloads})
-	if err != nil {
-		return err
-	}
-	defer down.Stop()
-	kube, err := mgr.Clientset()
-	if err != nil {
-		return err
-	}
+	defer c.stop()
+	mgr, down, api, kube := c.mgr, c.down, c.api, c.kube
 	downKube, err := down.Clientset()
 	if err != nil {
-		return err
-	}
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterNS}}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
 	log, err := os.Create(filepath.Join(os.TempDir(), "fleet-agent-restart-bench.log"))
