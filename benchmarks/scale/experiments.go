@@ -327,6 +327,9 @@ func storm(ctx context.Context, e *env, s *sim.Sim, n, wave int, timeout time.Du
 	pickedUp := sampleCount(start, "fleet: agents have their credential", func() int { return len(s.Agents()) })
 	if n >= 5000 {
 		profileWindow(ctx, e, fmt.Sprintf("storm-%d", n), time.Minute, time.Minute)
+	} else if n >= 1000 {
+		// A storm of 1,000 lasts 40 to 60 s here: most of it.
+		profileWindow(ctx, e, fmt.Sprintf("storm-%d", n), 2*time.Second, 30*time.Second)
 	}
 	if wave <= 0 || wave > n {
 		wave = n

@@ -62,6 +62,10 @@ type Phase struct {
 	// over Seconds (1 is the machine's limit).
 	RawSeconds float64 `json:"rawSeconds,omitempty"`
 	Ratio      float64 `json:"ratioToRaw,omitempty"`
+	// RawOtherCPU is, for the registration storm, the CPU seconds the apiserver and etcd used
+	// for the plain client's writes: beside OtherCPU, how much more work fleet's registration
+	// gives them than the writes it stands for.
+	RawOtherCPU map[string]float64 `json:"rawOtherCPUSeconds,omitempty"`
 	// CPU the manager used during the experiment, and its peak RSS so far.
 	CPU     float64 `json:"managerCPUSeconds"`
 	PeakMiB float64 `json:"managerPeakRSSMiB"`
@@ -101,12 +105,19 @@ type Phase struct {
 func (p *Phase) finish(e *env, before usage) {
 	u := e.usage("")
 	p.CPU, p.PeakMiB = u.CPU-before.CPU, u.PeakMiB
-	p.OtherCPU = map[string]float64{}
-	for name, cpu := range u.others {
-		if was, ok := before.others[name]; ok {
-			p.OtherCPU[name] = math.Round((cpu-was)*100) / 100
+	p.OtherCPU = cpuSince(before.others, u.others)
+}
+
+// cpuSince is the CPU seconds each process (of names, or all) used from before to now, to the
+// hundredth.
+func cpuSince(before, now map[string]float64, names ...string) map[string]float64 {
+	out := map[string]float64{}
+	for name, cpu := range now {
+		if was, ok := before[name]; ok && (len(names) == 0 || slices.Contains(names, name)) {
+			out[name] = math.Round((cpu-was)*100) / 100
 		}
 	}
+	return out
 }
 
 func (p *Phase) raw(seconds float64, series ...Series) {
@@ -343,13 +354,16 @@ func runPlan(fleetBin string, p plan, checkin time.Duration) (r Run, err error) 
 
 	// The machine's limits first, before the controller runs (nothing acts on the objects).
 	var rawReg time.Duration
+	var rawRegCPU map[string]float64
 	if !p.noRaw {
 		say("raw: the writes of %d registrations", n)
 		var rawRegWrites int
+		before := e.cpus()
 		if rawReg, rawRegWrites, err = rawRegistration(ctx, e, n); err != nil {
 			return r, err
 		}
-		say("raw: %d writes in %.1f s", rawRegWrites, rawReg.Seconds())
+		rawRegCPU = cpuSince(before, e.cpus(), "kube-apiserver", "etcd")
+		say("raw: %d writes in %.1f s, apiserver CPU %.1f s", rawRegWrites, rawReg.Seconds(), rawRegCPU["kube-apiserver"])
 	}
 	if stormOnly {
 		p.creates, p.idle, p.badInput = nil, 0, false
@@ -397,6 +411,7 @@ func runPlan(fleetBin string, p plan, checkin time.Duration) (r Run, err error) 
 	say("registration storm")
 	ph, err := storm(ctx, e, s, n, p.wave, timeout)
 	ph.raw(rawReg.Seconds())
+	ph.RawOtherCPU = rawRegCPU
 	r.Phases = append(r.Phases, ph)
 	if err != nil {
 		return r, err
