@@ -204,6 +204,7 @@ func main() {
 	secretsN := flag.Int("secrets", 0, "run only the sealed-secrets experiment, at this many clusters")
 	rollbackN := flag.Int("rollback", 0, "run only the rollback experiment (fleet rollback of every cluster), at this many clusters")
 	restartN := flag.Int("restart", 0, "run only the restart experiment at this many clusters: registration, a commit, 5 Bundles, then the manager restarted and failed over")
+	restartIdle := flag.Duration("idle", 0, "with -restart: stand still this long once the 5 Bundles are Ready, before the restart (the idle figure of that size)")
 	flag.Parse()
 	// The simulated agents log as the agent does; thousands of them would drown the figures.
 	logrus.SetLevel(logrus.WarnLevel)
@@ -220,7 +221,7 @@ func main() {
 		*only, *shards = -1, false
 	}
 	if *restartN > 0 {
-		r, err := runPlan(*fleetBin, plan{clusters: *restartN, creates: []int{5}, restart: true, noRaw: true}, *checkin)
+		r, err := runPlan(*fleetBin, plan{clusters: *restartN, creates: []int{5}, restart: true, noRaw: true, idle: *restartIdle}, *checkin)
 		finishExperiment(*out, "restart", *restartN, r, r.Clusters, r.Phases, err)
 		return
 	}

@@ -183,9 +183,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 var fewWorkers = map[schema.GroupVersionKind]int{
 	// Registration storms (thousands of agents at once) are the exception: each grant writes
 	// eight objects one after another, so its time is the apiserver's latency, not the
-	// manager's CPU. Sixteen workers granted at most 29 registrations a second on two cores;
-	// sixty-four (the benchmark's plain client's parallelism) cut a storm of 1,000 from 59 s to
-	// 47 s (benchmarks/scale, 2026-12-03).
+	// manager's CPU. Sixty-four (the benchmark's plain client's parallelism) registered a storm
+	// of 1,000 in 45.4, 47.1 and 57.4 s, sixteen in 59.2, 59.7 and 60.8 s (benchmarks/scale,
+	// 2026-12-03, runs alternated); at 5,000 both took 269 s, the apiserver being full.
 	fleet.SchemeGroupVersion.WithKind("ClusterRegistration"):      64,
 	fleet.SchemeGroupVersion.WithKind("ClusterRegistrationToken"): 2,
 	fleet.SchemeGroupVersion.WithKind("GitRepoRestriction"):       1,
