@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/fleetgo/fleet/integrationtests/testenv"
 	clihistory "github.com/fleetgo/fleet/internal/cli/history"
@@ -289,14 +290,25 @@ var _ = Describe("a rollback to a revision whose record was forged", func() {
 		Expect(err).NotTo(HaveOccurred())
 
 		By("whoever may write bundlerevisions points the revision at another Content, keeping its seal")
-		rev.Spec.Inputs.Content = "s-another-namespaces-content"
-		_, err = api.BundleRevision().Update(rev)
-		Expect(err).NotTo(HaveOccurred())
-		hist, err := api.BundleHistory().Get(ns, "app", metav1.GetOptions{})
-		Expect(err).NotTo(HaveOccurred())
-		hist.Spec.Holds = []fleet.RevisionHold{{Revision: rev.Spec.Revision, Clusters: []string{ns + "/one"}, Over: over, Since: metav1.Now()}}
-		_, err = api.BundleHistory().Update(hist)
-		Expect(err).NotTo(HaveOccurred())
+		// The recorder writes both objects' status meanwhile: each write reads them again after a conflict.
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur, err := api.BundleRevision().Get(ns, rev.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			cur.Spec.Inputs.Content = "s-another-namespaces-content"
+			_, err = api.BundleRevision().Update(cur)
+			return err
+		})).To(Succeed())
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			hist, err := api.BundleHistory().Get(ns, "app", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			hist.Spec.Holds = []fleet.RevisionHold{{Revision: rev.Spec.Revision, Clusters: []string{ns + "/one"}, Over: over, Since: metav1.Now()}}
+			_, err = api.BundleHistory().Update(hist)
+			return err
+		})).To(Succeed())
 		Eventually(func() string { return heldCondition(ns, "app") }).Should(
 			ContainSubstring("False HoldRefused: not held at revision " + rev.Spec.Revision + ": revision " + rev.Spec.Revision + ": its record was not made by the fleet manager for this Bundle"))
 		Consistently(deployedOn(ns, "app"), "3s").Should(Equal(before))
