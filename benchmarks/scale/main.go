@@ -220,6 +220,10 @@ func main() {
 	if *plotOnly {
 		*only, *shards = -1, false
 	}
+	if *restartIdle > 0 && *restartN == 0 {
+		fmt.Fprintln(os.Stderr, "-idle is for the restart experiment: give -restart N too")
+		os.Exit(2)
+	}
 	if *restartN > 0 {
 		r, err := runPlan(*fleetBin, plan{clusters: *restartN, creates: []int{5}, restart: true, noRaw: true, idle: *restartIdle}, *checkin)
 		finishExperiment(*out, "restart", *restartN, r, r.Clusters, r.Phases, err)

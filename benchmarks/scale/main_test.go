@@ -120,3 +120,13 @@ func TestPlanSizes(t *testing.T) {
 		t.Error("the standard and 10k runs must write the results RESULTS.md cites (scale-<N>.json)")
 	}
 }
+
+// The restart experiment waits for the rollout's Events before sampling standing still: it
+// counts every write of Events, refused ones too, and nothing else.
+func TestEventWritesCountsEventsOnly(t *testing.T) {
+	counts := map[string]int{"POST events": 5, "PATCH events": 2, "POST events 429": 1, "PUT leases": 40,
+		"PATCH clusters/status": 100, "POST eventsources": 7}
+	if got := eventWrites(counts); got != 8 {
+		t.Errorf("eventWrites = %d, want 8", got)
+	}
+}
