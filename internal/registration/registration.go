@@ -70,6 +70,11 @@ const (
 	// KeyLabels (bootstrap Secret, optional) is JSON of labels that go with the token (the
 	// ClusterGroup it registers into); they win over the agent ConfigMap's.
 	KeyLabels = "labels"
+	// KeyClientRandom (bootstrap Secret, written by the agent) is the nonce of the registration
+	// the agent asked for and has not got yet: a request sent again after its answer was lost
+	// is the same ClusterRegistration (RequestName), not a second one the grant of the first
+	// would leave waiting for good.
+	KeyClientRandom = "clientRandom"
 
 	// AgentIdentityNamespace holds every agent's ServiceAccount (named after its cluster
 	// namespace) and the Role that lets it renew its own token. One namespace for all of them lets
@@ -207,6 +212,14 @@ func ClusterName(clientID string) string {
 func CredentialSecret(clientID, random string) string {
 	sum := sha256.Sum256([]byte(clientID + random))
 	return "c-" + hex.EncodeToString(sum[:])
+}
+
+// RequestName names the ClusterRegistration an agent asks with: the same for the same clientID
+// and nonce, so a request sent again finds the first (the apiserver refuses it as existing)
+// instead of making a second. Nothing of the nonce can be read from it.
+func RequestName(clientID, random string) string {
+	sum := sha256.Sum256([]byte("request/" + clientID + "/" + random))
+	return "request-" + hex.EncodeToString(sum[:10])
 }
 
 // SanitizeLabels drops the labels an agent may not set on its Cluster: fleet.cattle.io/ and

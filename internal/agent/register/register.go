@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -193,7 +194,11 @@ func Register(ctx context.Context, local kubernetes.Interface, o Options) (*Cred
 	}
 	cfg := &rest.Config{Host: v.APIServerURL, BearerToken: v.Token, TLSClientConfig: rest.TLSClientConfig{CAData: caData(v.APIServerCA, o.TLSMode)},
 		Timeout: requestTimeout}
-	reg, nonce, err := request(ctx, cfg, v, clientID, labels, spreadSleep)
+	nonce, err := pendingNonce(ctx, local, ns)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := request(ctx, cfg, v, clientID, nonce, labels, spreadSleep)
 	if err != nil {
 		return nil, err
 	}
@@ -201,6 +206,10 @@ func Register(ctx context.Context, local kubernetes.Interface, o Options) (*Cred
 	log.Info("asked the manager to register this cluster")
 	secret, err := await(ctx, cfg, v, registration.CredentialSecret(clientID, nonce), o, log)
 	if err != nil {
+		if ctx.Err() == nil {
+			// Not granted in all that time: the next try asks afresh.
+			forgetNonce(ctx, local, ns)
+		}
 		return nil, fmt.Errorf("waiting for registration %s/%s to be granted: %w", v.ClusterNamespace, reg, err)
 	}
 	c := granted(secret.Data, v)
@@ -271,6 +280,46 @@ func storeKey(ctx context.Context, local kubernetes.Interface, ns, key string) e
 	return nil
 }
 
+// pendingNonce is the nonce of the registration the agent asked for and has not got yet, kept in
+// the bootstrap Secret (registration.KeyClientRandom), or a new one kept there before it is
+// used. An agent whose request reached the manager but whose answer was lost (a timeout under
+// load, a restart) asks again with the same nonce, so the same ClusterRegistration: with a new
+// one, the manager granted the first (giving the Cluster a registration key only that grant's
+// credential carries) and refused the second for good. The bootstrap Secret goes once the agent
+// is registered, and the nonce with it.
+func pendingNonce(ctx context.Context, local kubernetes.Interface, ns string) (string, error) {
+	secrets := local.CoreV1().Secrets(ns)
+	s, err := secrets.Get(ctx, registration.BootstrapSecret, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("reading the registration token (secret %s/%s): %w", ns, registration.BootstrapSecret, err)
+	}
+	if nonce := string(s.Data[registration.KeyClientRandom]); nonce != "" {
+		return nonce, nil
+	}
+	random := make([]byte, 32)
+	if _, err := rand.Read(random); err != nil {
+		return "", err
+	}
+	nonce := hex.EncodeToString(random)
+	if s.Data == nil {
+		s.Data = map[string][]byte{}
+	}
+	s.Data[registration.KeyClientRandom] = []byte(nonce)
+	if _, err := secrets.Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+		return "", fmt.Errorf("keeping the registration's nonce in secret %s/%s: %w", ns, registration.BootstrapSecret, err)
+	}
+	return nonce, nil
+}
+
+// forgetNonce drops the pending registration's nonce: the next registration asks afresh.
+func forgetNonce(ctx context.Context, local kubernetes.Interface, ns string) {
+	patch := []byte(`[{"op":"remove","path":"/data/` + registration.KeyClientRandom + `"}]`)
+	if _, err := local.CoreV1().Secrets(ns).Patch(ctx, registration.BootstrapSecret, types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil &&
+		!apierrors.IsNotFound(err) && !apierrors.IsInvalid(err) {
+		logrus.WithError(err).Warn("forgetting the registration's nonce")
+	}
+}
+
 // identity is who the agent registers as: its clientID (the option, the agent ConfigMap's, or
 // the kube-system namespace's UID) and the labels for its Cluster (the ConfigMap's, the
 // option's, then the token's group labels).
@@ -311,19 +360,14 @@ func identity(ctx context.Context, local kubernetes.Interface, o Options, groupL
 // client-go's own retry is off for it: it sends a refused request again after exactly the one
 // second the apiserver's Retry-After says, up to ten times, so agents refused together came back
 // together, second after second (benchmarks/RESULTS.md, the storm from 5,000 to 10,000).
-func request(ctx context.Context, cfg *rest.Config, v registration.Values, clientID string, labels map[string]string,
-	sleep func(context.Context, time.Duration) bool) (string, string, error) {
+func request(ctx context.Context, cfg *rest.Config, v registration.Values, clientID, nonce string, labels map[string]string,
+	sleep func(context.Context, time.Duration) bool) (string, error) {
 	rc, err := registrationClient(cfg)
 	if err != nil {
-		return "", "", err
+		return "", err
 	}
-	random := make([]byte, 32)
-	if _, err := rand.Read(random); err != nil {
-		return "", "", err
-	}
-	nonce := hex.EncodeToString(random)
 	want := &fleet.ClusterRegistration{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "request-", Namespace: v.ClusterNamespace},
+		ObjectMeta: metav1.ObjectMeta{Name: registration.RequestName(clientID, nonce), Namespace: v.ClusterNamespace},
 		Spec:       fleet.ClusterRegistrationSpec{ClientID: clientID, ClientRandom: nonce, ClusterLabels: labels},
 	}
 	// Who the token is, so the manager knows which token's rules apply (the admission policy
@@ -342,11 +386,12 @@ func request(ctx context.Context, cfg *rest.Config, v registration.Values, clien
 		got := &fleet.ClusterRegistration{}
 		err = rc.Post().Namespace(v.ClusterNamespace).Resource(fleet.ClusterRegistrationResourceName).Body(want).
 			MaxRetries(0).Do(ctx).Into(got)
-		if err == nil {
-			return got.Name, nonce, nil
+		if err == nil || apierrors.IsAlreadyExists(err) {
+			// Existing: this agent's own request of an earlier try, whose answer was lost.
+			return want.Name, nil
 		}
 		if !apierrors.IsTooManyRequests(err) || try >= createRetryTries || !sleep(ctx, backoff.Step()) {
-			return "", "", tokenError(v.APIServerURL, err)
+			return "", tokenError(v.APIServerURL, err)
 		}
 	}
 }

@@ -203,7 +203,9 @@ func registrationServer(t *testing.T, refused int) (*httptest.Server, *atomic.In
 		if err := json.NewDecoder(r.Body).Decode(&reg); err != nil {
 			t.Errorf("decoding the registration: %v", err)
 		}
-		reg.Name = reg.GenerateName + "x1y2z"
+		if reg.Name == "" {
+			t.Errorf("a registration request without a name: a try sent again would make a second one")
+		}
 		w.WriteHeader(http.StatusCreated)
 		_ = json.NewEncoder(w).Encode(&reg)
 	}))
@@ -219,12 +221,12 @@ func TestRefusedRegistrationRequestsWaitTheirTurn(t *testing.T) {
 	var steps []time.Duration
 	sleep := func(_ context.Context, step time.Duration) bool { steps = append(steps, step); return true }
 	v := registration.Values{APIServerURL: srv.URL, ClusterNamespace: "fleet-default"}
-	name, nonce, err := request(context.Background(), &rest.Config{Host: srv.URL}, v, "client-1", map[string]string{"env": "dev"}, sleep)
+	name, err := request(context.Background(), &rest.Config{Host: srv.URL}, v, "client-1", "nonce-1", map[string]string{"env": "dev"}, sleep)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if name != "request-x1y2z" || len(nonce) != 64 {
-		t.Errorf("got registration %q with nonce %q, want request-x1y2z and 64 hex digits", name, nonce)
+	if want := registration.RequestName("client-1", "nonce-1"); name != want {
+		t.Errorf("got registration %q, want %q", name, want)
 	}
 	if n := creates.Load(); n != 3 {
 		t.Errorf("the apiserver saw %d creates, want 3 (two refused, one accepted)", n)
@@ -241,11 +243,40 @@ func TestRegistrationRequestRefusedEveryTimeGivesUp(t *testing.T) {
 	sleeps := 0
 	sleep := func(context.Context, time.Duration) bool { sleeps++; return true }
 	v := registration.Values{APIServerURL: srv.URL, ClusterNamespace: "fleet-default"}
-	_, _, err := request(context.Background(), &rest.Config{Host: srv.URL}, v, "client-1", nil, sleep)
+	_, err := request(context.Background(), &rest.Config{Host: srv.URL}, v, "client-1", "nonce-1", nil, sleep)
 	if !apierrors.IsTooManyRequests(err) {
 		t.Fatalf("got %v, want the apiserver's 429", err)
 	}
 	if n := creates.Load(); n != createRetryTries || sleeps != createRetryTries-1 {
 		t.Errorf("%d creates and %d waits, want %d and %d", n, sleeps, createRetryTries, createRetryTries-1)
+	}
+}
+
+// The nonce of a registration asked for and not yet granted outlives the try (and the agent's
+// restart: it is kept in the bootstrap Secret), so the request sent again is the same
+// ClusterRegistration; once given up on, the next try draws a new one.
+func TestPendingRegistrationKeepsItsNonce(t *testing.T) {
+	ctx := context.Background()
+	local := fake.NewSimpleClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: registration.BootstrapSecret, Namespace: "agent"},
+		Data: map[string][]byte{registration.KeyToken: []byte("t")}})
+	first, err := pendingNonce(ctx, local, "agent")
+	if err != nil || len(first) != 64 {
+		t.Fatalf("nonce %q, %v: want 64 hex digits", first, err)
+	}
+	again, err := pendingNonce(ctx, local, "agent")
+	if err != nil || again != first {
+		t.Errorf("asked again: nonce %q, %v, want the first, %q", again, err, first)
+	}
+	if registration.RequestName("id", first) != registration.RequestName("id", again) || registration.RequestName("id", first) == registration.RequestName("id2", first) {
+		t.Errorf("the request's name must follow the clientID and the nonce")
+	}
+	forgetNonce(ctx, local, "agent")
+	fresh, err := pendingNonce(ctx, local, "agent")
+	if err != nil || fresh == first {
+		t.Errorf("after giving up: nonce %q, %v, want a new one", fresh, err)
+	}
+	s, _ := local.CoreV1().Secrets("agent").Get(ctx, registration.BootstrapSecret, metav1.GetOptions{})
+	if string(s.Data[registration.KeyToken]) != "t" {
+		t.Errorf("the token was lost: %v", s.Data)
 	}
 }
