@@ -305,7 +305,13 @@ func pendingNonce(ctx context.Context, local kubernetes.Interface, ns string) (s
 		s.Data = map[string][]byte{}
 	}
 	s.Data[registration.KeyClientRandom] = []byte(nonce)
-	if _, err := secrets.Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+	_, err = secrets.Update(ctx, s, metav1.UpdateOptions{})
+	switch {
+	case apierrors.IsInvalid(err) || apierrors.IsForbidden(err):
+		// An immutable Secret, or one the agent may not write: it registers as before, with
+		// a nonce of this try only.
+		logrus.WithError(err).Warn("the registration's nonce is not kept: a try whose answer is lost asks as a new registration")
+	case err != nil:
 		return "", fmt.Errorf("keeping the registration's nonce in secret %s/%s: %w", ns, registration.BootstrapSecret, err)
 	}
 	return nonce, nil

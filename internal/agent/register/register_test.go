@@ -14,8 +14,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -278,5 +282,26 @@ func TestPendingRegistrationKeepsItsNonce(t *testing.T) {
 	s, _ := local.CoreV1().Secrets("agent").Get(ctx, registration.BootstrapSecret, metav1.GetOptions{})
 	if string(s.Data[registration.KeyToken]) != "t" {
 		t.Errorf("the token was lost: %v", s.Data)
+	}
+}
+
+// A bootstrap Secret the agent cannot write (immutable, or not its to update) does not stop the
+// registration: the nonce is then of that try only, as before it was kept.
+func TestPendingNonceOfAnUnwritableBootstrapSecret(t *testing.T) {
+	ctx := context.Background()
+	local := fake.NewSimpleClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: registration.BootstrapSecret, Namespace: "agent"},
+		Data: map[string][]byte{registration.KeyToken: []byte("t")}})
+	local.PrependReactor("update", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Secret"}, registration.BootstrapSecret, field.ErrorList{field.Forbidden(field.NewPath("data"), "field is immutable when `immutable` is set")})
+	})
+	nonce, err := pendingNonce(ctx, local, "agent")
+	if err != nil || len(nonce) != 64 {
+		t.Errorf("nonce %q, %v: want a nonce of this try", nonce, err)
+	}
+	local.PrependReactor("update", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewServiceUnavailable("etcd is down")
+	})
+	if _, err := pendingNonce(ctx, local, "agent"); err == nil {
+		t.Errorf("an update that failed for another reason must fail the try (it is retried)")
 	}
 }
