@@ -360,23 +360,27 @@ var _ = Describe("GitRepo", func() {
 
 		By("fleet status shows the tree: commit, Bundle, each cluster's state and what stops it")
 		readyCluster, slowCluster := bds[0].Labels[fleet.ClusterLabel], bds[1].Labels[fleet.ClusterLabel]
-		r, err := status.Gather(api, status.Options{Namespace: fleet.DefaultNamespace, Name: "rollup"})
-		Expect(err).NotTo(HaveOccurred())
-		Expect(r.GitRepos).To(HaveLen(1))
-		g := r.GitRepos[0]
-		Expect(g.Commit).To(Equal(gitRepo("rollup").Status.Commit))
-		Expect(g.Complete).To(BeTrue())
-		Expect(g.ReadyClusters).To(Equal(1))
-		Expect(g.Bundles).To(ConsistOf(And(HaveField("Name", "rollup-app"), HaveField("Ready", 1), HaveField("Desired", 2))))
-		Expect(g.Bundles[0].Clusters).To(ConsistOf(
-			And(HaveField("Name", readyCluster), HaveField("State", "Ready")),
-			And(HaveField("Name", slowCluster), HaveField("State", "NotReady"), HaveField("Message", ContainSubstring("configmap.v1 app/app")))))
+		// The GitRepo rolls up the BundleDeployments themselves, the Bundle its own pass: the
+		// Bundle's figures may follow the GitRepo's a moment later.
+		Eventually(func(gm Gomega) {
+			r, err := status.Gather(api, status.Options{Namespace: fleet.DefaultNamespace, Name: "rollup"})
+			gm.Expect(err).NotTo(HaveOccurred())
+			gm.Expect(r.GitRepos).To(HaveLen(1))
+			g := r.GitRepos[0]
+			gm.Expect(g.Commit).To(Equal(gitRepo("rollup").Status.Commit))
+			gm.Expect(g.Complete).To(BeTrue())
+			gm.Expect(g.ReadyClusters).To(Equal(1))
+			gm.Expect(g.Bundles).To(ConsistOf(And(HaveField("Name", "rollup-app"), HaveField("Ready", 1), HaveField("Desired", 2))))
+			gm.Expect(g.Bundles[0].Clusters).To(ConsistOf(
+				And(HaveField("Name", readyCluster), HaveField("State", "Ready")),
+				And(HaveField("Name", slowCluster), HaveField("State", "NotReady"), HaveField("Message", ContainSubstring("configmap.v1 app/app")))))
+		}).Should(Succeed())
 
 		By("a user who may read only the namespace's GitRepos, Bundles and Clusters sees the non-ready clusters from the Bundle")
 		viewer := viewerConfig(fleet.DefaultNamespace)
 		vf, err := fleetfactory.NewFactoryFromConfig(viewer)
 		Expect(err).NotTo(HaveOccurred())
-		r, err = status.Gather(vf.Fleet().V1alpha1(), status.Options{Namespace: fleet.DefaultNamespace, Name: "rollup"})
+		r, err := status.Gather(vf.Fleet().V1alpha1(), status.Options{Namespace: fleet.DefaultNamespace, Name: "rollup"})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(r.GitRepos[0].Complete).To(BeFalse())
 		Expect(r.GitRepos[0].Bundles[0].Clusters).To(ConsistOf(And(HaveField("Name", slowCluster), HaveField("State", "NotReady"))))
