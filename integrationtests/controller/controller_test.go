@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -550,6 +551,34 @@ var _ = Describe("status", func() {
 			g.Expect(ev["Offline"]).To(ContainElement(ContainSubstring("has not checked in since")))
 			g.Expect(ev).To(HaveKey("BackOnline"))
 		}).Should(Succeed())
+	})
+})
+
+var _ = Describe("a cluster that checks in", func() {
+	It("is never counted Offline by a Bundle pass, however long the Bundle's plan is reused", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		newCluster(ns, "busy", nil)
+		keepCheckingIn(ns, "busy")
+		newBundle(ns, "app", fleet.BundleSpec{Targets: []fleet.BundleTarget{{ClusterName: "busy"}}})
+		Eventually(clusterNames(ns, "app")).Should(Equal([]string{"busy"}))
+		agentDeploys(deployments(ns, "app")["busy"], true)
+		Eventually(func() string { return bundleStatus(ns, "app")().Display.ReadyClusters }).Should(Equal("1/1"))
+
+		By("passes for 12s (twice the Offline threshold) with nothing targeting reads changing")
+		i := 0
+		Consistently(func(g Gomega) {
+			i++
+			g.Expect(testenv.UpdateBundle(api, ns, "app", func(b *fleet.Bundle) {
+				if b.Annotations == nil {
+					b.Annotations = map[string]string{}
+				}
+				b.Annotations["touched"] = strconv.Itoa(i)
+			})).To(Succeed())
+			st := bundleStatus(ns, "app")()
+			g.Expect(st.Display.State).NotTo(Equal("Offline"))
+			g.Expect(fleet.FindCondition(st.Conditions, fleet.ConditionReady).Message).NotTo(ContainSubstring("Offline"))
+		}, "12s", "500ms").Should(Succeed())
+		Eventually(func() string { return bundleStatus(ns, "app")().Display.ReadyClusters }).Should(Equal("1/1"))
 	})
 })
 

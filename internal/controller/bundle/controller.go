@@ -323,7 +323,7 @@ func (w *targetingWatch) enqueueNamespace(ns string) {
 
 // onCluster re-plans when what rendering reads of the Cluster (its facts' hash, which the plans
 // then find derived for this resourceVersion) or whether it is Offline (the roll-up reads that)
-// changed.
+// changed, or when a roll-up counted it Offline and it checks in.
 func (w *targetingWatch) onCluster(key string, c *fleet.Cluster) (*fleet.Cluster, error) {
 	if c == nil {
 		w.h.mem.clusterGone(key)
@@ -331,7 +331,10 @@ func (w *targetingWatch) onCluster(key string, c *fleet.Cluster) (*fleet.Cluster
 	}
 	offline := summary.Offline(c, w.h.checkin(), w.h.now())
 	facts := w.h.mem.factsOf(c)
-	if w.h.mem.clusterSeen(key, string(facts.hash[:])+strconv.FormatBool(offline)) {
+	changed := w.h.mem.clusterSeen(key, string(facts.hash[:])+strconv.FormatBool(offline))
+	// A roll-up may have counted it Offline between two events that both found it online.
+	back := !offline && w.h.mem.backOnline(key)
+	if changed || back {
 		w.enqueueNamespace(c.Namespace)
 	}
 	return c, nil

@@ -35,6 +35,9 @@ type memory struct {
 	// noSecrets are the contents, by Bundle UID, read and found to hold no SOPS file
 	// (secrets.go): a pass over them reads them no more.
 	noSecrets sync.Map
+	// offline are the Clusters, by key, a roll-up counted Offline since the watch last found
+	// them checking in.
+	offline sync.Map
 }
 
 func newMemory() *memory {
@@ -51,6 +54,16 @@ func (m *memory) clusterSeen(key, fp string) bool {
 	}
 	m.plans.changed()
 	return true
+}
+
+// countedOffline: a roll-up counted the Cluster of key Offline.
+func (m *memory) countedOffline(key string) { m.offline.Store(key, struct{}{}) }
+
+// backOnline: the watch found the Cluster of key checking in; it says whether a roll-up counted
+// it Offline since the last time.
+func (m *memory) backOnline(key string) bool {
+	_, was := m.offline.LoadAndDelete(key)
+	return was
 }
 
 // groupSeen: as clusterSeen, for the ClusterGroup of key.
@@ -123,6 +136,7 @@ func (m *memory) targetingChanged() {
 func (m *memory) clusterGone(key string) {
 	m.facts.forget(key)
 	m.seen.Forget("cluster/" + key)
+	m.offline.Delete(key)
 	m.plans.changed()
 }
 

@@ -156,3 +156,23 @@ func TestMemoryNoSecrets(t *testing.T) {
 		t.Fatal("kept past the Bundle's deletion")
 	}
 }
+
+func TestBackOnlineOnceAfterCountedOffline(t *testing.T) {
+	m := newMemory()
+	if m.backOnline("ns/a") {
+		t.Fatal("a cluster never counted Offline is not back online")
+	}
+	m.countedOffline("ns/a")
+	m.countedOffline("ns/a")
+	if !m.backOnline("ns/a") {
+		t.Fatal("a cluster a roll-up counted Offline is back online at its next check-in")
+	}
+	if m.backOnline("ns/a") {
+		t.Fatal("back online once, not at every check-in after")
+	}
+	m.countedOffline("ns/b")
+	m.clusterGone("ns/b")
+	if m.backOnline("ns/b") {
+		t.Fatal("a deleted cluster's mark goes with it")
+	}
+}

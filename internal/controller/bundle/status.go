@@ -63,7 +63,7 @@ func (h *handler) rollup(b *fleet.Bundle, status fleet.BundleStatus, result []sy
 func (h *handler) summarize(result []synced) (s fleet.BundleSummary, offline []string) {
 	for _, r := range result {
 		name := r.cluster.Namespace + "/" + r.cluster.Name
-		if r.bd != nil && summary.Offline(r.cluster, h.checkin(), h.now()) {
+		if r.bd != nil && h.offline(r.cluster) {
 			// What an offline agent last reported may be stale: count the target as desired
 			// but in no state, rather than as Ready.
 			s.DesiredReady++
@@ -84,6 +84,24 @@ func (h *handler) summarize(result []synced) (s fleet.BundleSummary, offline []s
 		summary.Add(&s, name, r.bd)
 	}
 	return s, offline
+}
+
+// offline says whether the cluster's agent stopped checking in, read from the cache's copy: a
+// plan reused keeps an older one, whose lastSeen can be past the Offline threshold while the
+// agent checks in. A cluster counted Offline is remembered, so that its next check-in brings the
+// Bundle back even when the targeting watch never saw it Offline (a pass between a late check-in
+// and the cluster controller's Offline write).
+func (h *handler) offline(c *fleet.Cluster) bool {
+	interval, now := h.checkin(), h.now()
+	// A newer copy was seen no earlier: only an Offline one needs the cache's.
+	if !summary.Offline(c, interval, now) {
+		return false
+	}
+	if cur, err := h.clusters.Get(c.Namespace, c.Name); err == nil && !summary.Offline(cur, interval, now) {
+		return false
+	}
+	h.mem.countedOffline(c.Namespace + "/" + c.Name)
+	return true
 }
 
 func countUnavailable(result []synced) int {
