@@ -489,7 +489,8 @@ var _ = Describe("fleet rollback of a Bundle that rolls out by a RolloutPolicy",
 		Expect(out).To(ContainSubstring("2 clusters held at revision"))
 		Expect(out).To(ContainSubstring("through its RolloutPolicy's stages"))
 		Eventually(onValue(ns, "v1"), 30*time.Second).Should(Equal([]string{"dev1"}))
-		Expect(rolloutOf(ns)().Hold).To(BeTrue(), "the Rollout shows the rollback")
+		// The Rollout's own writer follows the pass that moved dev1.
+		Eventually(func() bool { return rolloutOf(ns)().Hold }).Should(BeTrue(), "the Rollout shows the rollback")
 		Expect(deployments(ns, "app")["dev1"].Annotations[fleet.RolloutGatesAnnotation]).To(ContainSubstring(`"web"`))
 		Consistently(onValue(ns, "v1"), "1s").Should(Equal([]string{"dev1"}), "dev2 waits for dev1's gates and soak")
 		agentGates(deployments(ns, "app")["dev1"], true)
