@@ -293,8 +293,11 @@ func pendingNonce(ctx context.Context, local kubernetes.Interface, ns string) (s
 	if err != nil {
 		return "", fmt.Errorf("reading the registration token (secret %s/%s): %w", ns, registration.BootstrapSecret, err)
 	}
-	if nonce := string(s.Data[registration.KeyClientRandom]); nonce != "" {
-		return nonce, nil
+	// Only a nonce the agent could have drawn is used again: the Secret is writable downstream.
+	if nonce := s.Data[registration.KeyClientRandom]; len(nonce) == 64 {
+		if _, err := hex.DecodeString(string(nonce)); err == nil {
+			return string(nonce), nil
+		}
 	}
 	random := make([]byte, 32)
 	if _, err := rand.Read(random); err != nil {

@@ -305,3 +305,21 @@ func TestPendingNonceOfAnUnwritableBootstrapSecret(t *testing.T) {
 		t.Errorf("an update that failed for another reason must fail the try (it is retried)")
 	}
 }
+
+// A kept nonce is used again only when it is one the agent could have drawn (64 hex digits): a
+// short or foreign value written into the bootstrap Secret is replaced by a fresh one.
+func TestPendingNonceNotOneTheAgentDrew(t *testing.T) {
+	ctx := context.Background()
+	for _, kept := range []string{"a", strings.Repeat("z", 64), strings.Repeat("0", 63)} {
+		local := fake.NewSimpleClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: registration.BootstrapSecret, Namespace: "agent"},
+			Data: map[string][]byte{registration.KeyToken: []byte("t"), registration.KeyClientRandom: []byte(kept)}})
+		nonce, err := pendingNonce(ctx, local, "agent")
+		if err != nil || nonce == kept || len(nonce) != 64 {
+			t.Errorf("kept %q: nonce %q, %v, want a fresh one", kept, nonce, err)
+		}
+		s, _ := local.CoreV1().Secrets("agent").Get(ctx, registration.BootstrapSecret, metav1.GetOptions{})
+		if string(s.Data[registration.KeyClientRandom]) != nonce {
+			t.Errorf("kept %q: the fresh nonce is not kept (%q)", kept, s.Data[registration.KeyClientRandom])
+		}
+	}
+}
