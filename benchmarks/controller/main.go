@@ -157,7 +157,8 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 		clusterNamespaces = append(clusterNamespaces, names.ClusterNamespace(ns, fmt.Sprintf("c-%05d", i)))
 	}
 
-	// The physical limit: the same objects, created by a plain client with many workers.
+	// The physical limit: the same objects (each BundleDeployment and its options Secret),
+	// created by a plain client with many workers.
 	bundleSpecs := make([]*fleet.Bundle, nBundles)
 	for i := range bundleSpecs {
 		bundleSpecs[i] = benchBundle(i)
@@ -168,7 +169,7 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 	err = proc.Parallel(total, 64, func(i int) error {
 		b, c := bundleSpecs[i/nClusters], i%nClusters
 		bd := rawDeployment(b, fmt.Sprintf("c-%05d", c), clusterNamespaces[c])
-		_, err := api.BundleDeployment().Create(bd)
+		_, err := proc.CreateDeployment(ctx, api.BundleDeployment(), kube, bd)
 		return err
 	})
 	if err != nil {
@@ -177,7 +178,10 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 	raw := time.Since(start)
 	fmt.Printf("raw: %d in %s (%.0f/s)\n", total, raw.Round(time.Millisecond), float64(total)/raw.Seconds())
 	if err := proc.Parallel(nClusters, 32, func(c int) error {
-		return api.BundleDeployment().DeleteCollection(clusterNamespaces[c], metav1.DeleteOptions{}, metav1.ListOptions{})
+		if err := api.BundleDeployment().DeleteCollection(clusterNamespaces[c], metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+			return err
+		}
+		return proc.DeleteOptionsSecrets(ctx, kube, clusterNamespaces[c])
 	}); err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/fleetgo/fleet/internal/bundlevalues"
 	"github.com/fleetgo/fleet/internal/target"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
@@ -318,4 +319,29 @@ func Deployment(b *fleet.Bundle, cluster, clusterNS string) *fleet.BundleDeploym
 	}
 	bd, _ := target.Deployment(b, ci, m, target.ContentName(manifest))
 	return bd
+}
+
+// CreateDeployment writes bd as the manager does: the BundleDeployment without its Helm values,
+// then its options Secret holding them (none without values). A plain client's writes are then
+// the manager's, object for object.
+func CreateDeployment(ctx context.Context, bds interface {
+	Create(*fleet.BundleDeployment) (*fleet.BundleDeployment, error)
+}, kube kubernetes.Interface, bd *fleet.BundleDeployment) (*fleet.BundleDeployment, error) {
+	data, err := bundlevalues.TakeFromDeployment(bd)
+	if err != nil {
+		return nil, err
+	}
+	created, err := bds.Create(bd)
+	if err != nil || data == nil {
+		return created, err
+	}
+	_, err = kube.CoreV1().Secrets(created.Namespace).Create(ctx, bundlevalues.DeploymentSecret(created, data), metav1.CreateOptions{})
+	return created, err
+}
+
+// DeleteOptionsSecrets deletes the options Secrets of namespace ns (CreateDeployment's), so
+// that the garbage collector does not delete them while a later measurement runs.
+func DeleteOptionsSecrets(ctx context.Context, kube kubernetes.Interface, ns string) error {
+	return kube.CoreV1().Secrets(ns).DeleteCollection(ctx, metav1.DeleteOptions{},
+		metav1.ListOptions{FieldSelector: "type=" + fleet.SecretTypeBundleDeploymentOptions})
 }

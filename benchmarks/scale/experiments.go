@@ -166,7 +166,7 @@ type rawBDs struct {
 }
 
 func (r rawBDs) create(bd *fleet.BundleDeployment) error {
-	created, err := r.e.api.BundleDeployment().Create(bd)
+	created, err := proc.CreateDeployment(context.Background(), r.e.api.BundleDeployment(), r.e.kube, bd)
 	if err != nil || !r.withStatus {
 		return err
 	}

@@ -187,16 +187,93 @@ var _ = Describe("a Bundle whose Helm values Fleet 0.13+ keeps in a Secret (spec
 		Expect(values).To(HaveKeyWithValue("name", "shop"))
 		Expect(values).To(HaveKeyWithValue("replicas", float64(3)), "the target's values win")
 	})
+
+	It("keeps each BundleDeployment's values in its options Secret, as Fleet's manager does, and follows their changes", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		newCluster(ns, "a", map[string]string{"env": "prod"})
+		newCluster(ns, "b", map[string]string{"env": "dev"})
+		spec := func(replicas int) fleet.BundleSpec {
+			return fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "app",
+				Helm: &fleet.HelmOptions{Values: &fleet.GenericMap{Data: map[string]any{"replicas": replicas}}}},
+				Targets: []fleet.BundleTarget{{ClusterSelector: sel("env", "prod")}, {Name: "dev", ClusterSelector: sel("env", "dev"),
+					BundleDeploymentOptions: fleet.BundleDeploymentOptions{Helm: &fleet.HelmOptions{Values: &fleet.GenericMap{Data: map[string]any{"debug": true}}}}}}}
+		}
+		newBundle(ns, "inline", spec(2))
+		Eventually(clusterNames(ns, "inline")).Should(Equal([]string{"a", "b"}))
+		Eventually(func(g Gomega) {
+			bds := deployments(ns, "inline")
+			g.Expect(deploymentValues(ctx, bds["a"])).To(Equal(map[string]any{"replicas": float64(2)}))
+			g.Expect(deploymentValues(ctx, bds["b"])).To(Equal(map[string]any{"replicas": float64(2), "debug": true}))
+		}).Should(Succeed())
+		for _, bd := range deployments(ns, "inline") {
+			Expect(bd.Spec.Options.Helm.Values).To(BeNil(), "no values in the BundleDeployment of %s", bd.Namespace)
+			Expect(bd.Spec.StagedOptions.Helm.Values).To(BeNil())
+		}
+		b, err := api.Bundle().Get(ns, "inline", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		b.Spec = spec(5)
+		_, err = api.Bundle().Update(b)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() map[string]any { return deploymentValues(ctx, deployments(ns, "inline")["a"]) }).Should(Equal(map[string]any{"replicas": float64(5)}))
+	})
+
+	It("keeps a held deployment's values in its options Secret while the new ones are staged", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		newCluster(ns, "a", map[string]string{"env": "prod"})
+		spec := func(replicas int, paused bool) fleet.BundleSpec {
+			return fleet.BundleSpec{Paused: paused, BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "app",
+				Helm: &fleet.HelmOptions{Values: &fleet.GenericMap{Data: map[string]any{"replicas": replicas}}}},
+				Targets: []fleet.BundleTarget{{ClusterSelector: sel("env", "prod")}}}
+		}
+		newBundle(ns, "held", spec(2, false))
+		Eventually(clusterNames(ns, "held")).Should(Equal([]string{"a"}))
+		Eventually(func() map[string]any { return deploymentValues(ctx, deployments(ns, "held")["a"]) }).Should(Equal(map[string]any{"replicas": float64(2)}))
+		b, err := api.Bundle().Get(ns, "held", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		b.Spec = spec(5, true)
+		_, err = api.Bundle().Update(b)
+		Expect(err).NotTo(HaveOccurred())
+		// The paused Bundle stages the new values; the cluster keeps deploying the old ones.
+		Eventually(func() map[string]any { return optionsSecretValues(ctx, deployments(ns, "held")["a"], "stagedValues") }).Should(Equal(map[string]any{"replicas": float64(5)}))
+		bd := deployments(ns, "held")["a"]
+		Expect(bd.Spec.DeploymentID).NotTo(Equal(bd.Spec.StagedDeploymentID))
+		Expect(deploymentValues(ctx, bd)).To(Equal(map[string]any{"replicas": float64(2)}), "the held options keep their values")
+		b, err = api.Bundle().Get(ns, "held", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		b.Spec = spec(5, false)
+		_, err = api.Bundle().Update(b)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() map[string]any { return deploymentValues(ctx, deployments(ns, "held")["a"]) }).Should(Equal(map[string]any{"replicas": float64(5)}))
+	})
 })
 
-// deploymentValues are bd's Helm values.
-func deploymentValues(_ context.Context, bd *fleet.BundleDeployment) map[string]any {
+// deploymentValues are the Helm values of bd's options Secret, after checking that it is Fleet's
+// form: named as bd, in its namespace, of type fleet.cattle.io/bundle-deployment/v1alpha1, owned
+// by bd, keys values and stagedValues, spec.valuesHash the SHA-256 of the two one after the other.
+func deploymentValues(ctx context.Context, bd *fleet.BundleDeployment) map[string]any {
+	GinkgoHelper()
+	return optionsSecretValues(ctx, bd, "values")
+}
+
+// optionsSecretValues are the Helm values under key (values or stagedValues) of bd's options
+// Secret, checked as deploymentValues says.
+func optionsSecretValues(ctx context.Context, bd *fleet.BundleDeployment, key string) map[string]any {
 	GinkgoHelper()
 	Expect(bd).NotTo(BeNil())
-	if bd.Spec.Options.Helm == nil || bd.Spec.Options.Helm.Values == nil {
+	s, err := kube.CoreV1().Secrets(bd.Namespace).Get(ctx, bd.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
 		return nil
 	}
-	return bd.Spec.Options.Helm.Values.Data
+	Expect(err).NotTo(HaveOccurred())
+	Expect(string(s.Type)).To(Equal("fleet.cattle.io/bundle-deployment/v1alpha1"))
+	Expect(s.OwnerReferences).To(ConsistOf(And(HaveField("Kind", "BundleDeployment"), HaveField("UID", bd.UID))))
+	sum := sha256.Sum256(append(append([]byte{}, s.Data["values"]...), s.Data["stagedValues"]...))
+	if bd.Spec.ValuesHash != hex.EncodeToString(sum[:]) {
+		return nil // written, the BundleDeployment not yet
+	}
+	values := map[string]any{}
+	Expect(json.Unmarshal(s.Data[key], &values)).To(Succeed())
+	return values
 }
 
 var _ = Describe("BundleNamespaceMapping", func() {

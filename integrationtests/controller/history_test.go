@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/fleetgo/fleet/integrationtests/testenv"
+	"github.com/fleetgo/fleet/internal/bundlevalues"
 	clihistory "github.com/fleetgo/fleet/internal/cli/history"
 	"github.com/fleetgo/fleet/internal/config"
 	"github.com/fleetgo/fleet/internal/controller"
@@ -147,7 +148,18 @@ func deployedOf(bd *fleet.BundleDeployment) deployed {
 	if bd == nil {
 		return deployed{}
 	}
-	return deployed{Content: bd.Labels[fleet.ContentNameLabel], DeploymentID: bd.Spec.DeploymentID, Options: bd.Spec.Options}
+	opts := &bd.Spec.Options
+	if bd.Spec.ValuesHash != "" {
+		// Its Helm values are in its options Secret: what it deploys is the two together.
+		s, err := kube.CoreV1().Secrets(bd.Namespace).Get(context.Background(), bd.Name, metav1.GetOptions{})
+		if err == nil {
+			opts, err = bundlevalues.DeploymentOptions(bd, s)
+		}
+		if err != nil {
+			return deployed{DeploymentID: "values not readable: " + err.Error()}
+		}
+	}
+	return deployed{Content: bd.Labels[fleet.ContentNameLabel], DeploymentID: bd.Spec.DeploymentID, Options: *opts}
 }
 
 // deployedOn is what each cluster's deployment of the bundle deploys, by cluster name.

@@ -1,11 +1,11 @@
-// Package bundlevalues keeps Helm values outside Bundles, in Secrets, as Fleet 0.13 and later do:
-// whoever may read Bundles (every tenant of a namespace, the Rancher UI's users) does not read
-// the values with them, and Fleet's own tools find the values where they look. A Bundle's values
-// Secret is named as the Bundle, in its namespace, of type fleet.cattle.io/bundle-values/v1alpha1,
-// and spec.valuesHash fingerprints it. It also reads a BundleDeployment's options Secret (named
-// as it, in its cluster namespace, of type fleet.cattle.io/bundle-deployment/v1alpha1) as Fleet's
-// manager writes them. A reader checks the fingerprint, so values written ahead of or behind
-// their object are never used with it. (shared)
+// Package bundlevalues keeps Helm values outside Bundles and BundleDeployments, in Secrets, as
+// Fleet 0.13 and later do: whoever may read those objects (every tenant of a namespace, the
+// Rancher UI's users) does not read the values with them, and Fleet's own agents and tools find
+// the values where they look. A Bundle's values Secret is named as the Bundle, in its namespace,
+// of type fleet.cattle.io/bundle-values/v1alpha1, and spec.valuesHash fingerprints it; a
+// BundleDeployment's options Secret is named as it, in its cluster namespace, of type
+// fleet.cattle.io/bundle-deployment/v1alpha1, fingerprinted the same way. A reader checks the
+// fingerprint, so values written ahead of or behind their object are never used with it. (shared)
 package bundlevalues
 
 import (

@@ -71,10 +71,18 @@ func TestBundleValuesRoundTrip(t *testing.T) {
 	}
 }
 
-func TestDeploymentValues(t *testing.T) {
-	data := map[string][]byte{ValuesKey: []byte(`{"replicas":2}`), StagedValuesKey: []byte(`{"replicas":3}`)}
-	bd := &fleet.BundleDeployment{Spec: fleet.BundleDeploymentSpec{ValuesHash: DeploymentHash(data)}}
+func TestDeploymentValuesRoundTrip(t *testing.T) {
+	bd := &fleet.BundleDeployment{Spec: fleet.BundleDeploymentSpec{
+		Options:       fleet.BundleDeploymentOptions{Helm: values(map[string]any{"replicas": 2})},
+		StagedOptions: fleet.BundleDeploymentOptions{Helm: values(map[string]any{"replicas": 3})}}}
 	bd.Name = "app"
+	data, err := TakeFromDeployment(bd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bd.Spec.Options.Helm.Values != nil || bd.Spec.StagedOptions.Helm.Values != nil || bd.Spec.ValuesHash == "" {
+		t.Fatalf("after taking: %+v", bd.Spec)
+	}
 	s := &corev1.Secret{Type: fleet.SecretTypeBundleDeploymentOptions, Data: data}
 	got, err := DeploymentValues(bd, s)
 	if err != nil || got["replicas"] != float64(2) {
@@ -84,8 +92,9 @@ func TestDeploymentValues(t *testing.T) {
 	if _, err := DeploymentValues(bd, s); !errors.Is(err, ErrStale) {
 		t.Errorf("a Secret not matching valuesHash: %v, want ErrStale", err)
 	}
-	s.Type = corev1.SecretTypeOpaque
-	if _, err := DeploymentValues(bd, s); err == nil || errors.Is(err, ErrStale) {
-		t.Errorf("a Secret of another type: %v", err)
+	empty := &fleet.BundleDeployment{Spec: fleet.BundleDeploymentSpec{ValuesHash: "old",
+		Options: fleet.BundleDeploymentOptions{Helm: values(map[string]any{})}}}
+	if data, err := TakeFromDeployment(empty); err != nil || data != nil || empty.Spec.ValuesHash != "" {
+		t.Errorf("empty values: %q %v hash %q", data, err, empty.Spec.ValuesHash)
 	}
 }

@@ -7,9 +7,48 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
+
+// TakeFromDeployment moves the Helm values of bd's options and staged options out of bd, sets
+// bd.Spec.ValuesHash, and returns the options Secret's data: nil, with an empty hash, when
+// neither has values.
+func TakeFromDeployment(bd *fleet.BundleDeployment) (map[string][]byte, error) {
+	values, err := takeOptions(&bd.Spec.Options)
+	if err != nil {
+		return nil, fmt.Errorf("bundledeployment %s/%s: helm values: %w", bd.Namespace, bd.Name, err)
+	}
+	staged, err := takeOptions(&bd.Spec.StagedOptions)
+	if err != nil {
+		return nil, fmt.Errorf("bundledeployment %s/%s: staged helm values: %w", bd.Namespace, bd.Name, err)
+	}
+	if isEmptyJSON(values) && isEmptyJSON(staged) {
+		bd.Spec.ValuesHash = ""
+		return nil, nil
+	}
+	data := map[string][]byte{ValuesKey: values, StagedValuesKey: staged}
+	bd.Spec.ValuesHash = DeploymentHash(data)
+	return data, nil
+}
+
+func takeOptions(o *fleet.BundleDeploymentOptions) ([]byte, error) {
+	if o.Helm == nil || o.Helm.Values == nil {
+		return []byte("null"), nil
+	}
+	raw, err := json.Marshal(o.Helm.Values)
+	if err != nil {
+		return nil, err
+	}
+	o.Helm.Values = nil
+	return raw, nil
+}
+
+func isEmptyJSON(raw []byte) bool {
+	s := string(raw)
+	return s == "" || s == "null" || s == "{}"
+}
 
 // DeploymentHash is the valuesHash of a BundleDeployment's options Secret data: the hex SHA-256
 // of its values followed by its staged values, as Fleet computes it.
@@ -18,6 +57,16 @@ func DeploymentHash(data map[string][]byte) string {
 	h.Write(data[ValuesKey])
 	h.Write(data[StagedValuesKey])
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// DeploymentSecret is bd's options Secret holding data, owned by bd (which must have its UID).
+func DeploymentSecret(bd *fleet.BundleDeployment, data map[string][]byte) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: bd.Name, Namespace: bd.Namespace,
+			OwnerReferences: []metav1.OwnerReference{controllerRef("BundleDeployment", bd.Name, bd.UID)}},
+		Type: fleet.SecretTypeBundleDeploymentOptions,
+		Data: data,
+	}
 }
 
 // DeploymentValues are the Helm values (of its options, not the staged ones) that s, bd's
@@ -42,7 +91,18 @@ func DeploymentValues(bd *fleet.BundleDeployment, s *corev1.Secret) (map[string]
 	return values, nil
 }
 
-func isEmptyJSON(raw []byte) bool {
-	s := string(raw)
-	return s == "" || s == "null" || s == "{}"
+// DeploymentOptions are bd's options with the Helm values s, its options Secret, holds for them
+// (bd's own options when it holds none): what bd deploys, as its agent and `fleet plan --live`
+// read it. It fails as DeploymentValues does.
+func DeploymentOptions(bd *fleet.BundleDeployment, s *corev1.Secret) (*fleet.BundleDeploymentOptions, error) {
+	values, err := DeploymentValues(bd, s)
+	if err != nil || values == nil {
+		return &bd.Spec.Options, err
+	}
+	opts := bd.Spec.Options.DeepCopy()
+	if opts.Helm == nil {
+		opts.Helm = &fleet.HelmOptions{}
+	}
+	opts.Helm.Values = &fleet.GenericMap{Data: values}
+	return opts, nil
 }

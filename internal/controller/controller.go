@@ -390,8 +390,8 @@ func tweaks() map[schema.GroupVersionKind]lassocache.TweakListOptionsFunc {
 	t := map[schema.GroupVersionKind]lassocache.TweakListOptionsFunc{
 		// Secrets are cached for GitRepos' credentials and the sets' Secrets: Helm's release
 		// records and token Secrets, the bulk of a cluster's Secrets, are none of those; nor are
-		// the BundleDeployments' options Secrets Fleet's manager left (one per deployment with
-		// values), which only agents read.
+		// the BundleDeployments' options Secrets (one per deployment with values), which the
+		// bundle controller writes by name (bdvalues.go).
 		corev1.SchemeGroupVersion.WithKind("Secret"): func(lo *metav1.ListOptions) {
 			lo.FieldSelector = "type!=helm.sh/release.v1,type!=" + string(corev1.SecretTypeServiceAccountToken) +
 				",type!=" + fleet.SecretTypeBundleDeploymentOptions

@@ -191,21 +191,13 @@ func (h *handler) StoredValues(bd *fleet.BundleDeployment) (*fleet.BundleDeploym
 	if err != nil {
 		return nil, fmt.Errorf("the Helm values of bundledeployment %s (spec.valuesHash): %w", bd.Name, err)
 	}
-	values, err := bundlevalues.DeploymentValues(bd, s)
+	opts, err = bundlevalues.DeploymentOptions(bd, s)
 	if errors.Is(err, bundlevalues.ErrStale) {
 		return nil, err
 	}
 	if err != nil {
 		return nil, helmrelease.Permanent(err)
 	}
-	if values == nil {
-		return opts, nil
-	}
-	opts = opts.DeepCopy()
-	if opts.Helm == nil {
-		opts.Helm = &fleet.HelmOptions{}
-	}
-	opts.Helm.Values = &fleet.GenericMap{Data: values}
 	return opts, nil
 }
 

@@ -7,8 +7,10 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/fleetgo/fleet/internal/bundlereader"
+	"github.com/fleetgo/fleet/internal/bundlevalues"
 	"github.com/fleetgo/fleet/internal/helmdeployer"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
@@ -18,8 +20,11 @@ import (
 // to the GitRepo repo: each BundleDeployment's options and the Content its deployment ID names,
 // rendered as its agent renders them. A name the repository's fleet.yaml gives may be another
 // GitRepo's Bundle: that one's deployments are not read (the plan would print them into a pull
-// request's comment). Reading needs get and list of BundleDeployments and get of Contents.
-func Live(api fleetcontrollers.Interface, namespace, repo string, bundles []string) (map[string]map[string]string, error) {
+// request's comment). Reading needs get and list of BundleDeployments, get of Contents, and get of
+// the options Secrets (in the clusters' namespaces) of deployments whose Helm values are kept
+// there.
+func Live(ctx context.Context, api fleetcontrollers.Interface, secrets corev1client.SecretsGetter, namespace, repo string,
+	bundles []string) (map[string]map[string]string, error) {
 	out := map[string]map[string]string{}
 	contents := map[string][]fleet.BundleResource{}
 	for _, name := range bundles {
@@ -42,7 +47,11 @@ func Live(api fleetcontrollers.Interface, namespace, repo string, bundles []stri
 				}
 				contents[id] = res
 			}
-			manifest, err := helmdeployer.Predict(res, &bd.Spec.Options, bd.Name)
+			opts, err := storedOptions(ctx, secrets, bd)
+			manifest := ""
+			if err == nil {
+				manifest, err = helmdeployer.Predict(res, opts, bd.Name)
+			}
 			if err != nil {
 				manifest = fmt.Sprintf("# rendering what runs failed: %v\n", err)
 			}
@@ -51,6 +60,19 @@ func Live(api fleetcontrollers.Interface, namespace, repo string, bundles []stri
 		out[name] = byCluster
 	}
 	return out, nil
+}
+
+// storedOptions are what bd deploys: its options, with the Helm values of its options Secret
+// when the manager keeps them there (spec.valuesHash), as Fleet 0.13+ does.
+func storedOptions(ctx context.Context, secrets corev1client.SecretsGetter, bd *fleet.BundleDeployment) (*fleet.BundleDeploymentOptions, error) {
+	if bd.Spec.ValuesHash == "" {
+		return &bd.Spec.Options, nil
+	}
+	s, err := secrets.Secrets(bd.Namespace).Get(ctx, bd.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("the Helm values of bundledeployment %s/%s: %w", bd.Namespace, bd.Name, err)
+	}
+	return bundlevalues.DeploymentOptions(bd, s)
 }
 
 func contentResources(api fleetcontrollers.Interface, name string) ([]fleet.BundleResource, error) {

@@ -72,7 +72,7 @@ func Prepare(ctx context.Context, q Request, api fleetcontrollers.Interface, kub
 				names = append(names, b.Name)
 			}
 		}
-		if in.Live, err = Live(api, q.Namespace, o.Name, names); err != nil {
+		if in.Live, err = Live(ctx, api, kube.CoreV1(), q.Namespace, o.Name, names); err != nil {
 			return in, err
 		}
 	}

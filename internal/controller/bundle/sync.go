@@ -224,25 +224,58 @@ func (h *handler) deleteUntargeted(b *fleet.Bundle, byNamespace map[string]*flee
 	return nil
 }
 
-// write creates or updates a BundleDeployment; unchanged ones are not written.
+// write creates or updates a BundleDeployment; unchanged ones are not written. Its Helm values go
+// into its options Secret (putValues): before an update, so the agent never reads the new
+// valuesHash with the old values; after a create, which gives the owner's UID (the agent waits
+// for them).
 func (h *handler) write(cur, next *fleet.BundleDeployment) (*fleet.BundleDeployment, error) {
+	values, kept, err := h.takeValues(cur, next)
+	if err != nil {
+		return nil, err
+	}
 	if cur == nil {
-		bd, err := h.bds.Create(next)
-		if apierrors.IsAlreadyExists(err) {
-			// The cache lags behind an earlier pass, and the next pass updates it; unless
-			// the deployment there is another Bundle's (nameTaken, which the cache did not
-			// show yet when planning).
-			there, getErr := h.bds.Get(next.Namespace, next.Name, metav1.GetOptions{})
-			if getErr == nil && !sameBundle(there, next.Labels[fleet.BundleNamespaceLabel], next.Labels[fleet.BundleLabel]) {
-				return nil, collision(there)
-			}
-			return next, nil
+		bd, err := h.create(next)
+		if err != nil || bd.UID == "" {
+			return bd, err
 		}
-		if err != nil {
-			return nil, fmt.Errorf("creating bundledeployment %s/%s: %w", next.Namespace, next.Name, err)
+		if err := h.putValues(bd, values, ""); err != nil {
+			// Without its values the deployment would wait for good (the next pass sees its
+			// hash and writes nothing): it goes, and the next pass makes both again.
+			_ = h.bds.Delete(bd.Namespace, bd.Name, &metav1.DeleteOptions{})
+			return nil, err
 		}
 		return bd, nil
 	}
+	if !kept {
+		if err := h.putValues(cur, values, cur.Spec.ValuesHash); err != nil {
+			return nil, err
+		}
+	}
+	return h.update(cur, next)
+}
+
+// create creates next; it returns next itself (no UID) when the cache lagged and it was there
+// already.
+func (h *handler) create(next *fleet.BundleDeployment) (*fleet.BundleDeployment, error) {
+	bd, err := h.bds.Create(next)
+	if apierrors.IsAlreadyExists(err) {
+		// The cache lags behind an earlier pass, and the next pass updates it; unless
+		// the deployment there is another Bundle's (nameTaken, which the cache did not
+		// show yet when planning).
+		there, getErr := h.bds.Get(next.Namespace, next.Name, metav1.GetOptions{})
+		if getErr == nil && !sameBundle(there, next.Labels[fleet.BundleNamespaceLabel], next.Labels[fleet.BundleLabel]) {
+			return nil, collision(there)
+		}
+		return next, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("creating bundledeployment %s/%s: %w", next.Namespace, next.Name, err)
+	}
+	return bd, nil
+}
+
+// update writes next over cur when they differ.
+func (h *handler) update(cur, next *fleet.BundleDeployment) (*fleet.BundleDeployment, error) {
 	// The downstream controller counts changes of the copies here.
 	next.Spec.DownstreamResourcesGeneration = cur.Spec.DownstreamResourcesGeneration
 	// Cached deployments hold their values compacted (controller.slimDeployment).
