@@ -28,6 +28,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
@@ -114,7 +115,8 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 		return err
 	}
 	api := ff.Fleet().V1alpha1()
-	kube, err := mgr.Clientset()
+	// Unthrottled as api: the plain client writes options Secrets with it.
+	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
