@@ -229,6 +229,32 @@ var _ = Describe("fleet rollback", func() {
 			}
 			return commits
 		}, time.Minute).Should(ContainElement("c1"), "the history recorded c1 (with what it deploys)")
+		By("the record of c1 holds its values' fingerprint; the values are in the record's own Secret")
+		var c1 *fleet.BundleRevision
+		Eventually(func(g Gomega) {
+			list, err := api.BundleRevision().List(ns, metav1.ListOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			for i := range list.Items {
+				if list.Items[i].Spec.Commit == "c1" {
+					c1 = &list.Items[i]
+				}
+			}
+			g.Expect(c1).NotTo(BeNil())
+			g.Expect(c1.Spec.Inputs).NotTo(BeNil())
+		}).Should(Succeed())
+		raw, err := json.Marshal(c1)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(raw)).NotTo(ContainSubstring(`"mode"`), "whoever reads bundlerevisions reads no values")
+		Expect(c1.Spec.Inputs.ValuesHash).NotTo(BeEmpty())
+		var values *corev1.Secret
+		Eventually(func() error {
+			values, err = kube.CoreV1().Secrets(ns).Get(context.Background(), c1.Name+".values", metav1.GetOptions{})
+			return err
+		}).Should(Succeed())
+		Expect(string(values.Type)).To(Equal(fleet.SecretTypeRevisionValues))
+		Expect(metav1.GetControllerOf(values).UID).To(Equal(c1.UID))
+		Expect(values.Data).To(HaveKeyWithValue(c1.Spec.Inputs.ValuesHash+".values.yaml", []byte(`{"mode":"first"}`)))
+
 		second := commit("c2", "kind: ConfigMap\nmetadata:\n  name: two\n", "second")
 		Expect(second["dev1"]).NotTo(Equal(first["dev1"]))
 

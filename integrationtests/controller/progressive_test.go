@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"encoding/json"
 	"sort"
 	"strings"
 	"time"
@@ -170,6 +171,52 @@ var _ = Describe("a Bundle rolling out by a RolloutPolicy", func() {
 			Expect(bd.Labels[fleet.ContentNameLabel]).To(Equal(v1Content), c)
 		}
 		Expect(api.Content().Get(v1Content, metav1.GetOptions{})).NotTo(BeNil())
+		Eventually(func() string { return rolloutOf(ns)().Phase }, "20s").Should(Equal(fleet.RolloutRolledBack))
+	})
+
+	It("keeps the Helm values of the revisions it keeps out of the Rollout, and returns the clusters to them", func(ctx context.Context) {
+		ns := atOnce(ctx, "a", "b")
+		withMode := func(mode string) func(*fleet.Bundle) {
+			return func(b *fleet.Bundle) {
+				b.Spec.DefaultNamespace = mode
+				b.Spec.Helm = &fleet.HelmOptions{Values: &fleet.GenericMap{Data: map[string]any{"password": "secret-" + mode}}}
+			}
+		}
+		updateBundle(ns, "app", withMode("v1"))
+		Eventually(onValue(ns, "v1")).Should(Equal([]string{"a", "b"}))
+		for _, bd := range deployments(ns, "app") {
+			agentGates(bd, true)
+		}
+		Eventually(func() string { return rolloutOf(ns)().Phase }, "20s").Should(Equal(fleet.RolloutComplete))
+		v1 := deployedOn(ns, "app")()
+		Expect(v1["a"].Options.Helm.Values.Data).To(HaveKeyWithValue("password", "secret-v1"))
+
+		By("the next revision: neither revision's values are in the Rollout, both are in its values Secret")
+		updateBundle(ns, "app", withMode("v2"))
+		Eventually(onValue(ns, "v2")).Should(Equal([]string{"a", "b"}))
+		Eventually(func() string {
+			if p := rolloutOf(ns)().Passed; p != nil {
+				return p.Options.DefaultNamespace
+			}
+			return ""
+		}).Should(Equal("v1"))
+		roll, err := api.Rollout().Get(ns, "app", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		raw, err := json.Marshal(roll)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(raw)).NotTo(ContainSubstring("secret-v"), "whoever reads rollouts reads no values")
+		Expect(roll.Status.Passed.ValuesHash).NotTo(BeEmpty())
+		Expect(roll.Status.Current.ValuesHash).NotTo(Equal(roll.Status.Passed.ValuesHash))
+		s, err := kube.CoreV1().Secrets(ns).Get(ctx, "app.values", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(s.Type)).To(Equal(fleet.SecretTypeRevisionValues))
+		Expect(metav1.GetControllerOf(s).UID).To(Equal(roll.UID))
+		Expect(s.Data).To(HaveKeyWithValue(roll.Status.Passed.ValuesHash+".values.yaml", []byte(`{"password":"secret-v1"}`)))
+		Expect(s.Data).To(HaveKeyWithValue(roll.Status.Current.ValuesHash+".values.yaml", []byte(`{"password":"secret-v2"}`)))
+
+		By("a failing gate returns both clusters to the first revision, its values included")
+		agentGates(deployments(ns, "app")["a"], false)
+		Eventually(deployedOn(ns, "app"), "20s").Should(Equal(v1))
 		Eventually(func() string { return rolloutOf(ns)().Phase }, "20s").Should(Equal(fleet.RolloutRolledBack))
 	})
 

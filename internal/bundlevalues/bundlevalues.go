@@ -40,6 +40,21 @@ var ErrStale = errors.New("the values Secret does not match spec.valuesHash (one
 // b, sets b.Spec.ValuesHash, and returns the values Secret's data: nil, with an empty hash, when
 // b has no values. Targets without a name keep theirs, as no key could hold them.
 func TakeFromBundle(b *fleet.Bundle) (map[string][]byte, error) {
+	data, err := takeValues(&b.Spec.Helm, b.Spec.Targets)
+	if err != nil {
+		return nil, fmt.Errorf("bundle %s/%s: %w", b.Namespace, b.Name, err)
+	}
+	if len(data) == 0 {
+		b.Spec.ValuesHash = ""
+		return nil, nil
+	}
+	b.Spec.ValuesHash = BundleHash(data)
+	return data, nil
+}
+
+// takeValues moves the Helm values of *top (under BundleKey) and of each named target (under
+// its name) out into the data it returns (empty: there were none).
+func takeValues(top **fleet.HelmOptions, targets []fleet.BundleTarget) (map[string][]byte, error) {
 	data := map[string][]byte{}
 	take := func(key string, h *fleet.HelmOptions) error {
 		if h == nil || h.Values == nil || empty(h.Values) {
@@ -47,26 +62,21 @@ func TakeFromBundle(b *fleet.Bundle) (map[string][]byte, error) {
 		}
 		raw, err := json.Marshal(h.Values)
 		if err != nil {
-			return fmt.Errorf("bundle %s/%s: helm values of %s: %w", b.Namespace, b.Name, key, err)
+			return fmt.Errorf("helm values of %s: %w", key, err)
 		}
 		data[key], h.Values = raw, nil
 		return nil
 	}
-	if err := take(BundleKey, b.Spec.Helm); err != nil {
+	if err := take(BundleKey, *top); err != nil {
 		return nil, err
 	}
-	for i := range b.Spec.Targets {
-		if t := &b.Spec.Targets[i]; t.Name != "" && t.Name != BundleKey {
+	for i := range targets {
+		if t := &targets[i]; t.Name != "" && t.Name != BundleKey {
 			if err := take(t.Name, t.Helm); err != nil {
 				return nil, err
 			}
 		}
 	}
-	if len(data) == 0 {
-		b.Spec.ValuesHash = ""
-		return nil, nil
-	}
-	b.Spec.ValuesHash = BundleHash(data)
 	return data, nil
 }
 
@@ -107,8 +117,14 @@ func RestoreBundle(b *fleet.Bundle, s *corev1.Secret) error {
 	if BundleHash(s.Data) != b.Spec.ValuesHash {
 		return fmt.Errorf("%s: %w", where, ErrStale)
 	}
+	return putValues(s.Data, &b.Spec.Helm, b.Spec.Targets, where)
+}
+
+// putValues puts the values of data (keyed as takeValues keys them) back into *top and the
+// named targets; where names the data in errors.
+func putValues(data map[string][]byte, top **fleet.HelmOptions, targets []fleet.BundleTarget, where string) error {
 	values := func(key string) (*fleet.GenericMap, error) {
-		raw, ok := s.Data[key]
+		raw, ok := data[key]
 		if !ok || len(raw) == 0 || string(raw) == "null" {
 			return nil, nil
 		}
@@ -128,11 +144,11 @@ func RestoreBundle(b *fleet.Bundle, s *corev1.Secret) error {
 		}
 		return err
 	}
-	if err := put(BundleKey, &b.Spec.Helm); err != nil {
+	if err := put(BundleKey, top); err != nil {
 		return err
 	}
-	for i := range b.Spec.Targets {
-		if t := &b.Spec.Targets[i]; t.Name != "" {
+	for i := range targets {
+		if t := &targets[i]; t.Name != "" {
 			if err := put(t.Name, &t.Helm); err != nil {
 				return err
 			}

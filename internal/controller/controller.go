@@ -317,7 +317,7 @@ func startBundles(ctx context.Context, w *wiring, o Options) {
 		Apply: w.children, SealKey: w.sealKey, Histories: f.BundleHistory(), Revisions: f.BundleRevision(),
 	})
 	history.Register(ctx, history.Deps{BundleDeployments: f.BundleDeployment(), Histories: f.BundleHistory(), Revisions: f.BundleRevision(),
-		Bundles: f.Bundle().Cache(), Secrets: c.Secret().Cache(), SealKey: w.sealKey, Mine: ShardSelector(o.ShardID),
+		Bundles: f.Bundle().Cache(), Secrets: c.Secret().Cache(), SecretWriter: c.Secret(), SealKey: w.sealKey, Mine: ShardSelector(o.ShardID),
 		Retention: func() (time.Duration, int) {
 			c := o.Config.Get()
 			return c.HistoryRetention.Duration, c.HistoryRevisions

@@ -1,13 +1,16 @@
 package historyapi
 
 import (
+	"context"
 	"fmt"
 
 	kname "github.com/rancher/wrangler/v3/pkg/name"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/fleetgo/fleet/internal/bundlereader"
+	"github.com/fleetgo/fleet/internal/bundlevalues"
 	"github.com/fleetgo/fleet/internal/helmdeployer"
 	"github.com/fleetgo/fleet/internal/manifestdiff"
 	"github.com/fleetgo/fleet/internal/rollout"
@@ -19,9 +22,9 @@ import (
 // Manifests are what revision of Bundle ns/bundle deploys to cluster clusterNS/clusterName,
 // rendered as its agent renders them, as `fleet plan` does: the revision's recorded inputs
 // (Content, options, targets), targeted at the cluster as it is now. It reads, as the caller,
-// the revision's record, its Content, the Bundle (when it still exists), the cluster and its
-// namespace's groups.
-func Manifests(api fleetcontrollers.Interface, ns, bundle, revision, clusterNS, clusterName string) (string, error) {
+// the revision's record, its values Secret (when its Helm values are kept in one), its
+// Content, the Bundle (when it still exists), the cluster and its namespace's groups.
+func Manifests(api fleetcontrollers.Interface, secrets corev1client.SecretsGetter, ns, bundle, revision, clusterNS, clusterName string) (string, error) {
 	what := fmt.Sprintf("revision %s of bundle %s/%s", revision, ns, bundle)
 	rec, err := api.BundleRevision().Get(ns, kname.SafeConcatName(bundle, revision), metav1.GetOptions{})
 	if err != nil {
@@ -33,6 +36,16 @@ func Manifests(api fleetcontrollers.Interface, ns, bundle, revision, clusterNS, 
 		return "", fmt.Errorf("%s: the deployment history did not record what it deploys (the Bundle had moved on when it was first seen)", what)
 	case in.ContentsID != "":
 		return "", fmt.Errorf("%s: its contents are in an OCI registry, which this manager does not read", what)
+	case in.ValuesHash != "":
+		// Its Helm values are in its values Secret, read with the caller's rights too.
+		name := bundlevalues.RevisionSecretName(rec.Name)
+		s, err := secrets.Secrets(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return "", fmt.Errorf("%s: its Helm values: secret %s/%s: %w", what, ns, name, err)
+		}
+		if in, err = bundlevalues.RestoreRevision(in, s); err != nil {
+			return "", fmt.Errorf("%s: %w", what, err)
+		}
 	}
 	content, err := api.Content().Get(in.Content, metav1.GetOptions{})
 	if err != nil {
@@ -97,12 +110,12 @@ func optionsFor(api fleetcontrollers.Interface, b *fleet.Bundle, content, cluste
 // Diff is the unified diff of what two revisions of Bundle ns/bundle deploy to a cluster
 // (Manifests), Secrets' values redacted as `fleet plan` redacts them; "" when they deploy the
 // same.
-func Diff(api fleetcontrollers.Interface, ns, bundle, from, to, clusterNS, clusterName string) (string, error) {
-	a, err := Manifests(api, ns, bundle, from, clusterNS, clusterName)
+func Diff(api fleetcontrollers.Interface, secrets corev1client.SecretsGetter, ns, bundle, from, to, clusterNS, clusterName string) (string, error) {
+	a, err := Manifests(api, secrets, ns, bundle, from, clusterNS, clusterName)
 	if err != nil {
 		return "", err
 	}
-	b, err := Manifests(api, ns, bundle, to, clusterNS, clusterName)
+	b, err := Manifests(api, secrets, ns, bundle, to, clusterNS, clusterName)
 	if err != nil {
 		return "", err
 	}

@@ -52,7 +52,7 @@ func (s *Server) diffPage(ns, name string, q url.Values) diffView {
 	if k, ok := s.diffs.Get(key); ok && time.Since(k.(keptDiff).at) < diffFresh {
 		return k.(keptDiff).view
 	}
-	d, err := historyapi.Diff(s.api, ns, name, v.From, v.To, clusterNS, clusterName)
+	d, err := historyapi.Diff(s.api, s.secrets, ns, name, v.From, v.To, clusterNS, clusterName)
 	switch {
 	case err != nil:
 		v.Problem = err.Error()

@@ -26,6 +26,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/lru"
 
@@ -51,11 +53,13 @@ const maxStreams = 32
 
 // Server serves the UI for one viewer (the credential of cfg).
 type Server struct {
-	api  fleetcontrollers.Interface
-	k    *kinds
-	tmpl *template.Template
-	mu   sync.Mutex
-	subs map[chan struct{}]struct{}
+	api fleetcontrollers.Interface
+	// secrets reads the values Secrets of the revisions a diff renders, with the viewer's rights.
+	secrets corev1client.SecretsGetter
+	k       *kinds
+	tmpl    *template.Template
+	mu      sync.Mutex
+	subs    map[chan struct{}]struct{}
 	// streams are the caps an open live-update stream counts against: this Server's own, and
 	// (in the cluster) the one all viewers share.
 	streams []*slots
@@ -126,7 +130,11 @@ func New(ctx context.Context, cfg *rest.Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{api: ff.Fleet().V1alpha1(), tmpl: tmpl, subs: map[chan struct{}]struct{}{}, streams: []*slots{newSlots(maxStreams)}, diffs: lru.New(keptDiffs)}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{api: ff.Fleet().V1alpha1(), secrets: kube.CoreV1(), tmpl: tmpl, subs: map[chan struct{}]struct{}{}, streams: []*slots{newSlots(maxStreams)}, diffs: lru.New(keptDiffs)}
 	s.k = watchAll(ctx, s.api, s.changed)
 	return s, nil
 }

@@ -35,23 +35,18 @@ func (h *handler) takeValues(cur, next *fleet.BundleDeployment) (data map[string
 	return data, false, err
 }
 
-// heldValues gives next's options the Helm values cur's options Secret holds for cur's options.
+// heldValues gives next cur's options as cur deploys them, with the Helm values cur's options
+// Secret holds (next is held at cur's deploymentID: it has cur's options, without values).
 func (h *handler) heldValues(cur, next *fleet.BundleDeployment) error {
 	s, err := h.secretWriter.Get(cur.Namespace, cur.Name, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("reading the values of bundledeployment %s/%s: %w", cur.Namespace, cur.Name, err)
 	}
-	values, err := bundlevalues.DeploymentValues(cur, s)
+	opts, err := bundlevalues.DeploymentOptions(cur, s)
 	if err != nil {
 		return err
 	}
-	if values == nil {
-		return nil
-	}
-	if next.Spec.Options.Helm == nil {
-		next.Spec.Options.Helm = &fleet.HelmOptions{}
-	}
-	next.Spec.Options.Helm.Values = &fleet.GenericMap{Data: values}
+	next.Spec.Options = *opts.DeepCopy()
 	return nil
 }
 

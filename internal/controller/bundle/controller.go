@@ -161,7 +161,7 @@ func Register(ctx context.Context, d Deps) {
 		h.rolloutPolicies = d.RolloutPolicies.Cache()
 	}
 	if d.Rollouts != nil {
-		h.rolloutOut = newRolloutWriter(ctx, d.Apply, d.Rollouts)
+		h.rolloutOut = newRolloutWriter(ctx, d.Apply, d.Rollouts, d.Secrets, d.SecretWriter)
 	}
 	if d.Histories != nil && d.Revisions != nil {
 		h.histories, h.revisions = d.Histories.Cache(), d.Revisions.Cache()

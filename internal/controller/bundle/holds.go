@@ -106,7 +106,11 @@ func (h *handler) heldRevision(b *fleet.Bundle, revision string) (*fleet.Rollout
 	case o.Spec.Inputs == nil || o.Spec.Inputs.Revision != revision:
 		return nil, "", fmt.Errorf("revision %s: the deployment history did not record what it deploys (the Bundle had moved on when it was first seen)", revision)
 	}
-	return o.Spec.Inputs, o.Spec.Commit, nil
+	in, err := RevisionValues(h.secrets, o.Namespace, o.Name, o.Spec.Inputs)
+	if err != nil {
+		return nil, "", fmt.Errorf("revision %s: %w", revision, err)
+	}
+	return in, o.Spec.Commit, nil
 }
 
 // of is the hold of cluster c (nil: it is not held).

@@ -49,6 +49,9 @@ type progressive struct {
 	// firstRefusal says whether a refused rollback to a revision is news (warned once per
 	// revision, not per cluster and pass).
 	firstRefusal func(revision string) bool
+	// restore puts back the Helm values of a revision the Rollout keeps outside its status (nil:
+	// it keeps them in it).
+	restore func(*fleet.Bundle, *fleet.RolloutRevision) (*fleet.RolloutRevision, error)
 }
 
 // policyName is the RolloutPolicy b rolls out by: its own annotation's, else its GitRepo's or
@@ -87,7 +90,7 @@ func (h *handler) progressiveOf(b *fleet.Bundle, targets []target.ClusterInfo, b
 	case !apierrors.IsNotFound(err):
 		return nil, err
 	}
-	pg := &progressive{policy: name, revision: in.Revision, now: in.Now, bundle: b, rules: h.checkRules, verify: h.seal.verify,
+	pg := &progressive{policy: name, revision: in.Revision, now: in.Now, bundle: b, rules: h.checkRules, verify: h.seal.verify, restore: h.rolloutOut.restore,
 		firstRefusal: func(revision string) bool { return h.mem.rollbackRefused(b, revision) }}
 	if roll, err := h.rollouts.Cache().Get(b.Namespace, b.Name); err == nil {
 		pg.roll, in.Spec, in.Status = roll, roll.Spec, roll.Status
@@ -199,9 +202,17 @@ func (pg *progressive) renderPassed(ci target.ClusterInfo) (*fleet.BundleDeploym
 	return render(pg.passed, ci, m, pg.result.Status.Passed.Content)
 }
 
-// passedBundle is the Bundle as the revision that passed had it, with its matcher (keptBundle).
+// passedBundle is the Bundle as the revision that passed had it, with its Helm values put
+// back, and its matcher (keptBundle).
 func (pg *progressive) passedBundle() (*fleet.Bundle, *target.Matcher, error) {
-	return keptBundle(pg.bundle, pg.result.Status.Passed, pg.verify, pg.rules)
+	passed := pg.result.Status.Passed
+	if pg.restore != nil {
+		var err error
+		if passed, err = pg.restore(pg.bundle, passed); err != nil {
+			return nil, nil, err
+		}
+	}
+	return keptBundle(pg.bundle, passed, pg.verify, pg.rules)
 }
 
 // keptBundle is Bundle b as a revision kept of it had it (its options, targets and contents),
@@ -320,8 +331,7 @@ func (h *handler) record(b *fleet.Bundle, pg *progressive, status *fleet.BundleS
 	if prev := pg.rolledBackBefore(); st.RolledBack > prev {
 		metrics.RolledBack(b.Namespace, b.Name, st.RolledBack-prev)
 	}
-	h.rolloutOut.publish(b, pg.roll, st)
-	return nil
+	return h.rolloutOut.publish(b, pg.roll, st)
 }
 
 // rolloutLabels name the Rollout's Bundle and where it came from, for `fleet rollout`.

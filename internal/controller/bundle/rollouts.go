@@ -7,9 +7,13 @@ import (
 	"sync"
 
 	"github.com/rancher/wrangler/v3/pkg/apply"
+	corecontrollers "github.com/rancher/wrangler/v3/pkg/generated/controllers/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/fleetgo/fleet/internal/bundlevalues"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	fleetcontrollers "github.com/fleetgo/fleet/pkg/generated/controllers/fleet.cattle.io/v1alpha1"
 )
@@ -25,7 +29,12 @@ const rolloutSet = "fleet-rollout"
 type rolloutWriter struct {
 	apply    apply.Apply
 	rollouts fleetcontrollers.RolloutController
-	mu       sync.Mutex
+	// secrets and secretWriter serve each Rollout's revision-values Secret: the Helm values of
+	// its current and passed revisions are kept there, not in its status, which whoever reads
+	// rollouts in the namespace reads.
+	secrets      corecontrollers.SecretCache
+	secretWriter corecontrollers.SecretClient
+	mu           sync.Mutex
 	// wanted are the Rollouts to write, by namespace/name.
 	wanted map[string]*wantedRollout
 }
@@ -34,15 +43,18 @@ type rolloutWriter struct {
 type wantedRollout struct {
 	bundle *fleet.Bundle // its owner: kind, name, namespace and UID only
 	labels map[string]string
-	status fleet.RolloutStatus
+	status fleet.RolloutStatus // its revisions' values taken out
+	// values are the Helm values the pass took out of the status's revisions, by valuesHash.
+	values map[string]map[string][]byte
 	// written is the resourceVersion the status write got: the status stays the passes' input
 	// until the cache shows that version (a pass reading the older one in between would, for
 	// one, start the rollout of the revision again).
 	written string
 }
 
-func newRolloutWriter(ctx context.Context, a apply.Apply, rollouts fleetcontrollers.RolloutController) *rolloutWriter {
-	w := &rolloutWriter{rollouts: rollouts, wanted: map[string]*wantedRollout{},
+func newRolloutWriter(ctx context.Context, a apply.Apply, rollouts fleetcontrollers.RolloutController,
+	secrets corecontrollers.SecretCache, secretWriter corecontrollers.SecretClient) *rolloutWriter {
+	w := &rolloutWriter{rollouts: rollouts, wanted: map[string]*wantedRollout{}, secrets: secrets, secretWriter: secretWriter,
 		apply: a.WithSetID(rolloutSet).WithCacheTypes(rollouts).WithSetOwnerReference(true, false)}
 	rollouts.OnChange(ctx, "rollout-writer", w.sync)
 	return w
@@ -60,19 +72,123 @@ func (w *rolloutWriter) status(b *fleet.Bundle) (fleet.RolloutStatus, bool) {
 
 // publish hands over the Rollout of b as its pass wants it; roll is the Rollout as cached (nil:
 // none yet). Nothing is written when that is it already.
-func (w *rolloutWriter) publish(b *fleet.Bundle, roll *fleet.Rollout, st fleet.RolloutStatus) {
+func (w *rolloutWriter) publish(b *fleet.Bundle, roll *fleet.Rollout, st fleet.RolloutStatus) error {
 	labels := rolloutLabels(b)
 	key := b.Namespace + "/" + b.Name
+	st = *st.DeepCopy()
+	values := map[string]map[string][]byte{}
+	if w.secretWriter != nil {
+		for _, r := range []*fleet.RolloutRevision{st.Current, st.Passed} {
+			data, err := bundlevalues.TakeFromRevision(r)
+			if err != nil {
+				return fmt.Errorf("rollout %s: %w", key, err)
+			}
+			if data != nil {
+				values[r.ValuesHash] = data
+			}
+		}
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if roll != nil && equality.Semantic.DeepEqual(roll.Status, st) && labelsContain(roll.Labels, labels) {
 		delete(w.wanted, key)
-		return
+		return nil
 	}
 	owner := &fleet.Bundle{TypeMeta: metav1.TypeMeta{APIVersion: fleet.SchemeGroupVersion.String(), Kind: "Bundle"},
 		ObjectMeta: metav1.ObjectMeta{Name: b.Name, Namespace: b.Namespace, UID: b.UID}}
-	w.wanted[key] = &wantedRollout{bundle: owner, labels: labels, status: st}
+	// The values an earlier pass handed over and its writer has not written yet stay with the
+	// revisions that name them (this pass read those revisions from that hand-over, without).
+	if prev := w.wanted[key]; prev != nil {
+		for _, r := range []*fleet.RolloutRevision{st.Current, st.Passed} {
+			if r != nil && values[r.ValuesHash] == nil && prev.values[r.ValuesHash] != nil {
+				values[r.ValuesHash] = prev.values[r.ValuesHash]
+			}
+		}
+	}
+	w.wanted[key] = &wantedRollout{bundle: owner, labels: labels, status: st, values: values}
 	w.rollouts.Enqueue(b.Namespace, b.Name)
+	return nil
+}
+
+// restore is kept, a revision of b's Rollout, with its Helm values put back: from the last
+// pass's hand-over when it is not written yet, else from the Rollout's revision-values Secret.
+func (w *rolloutWriter) restore(b *fleet.Bundle, kept *fleet.RolloutRevision) (*fleet.RolloutRevision, error) {
+	if kept == nil || kept.ValuesHash == "" {
+		return kept, nil
+	}
+	w.mu.Lock()
+	var data map[string][]byte
+	if want := w.wanted[b.Namespace+"/"+b.Name]; want != nil {
+		data = want.values[kept.ValuesHash]
+	}
+	w.mu.Unlock()
+	if data != nil {
+		return bundlevalues.RestoreRevision(kept, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: b.Namespace, Name: bundlevalues.RevisionSecretName(b.Name)},
+			Type: fleet.SecretTypeRevisionValues, Data: bundlevalues.RevisionData(map[string]map[string][]byte{kept.ValuesHash: data})})
+	}
+	out, err := RevisionValues(w.secrets, b.Namespace, b.Name, kept)
+	if err != nil && w.secretWriter != nil {
+		// The cache may not show the Secret's last write yet: the apiserver's copy decides.
+		name := bundlevalues.RevisionSecretName(b.Name)
+		s, gerr := w.secretWriter.Get(b.Namespace, name, metav1.GetOptions{})
+		if gerr != nil {
+			return nil, fmt.Errorf("the Helm values of revision %s: secret %s/%s: %w", kept.Revision, b.Namespace, name, gerr)
+		}
+		return bundlevalues.RestoreRevision(kept, s)
+	}
+	return out, err
+}
+
+// writeValues writes the Helm values of the revisions the status of roll keeps into roll's
+// revision-values Secret, before the status: each from the pass's hand-over, else from the
+// Secret as it is (a revision that moved from current to passed keeps its values).
+func (w *rolloutWriter) writeValues(roll *fleet.Rollout, want *wantedRollout) error {
+	if w.secretWriter == nil {
+		return nil
+	}
+	name := bundlevalues.RevisionSecretName(roll.Name)
+	var have map[string][]byte
+	if w.secrets != nil {
+		if s, err := w.secrets.Get(roll.Namespace, name); err == nil && s.Type == fleet.SecretTypeRevisionValues {
+			have = s.Data
+		}
+	}
+	live := false
+	keep := map[string]map[string][]byte{}
+	for _, r := range []*fleet.RolloutRevision{want.status.Current, want.status.Passed} {
+		if r == nil || r.ValuesHash == "" {
+			continue
+		}
+		data := want.values[r.ValuesHash]
+		if data == nil {
+			data = bundlevalues.RevisionValues(have, r.ValuesHash)
+		}
+		if data == nil && !live {
+			// The cache may not show the Secret's last write yet (the revision that passed was
+			// current a moment ago): the apiserver's copy decides.
+			live = true
+			s, err := w.secretWriter.Get(roll.Namespace, name, metav1.GetOptions{})
+			switch {
+			case err == nil && s.Type == fleet.SecretTypeRevisionValues:
+				have = s.Data
+				data = bundlevalues.RevisionValues(have, r.ValuesHash)
+			case err != nil && !apierrors.IsNotFound(err):
+				return fmt.Errorf("secret %s/%s: %w", roll.Namespace, name, err)
+			}
+		}
+		if data != nil {
+			keep[r.ValuesHash] = data
+		}
+	}
+	if len(keep) == 0 {
+		return nil
+	}
+	data := bundlevalues.RevisionData(keep)
+	if maps.EqualFunc(have, data, func(a, b []byte) bool { return string(a) == string(b) }) {
+		return nil
+	}
+	owner := bundlevalues.RevisionOwner("Rollout", roll.Name, roll.UID)
+	return WriteRevisionValues(w.secretWriter, bundlevalues.RevisionSecret(roll.Namespace, owner, data))
 }
 
 // forget: b is being deleted; its Rollout goes with it (owned by it), and nothing of it is written.
@@ -107,6 +223,9 @@ func (w *rolloutWriter) sync(key string, roll *fleet.Rollout) (*fleet.Rollout, e
 		return roll, w.create(want)
 	}
 	if !equality.Semantic.DeepEqual(roll.Status, want.status) {
+		if err := w.writeValues(roll, want); err != nil {
+			return roll, err
+		}
 		upd := roll.DeepCopy()
 		upd.Status = want.status
 		written, err := w.rollouts.UpdateStatus(upd)

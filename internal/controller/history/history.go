@@ -48,6 +48,9 @@ type Deps struct {
 	// Helm values of their values Secrets (Secrets).
 	Bundles fleetcontrollers.BundleCache
 	Secrets corecontrollers.SecretCache
+	// SecretWriter writes each revision's Helm values into its values Secret, out of the
+	// record (nil: they stay in the record, as unit tests of other parts record them).
+	SecretWriter corecontrollers.SecretClient
 	// SealKey seals the recorded inputs as a Rollout's revisions are (bundle.Seal).
 	SealKey []byte
 	// Mine selects the BundleDeployments of this controller's shard (nil: all): the

@@ -7,6 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/fleetgo/fleet/internal/bundlevalues"
 	"github.com/fleetgo/fleet/internal/controller/bundle"
 	"github.com/fleetgo/fleet/internal/history"
 	"github.com/fleetgo/fleet/internal/names"
@@ -115,25 +116,66 @@ func (r *recorder) saveTable(ns, name string, s *stored) error {
 
 func (r *recorder) saveRevision(ns, name string, s *stored, rev history.Revision) error {
 	o := s.objects[rev.Revision]
-	if o != nil && equality.Semantic.DeepEqual(o.Status.Spans, rev.Spans) {
-		return nil
-	}
 	if o == nil {
+		// The revision's Helm values go into its own Secret, not into the record, which
+		// whoever reads bundlerevisions in the namespace reads.
+		in := s.inputsOf(r, ns, name, rev.Revision).DeepCopy()
+		var values map[string][]byte
+		if r.SecretWriter != nil {
+			var err error
+			if values, err = bundlevalues.TakeFromRevision(in); err != nil {
+				return fmt.Errorf("bundle %s/%s: %w", ns, name, err)
+			}
+		}
 		s.order++
 		created, err := r.Revisions.Create(&fleet.BundleRevision{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.SafeConcatName(name, rev.Revision),
 				Labels: map[string]string{fleet.HistoryBundleLabel: names.Limit(name, 63, name)}},
-			Spec: fleet.BundleRevisionSpec{Bundle: name, Revision: rev.Revision, Commit: rev.Commit, Order: s.order,
-				Inputs: s.inputsOf(r, ns, name, rev.Revision)}})
+			Spec: fleet.BundleRevisionSpec{Bundle: name, Revision: rev.Revision, Commit: rev.Commit, Order: s.order, Inputs: in}})
 		if err != nil {
 			return fmt.Errorf("creating bundlerevision for %s/%s revision %s: %w", ns, name, rev.Revision, err)
 		}
 		o = created
+		if err := r.writeValues(o, values); err != nil {
+			return err
+		}
+	} else if err := r.mendValues(ns, name, s, o); err != nil {
+		return err
+	}
+	if equality.Semantic.DeepEqual(o.Status.Spans, rev.Spans) {
+		return nil
 	}
 	o = o.DeepCopy()
 	o.Status.Spans = rev.Spans
 	_, err := r.Revisions.UpdateStatus(o)
 	return err
+}
+
+// writeValues writes the Helm values of o's inputs (taken out of them) into o's values Secret.
+func (r *recorder) writeValues(o *fleet.BundleRevision, values map[string][]byte) error {
+	if values == nil || o.Spec.Inputs == nil {
+		return nil
+	}
+	owner := bundlevalues.RevisionOwner("BundleRevision", o.Name, o.UID)
+	return bundle.WriteRevisionValues(r.SecretWriter, bundlevalues.RevisionSecret(o.Namespace, owner,
+		bundlevalues.RevisionData(map[string]map[string][]byte{o.Spec.Inputs.ValuesHash: values})))
+}
+
+// mendValues writes o's values Secret again when it is missing (its write after o's failed, or
+// it was deleted) and the inputs of o's revision are still known with the same values.
+func (r *recorder) mendValues(ns, name string, s *stored, o *fleet.BundleRevision) error {
+	if o.Spec.Inputs == nil || o.Spec.Inputs.ValuesHash == "" || r.Secrets == nil || r.SecretWriter == nil {
+		return nil
+	}
+	if _, err := r.Secrets.Get(ns, bundlevalues.RevisionSecretName(o.Name)); !apierrors.IsNotFound(err) {
+		return nil
+	}
+	in := s.inputsOf(r, ns, name, o.Spec.Revision).DeepCopy()
+	values, err := bundlevalues.TakeFromRevision(in)
+	if err != nil || values == nil || in.ValuesHash != o.Spec.Inputs.ValuesHash {
+		return err
+	}
+	return r.writeValues(o, values)
 }
 
 // inputs are what revision deploys, sealed, when the Bundle (ns/name) still deploys it from

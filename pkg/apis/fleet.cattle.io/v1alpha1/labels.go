@@ -59,6 +59,9 @@ const (
 	SecretTypeBundleValues = "fleet.cattle.io/bundle-values/v1alpha1"
 	// SecretTypeBundleDeploymentOptions holds a BundleDeployment's options and values.
 	SecretTypeBundleDeploymentOptions = "fleet.cattle.io/bundle-deployment/v1alpha1"
+	// SecretTypeRevisionValues holds the Helm values of revisions a BundleRevision or a Rollout
+	// keeps (ours).
+	SecretTypeRevisionValues = "fleet.cattle.io/revision-values/v1alpha1"
 )
 
 // Finalizers that order cleanup.

@@ -286,6 +286,11 @@ type RolloutRevision struct {
 	Targets []BundleTarget `json:"targets,omitempty"`
 	// +nullable
 	HelmOpOptions *BundleHelmOptions `json:"helmOpOptions,omitempty"`
+	// ValuesHash, when set, says the revision's Helm values (of its options and its named
+	// targets) are kept outside it, in a Secret of type fleet.cattle.io/revision-values/v1alpha1
+	// next to the object that keeps the revision, and fingerprints them as a Bundle's
+	// spec.valuesHash does: whoever reads the revision does not read its values.
+	ValuesHash string `json:"valuesHash,omitempty"`
 	// Seal is the manager's: an HMAC of the revision's Content and its Bundle, under a key only
 	// the manager reads. A revision whose seal does not verify is never deployed.
 	Seal string `json:"seal,omitempty"`
