@@ -191,6 +191,46 @@ func heldCondition(ns, name string) string {
 	return ""
 }
 
+var _ = Describe("a record written by an older manager", func() {
+	It("has the Helm values its inputs hold moved into the record's own Secret", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		newCluster(ns, "dev", map[string]string{"env": "dev"})
+		keepCheckingIn(ns, "dev")
+		appAtC1(ns, "one")
+		Eventually(clusterNames(ns, "app")).Should(Equal([]string{"dev"}))
+		agentDeploys(deployments(ns, "app")["dev"], true)
+		var c1 *fleet.BundleRevision
+		Eventually(func(g Gomega) {
+			revs, err := api.BundleRevision().List(ns, metav1.ListOptions{LabelSelector: fleet.HistoryBundleLabel + "=app"})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(revs.Items).To(HaveLen(1))
+			g.Expect(revs.Items[0].Spec.Inputs).NotTo(BeNil())
+			c1 = &revs.Items[0]
+		}, time.Minute).Should(Succeed())
+		// As a manager before revision-values Secrets recorded it: the values in the inputs.
+		c1.Spec.Inputs.Options.Helm = &fleet.HelmOptions{Values: &fleet.GenericMap{Data: map[string]any{"mode": "old"}}}
+		_, err := api.BundleRevision().Update(c1)
+		Expect(err).NotTo(HaveOccurred())
+
+		By("the recorder's next write of the record moves them")
+		updateBundle(ns, "app", func(b *fleet.Bundle) {
+			b.Labels[fleet.CommitLabel] = "c2"
+			b.Spec.Resources[0].Content = "kind: ConfigMap\nmetadata:\n  name: two\n"
+		})
+		Eventually(func() string { return deployments(ns, "app")["dev"].Labels[fleet.CommitLabel] }).Should(Equal("c2"))
+		agentDeploys(deployments(ns, "app")["dev"], true)
+		Eventually(func(g Gomega) {
+			o, err := api.BundleRevision().Get(ns, c1.Name, metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(o.Spec.Inputs.Options.Helm == nil || o.Spec.Inputs.Options.Helm.Values == nil).To(BeTrue(), "no values left in the record")
+			g.Expect(o.Spec.Inputs.ValuesHash).NotTo(BeEmpty())
+			s, err := kube.CoreV1().Secrets(ns).Get(ctx, c1.Name+".values", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(s.Data).To(HaveKeyWithValue(o.Spec.Inputs.ValuesHash+".values.yaml", []byte(`{"mode":"old"}`)))
+		}, time.Minute).Should(Succeed())
+	})
+})
+
 var _ = Describe("fleet rollback", func() {
 	It("puts the chosen clusters back to an earlier revision, byte for byte, held until the Bundle's next revision or released", func(ctx context.Context) {
 		ns := newNamespace(ctx)

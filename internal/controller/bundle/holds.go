@@ -106,7 +106,7 @@ func (h *handler) heldRevision(b *fleet.Bundle, revision string) (*fleet.Rollout
 	case o.Spec.Inputs == nil || o.Spec.Inputs.Revision != revision:
 		return nil, "", fmt.Errorf("revision %s: the deployment history did not record what it deploys (the Bundle had moved on when it was first seen)", revision)
 	}
-	in, err := RevisionValues(h.secrets, o.Namespace, o.Name, o.Spec.Inputs)
+	in, err := RevisionValues(h.secrets, h.secretWriter, o.Namespace, o.Name, o.Spec.Inputs)
 	if err != nil {
 		return nil, "", fmt.Errorf("revision %s: %w", revision, err)
 	}

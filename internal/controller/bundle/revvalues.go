@@ -43,21 +43,31 @@ func WriteRevisionValues(secrets corecontrollers.SecretClient, want *corev1.Secr
 }
 
 // RevisionValues is kept with its Helm values put back from the revision-values Secret of the
-// object ownerName keeps it in (namespace ns), as secrets has it: kept itself when its values
-// are not kept outside it.
-func RevisionValues(secrets corecontrollers.SecretCache, ns, ownerName string, kept *fleet.RolloutRevision) (*fleet.RolloutRevision, error) {
+// object ownerName keeps it in (namespace ns): as the cache has it, else (the cache may not show
+// its last write yet) as the apiserver has it (live; nil: the cache only). kept itself when its
+// values are not kept outside it.
+func RevisionValues(cache corecontrollers.SecretCache, live corecontrollers.SecretClient, ns, ownerName string, kept *fleet.RolloutRevision) (*fleet.RolloutRevision, error) {
 	if kept == nil || kept.ValuesHash == "" {
 		return kept, nil
 	}
 	name := bundlevalues.RevisionSecretName(ownerName)
-	if secrets == nil {
-		return nil, fmt.Errorf("the Helm values of revision %s: secret %s/%s is not read here", kept.Revision, ns, name)
+	var out *fleet.RolloutRevision
+	err := fmt.Errorf("secret %s/%s is not read here", ns, name)
+	if cache != nil {
+		var s *corev1.Secret
+		if s, err = cache.Get(ns, name); err == nil {
+			if out, err = bundlevalues.RestoreRevision(kept, s); err == nil {
+				return out, nil
+			}
+		}
 	}
-	s, err := secrets.Get(ns, name)
-	if err != nil {
-		return nil, fmt.Errorf("the Helm values of revision %s: secret %s/%s: %w", kept.Revision, ns, name, err)
+	if live != nil {
+		var s *corev1.Secret
+		if s, err = live.Get(ns, name, metav1.GetOptions{}); err == nil {
+			return bundlevalues.RestoreRevision(kept, s)
+		}
 	}
-	return bundlevalues.RestoreRevision(kept, s)
+	return nil, fmt.Errorf("the Helm values of revision %s: secret %s/%s: %w", kept.Revision, ns, name, err)
 }
 
 func sameOwner(a, b *corev1.Secret) bool {

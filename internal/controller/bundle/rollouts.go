@@ -126,17 +126,7 @@ func (w *rolloutWriter) restore(b *fleet.Bundle, kept *fleet.RolloutRevision) (*
 		return bundlevalues.RestoreRevision(kept, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: b.Namespace, Name: bundlevalues.RevisionSecretName(b.Name)},
 			Type: fleet.SecretTypeRevisionValues, Data: bundlevalues.RevisionData(map[string]map[string][]byte{kept.ValuesHash: data})})
 	}
-	out, err := RevisionValues(w.secrets, b.Namespace, b.Name, kept)
-	if err != nil && w.secretWriter != nil {
-		// The cache may not show the Secret's last write yet: the apiserver's copy decides.
-		name := bundlevalues.RevisionSecretName(b.Name)
-		s, gerr := w.secretWriter.Get(b.Namespace, name, metav1.GetOptions{})
-		if gerr != nil {
-			return nil, fmt.Errorf("the Helm values of revision %s: secret %s/%s: %w", kept.Revision, b.Namespace, name, gerr)
-		}
-		return bundlevalues.RestoreRevision(kept, s)
-	}
-	return out, err
+	return RevisionValues(w.secrets, w.secretWriter, b.Namespace, b.Name, kept)
 }
 
 // writeValues writes the Helm values of the revisions the status of roll keeps into roll's

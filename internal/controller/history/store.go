@@ -141,6 +141,8 @@ func (r *recorder) saveRevision(ns, name string, s *stored, rev history.Revision
 		}
 	} else if err := r.mendValues(ns, name, s, o); err != nil {
 		return err
+	} else if o, err = r.moveValues(o); err != nil {
+		return err
 	}
 	if equality.Semantic.DeepEqual(o.Status.Spans, rev.Spans) {
 		return nil
@@ -159,6 +161,39 @@ func (r *recorder) writeValues(o *fleet.BundleRevision, values map[string][]byte
 	owner := bundlevalues.RevisionOwner("BundleRevision", o.Name, o.UID)
 	return bundle.WriteRevisionValues(r.SecretWriter, bundlevalues.RevisionSecret(o.Namespace, owner,
 		bundlevalues.RevisionData(map[string]map[string][]byte{o.Spec.Inputs.ValuesHash: values})))
+}
+
+// moveValues takes the Helm values a record written before revision-values Secrets holds in
+// its inputs into its Secret: o as written then (o itself when it holds none).
+func (r *recorder) moveValues(o *fleet.BundleRevision) (*fleet.BundleRevision, error) {
+	if r.SecretWriter == nil || !inlineValues(o.Spec.Inputs) {
+		return o, nil
+	}
+	next := o.DeepCopy()
+	values, err := bundlevalues.TakeFromRevision(next.Spec.Inputs)
+	if err != nil || values == nil {
+		return o, err
+	}
+	if err := r.writeValues(next, values); err != nil {
+		return o, err
+	}
+	return r.Revisions.Update(next)
+}
+
+// inlineValues says in holds Helm values itself (of its options or of a named target).
+func inlineValues(in *fleet.RolloutRevision) bool {
+	if in == nil {
+		return false
+	}
+	if in.Options.Helm != nil && in.Options.Helm.Values != nil {
+		return true
+	}
+	for _, t := range in.Targets {
+		if t.Name != "" && t.Helm != nil && t.Helm.Values != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // mendValues writes o's values Secret again when it is missing (its write after o's failed, or
