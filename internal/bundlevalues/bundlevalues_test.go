@@ -98,3 +98,31 @@ func TestDeploymentValuesRoundTrip(t *testing.T) {
 		t.Errorf("empty values: %q %v hash %q", data, err, empty.Spec.ValuesHash)
 	}
 }
+
+// The agent retries a Secret being written and gives up on one that is not the deployment's:
+// the two errors are told apart.
+func TestDeploymentSecretErrorsAreTyped(t *testing.T) {
+	bd := &fleet.BundleDeployment{Spec: fleet.BundleDeploymentSpec{Options: fleet.BundleDeploymentOptions{Helm: values(map[string]any{"a": 1})}}}
+	bd.Name = "app"
+	data, err := TakeFromDeployment(bd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name           string
+		s              *corev1.Secret
+		stale, invalid bool
+	}{
+		{"another type", &corev1.Secret{Type: corev1.SecretTypeOpaque, Data: data}, false, true},
+		{"being written", &corev1.Secret{Type: fleet.SecretTypeBundleDeploymentOptions, Data: map[string][]byte{ValuesKey: []byte(`{"a":2}`)}}, true, false},
+		{"not an object", &corev1.Secret{Type: fleet.SecretTypeBundleDeploymentOptions, Data: map[string][]byte{ValuesKey: []byte(`[1]`)}}, false, true},
+	} {
+		if c.name == "not an object" {
+			bd.Spec.ValuesHash = DeploymentHash(c.s.Data)
+		}
+		_, err := DeploymentOptions(bd, c.s)
+		if err == nil || errors.Is(err, ErrStale) != c.stale || errors.Is(err, ErrInvalid) != c.invalid {
+			t.Errorf("%s: %v (stale %v, invalid %v wanted)", c.name, err, c.stale, c.invalid)
+		}
+	}
+}

@@ -1,13 +1,16 @@
 package bundlevalues
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
@@ -69,13 +72,32 @@ func DeploymentSecret(bd *fleet.BundleDeployment, data map[string][]byte) *corev
 	}
 }
 
+// ErrInvalid says a Secret named as the object is not a values Secret of it (another type, or
+// values that are not a JSON object): waiting does not mend it.
+var ErrInvalid = errors.New("not a values Secret of the object")
+
+// ReadDeploymentOptions is what bd deploys, its options with the Helm values of its options
+// Secret (read through secrets) when bd keeps them there (spec.valuesHash): what its agent
+// deploys and `fleet plan --live` renders. A Secret that cannot be read fails with the
+// apiserver's error, one being written with ErrStale, one that is not bd's with ErrInvalid.
+func ReadDeploymentOptions(ctx context.Context, secrets corev1client.SecretsGetter, bd *fleet.BundleDeployment) (*fleet.BundleDeploymentOptions, error) {
+	if bd.Spec.ValuesHash == "" {
+		return &bd.Spec.Options, nil
+	}
+	s, err := secrets.Secrets(bd.Namespace).Get(ctx, bd.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("the Helm values of bundledeployment %s/%s (spec.valuesHash): %w", bd.Namespace, bd.Name, err)
+	}
+	return DeploymentOptions(bd, s)
+}
+
 // DeploymentValues are the Helm values (of its options, not the staged ones) that s, bd's
 // options Secret, holds: nil for none. It fails when s is not of the type or does not match
 // bd.Spec.ValuesHash (ErrStale).
 func DeploymentValues(bd *fleet.BundleDeployment, s *corev1.Secret) (map[string]any, error) {
 	where := fmt.Sprintf("the Helm values of bundledeployment %s: secret %s", bd.Name, s.Name)
 	if s.Type != fleet.SecretTypeBundleDeploymentOptions {
-		return nil, fmt.Errorf("%s is of type %s, not %s", where, s.Type, fleet.SecretTypeBundleDeploymentOptions)
+		return nil, fmt.Errorf("%s is of type %s, not %s: %w", where, s.Type, fleet.SecretTypeBundleDeploymentOptions, ErrInvalid)
 	}
 	if DeploymentHash(s.Data) != bd.Spec.ValuesHash {
 		return nil, fmt.Errorf("%s: %w", where, ErrStale)
@@ -86,7 +108,7 @@ func DeploymentValues(bd *fleet.BundleDeployment, s *corev1.Secret) (map[string]
 	}
 	values := map[string]any{}
 	if err := json.Unmarshal(raw, &values); err != nil {
-		return nil, fmt.Errorf("%s, key %s: %w", where, ValuesKey, err)
+		return nil, fmt.Errorf("%s, key %s: %w: %w", where, ValuesKey, ErrInvalid, err)
 	}
 	return values, nil
 }

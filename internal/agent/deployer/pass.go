@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -179,26 +178,19 @@ func (h *handler) inputs(bd *fleet.BundleDeployment) (inputs, error) {
 	return inputs{values: values, valuesHash: valuesHash, downstream: downstream}, nil
 }
 
-// storedValues is the BundleDeployment's options with the Helm values of its options Secret
+// StoredValues is the BundleDeployment's options with the Helm values of its options Secret
 // (bundlevalues) when the manager keeps them there, as it and Fleet 0.13 and later do. A Secret
-// that does not match spec.valuesHash is being written: the pass is retried.
+// that cannot be read or does not match spec.valuesHash (being written) retries the pass; one
+// that is not the deployment's is a permanent error.
 func (h *handler) StoredValues(bd *fleet.BundleDeployment) (*fleet.BundleDeploymentOptions, error) {
-	opts := &bd.Spec.Options
-	if bd.Spec.ValuesHash == "" || h.upstream == nil {
-		return opts, nil
+	if h.upstream == nil {
+		return &bd.Spec.Options, nil
 	}
-	s, err := h.upstream.CoreV1().Secrets(bd.Namespace).Get(h.ctx, bd.Name, metav1.GetOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("the Helm values of bundledeployment %s (spec.valuesHash): %w", bd.Name, err)
-	}
-	opts, err = bundlevalues.DeploymentOptions(bd, s)
-	if errors.Is(err, bundlevalues.ErrStale) {
-		return nil, err
-	}
-	if err != nil {
+	opts, err := bundlevalues.ReadDeploymentOptions(h.ctx, h.upstream.CoreV1(), bd)
+	if errors.Is(err, bundlevalues.ErrInvalid) {
 		return nil, helmrelease.Permanent(err)
 	}
-	return opts, nil
+	return opts, err
 }
 
 // overwrittenGone turns record into upgrade when a resource taken over from another bundle has

@@ -47,7 +47,7 @@ func Live(ctx context.Context, api fleetcontrollers.Interface, secrets corev1cli
 				}
 				contents[id] = res
 			}
-			opts, err := storedOptions(ctx, secrets, bd)
+			opts, err := bundlevalues.ReadDeploymentOptions(ctx, secrets, bd)
 			manifest := ""
 			if err == nil {
 				manifest, err = helmdeployer.Predict(res, opts, bd.Name)
@@ -60,19 +60,6 @@ func Live(ctx context.Context, api fleetcontrollers.Interface, secrets corev1cli
 		out[name] = byCluster
 	}
 	return out, nil
-}
-
-// storedOptions are what bd deploys: its options, with the Helm values of its options Secret
-// when the manager keeps them there (spec.valuesHash), as Fleet 0.13+ does.
-func storedOptions(ctx context.Context, secrets corev1client.SecretsGetter, bd *fleet.BundleDeployment) (*fleet.BundleDeploymentOptions, error) {
-	if bd.Spec.ValuesHash == "" {
-		return &bd.Spec.Options, nil
-	}
-	s, err := secrets.Secrets(bd.Namespace).Get(ctx, bd.Name, metav1.GetOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("the Helm values of bundledeployment %s/%s: %w", bd.Namespace, bd.Name, err)
-	}
-	return bundlevalues.DeploymentOptions(bd, s)
 }
 
 func contentResources(api fleetcontrollers.Interface, name string) ([]fleet.BundleResource, error) {
