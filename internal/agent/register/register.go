@@ -184,17 +184,17 @@ type agentConfig struct {
 // deletes the bootstrap Secret.
 func Register(ctx context.Context, local kubernetes.Interface, o Options) (*Credential, error) {
 	ns := o.Namespace
-	v, groupLabels, err := bootstrapValues(ctx, local, ns)
+	v, boot, err := bootstrapValues(ctx, local, ns)
 	if err != nil {
 		return nil, err
 	}
-	clientID, labels, err := identity(ctx, local, o, groupLabels)
+	clientID, labels, err := identity(ctx, local, o, boot.Data[registration.KeyLabels])
 	if err != nil {
 		return nil, err
 	}
 	cfg := &rest.Config{Host: v.APIServerURL, BearerToken: v.Token, TLSClientConfig: rest.TLSClientConfig{CAData: caData(v.APIServerCA, o.TLSMode)},
 		Timeout: requestTimeout}
-	nonce, err := pendingNonce(ctx, local, ns)
+	nonce, err := pendingNonce(ctx, local, boot)
 	if err != nil {
 		return nil, err
 	}
@@ -231,8 +231,9 @@ func Register(ctx context.Context, local kubernetes.Interface, o Options) (*Cred
 }
 
 // bootstrapValues reads the registration token's values from the bootstrap Secret, with their
-// defaults, and the labels that go with the token (JSON, optional).
-func bootstrapValues(ctx context.Context, local kubernetes.Interface, ns string) (registration.Values, []byte, error) {
+// defaults, and the Secret (its key registration.KeyLabels holds the labels that go with the
+// token, JSON, optional).
+func bootstrapValues(ctx context.Context, local kubernetes.Interface, ns string) (registration.Values, *corev1.Secret, error) {
 	var v registration.Values
 	boot, err := local.CoreV1().Secrets(ns).Get(ctx, registration.BootstrapSecret, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -260,7 +261,7 @@ func bootstrapValues(ctx context.Context, local kubernetes.Interface, ns string)
 	if v.SystemRegistrationNamespace == "" {
 		v.SystemRegistrationNamespace = fleet.ClustersSystemNamespace
 	}
-	return v, d[registration.KeyLabels], nil
+	return v, boot, nil
 }
 
 // storedKey is the registration key of the agent's earlier registration ("" for none).
@@ -286,13 +287,11 @@ func storeKey(ctx context.Context, local kubernetes.Interface, ns, key string) e
 // load, a restart) asks again with the same nonce, so the same ClusterRegistration: with a new
 // one, the manager granted the first (giving the Cluster a registration key only that grant's
 // credential carries) and refused the second for good. The bootstrap Secret goes once the agent
-// is registered, and the nonce with it.
-func pendingNonce(ctx context.Context, local kubernetes.Interface, ns string) (string, error) {
+// is registered, and the nonce with it. boot is the bootstrap Secret as this try read it.
+func pendingNonce(ctx context.Context, local kubernetes.Interface, boot *corev1.Secret) (string, error) {
+	ns := boot.Namespace
 	secrets := local.CoreV1().Secrets(ns)
-	s, err := secrets.Get(ctx, registration.BootstrapSecret, metav1.GetOptions{})
-	if err != nil {
-		return "", fmt.Errorf("reading the registration token (secret %s/%s): %w", ns, registration.BootstrapSecret, err)
-	}
+	s := boot.DeepCopy()
 	// Only a nonce the agent could have drawn is used again: the Secret is writable downstream.
 	if nonce := s.Data[registration.KeyClientRandom]; len(nonce) == 64 {
 		if _, err := hex.DecodeString(string(nonce)); err == nil {
@@ -308,7 +307,7 @@ func pendingNonce(ctx context.Context, local kubernetes.Interface, ns string) (s
 		s.Data = map[string][]byte{}
 	}
 	s.Data[registration.KeyClientRandom] = []byte(nonce)
-	_, err = secrets.Update(ctx, s, metav1.UpdateOptions{})
+	_, err := secrets.Update(ctx, s, metav1.UpdateOptions{})
 	switch {
 	case apierrors.IsInvalid(err) || apierrors.IsForbidden(err):
 		// An immutable Secret, or one the agent may not write: it registers as before, with

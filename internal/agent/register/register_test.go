@@ -129,7 +129,7 @@ func TestBootstrapValuesAndIdentity(t *testing.T) {
 	if v.ClusterNamespace != "fleet-default" || v.SystemRegistrationNamespace != "cattle-fleet-clusters-system" {
 		t.Errorf("defaults: %+v", v)
 	}
-	id, labels, err := identity(ctx, kube, Options{Namespace: "cattle-fleet-system", Labels: map[string]string{"tier": "b"}}, group)
+	id, labels, err := identity(ctx, kube, Options{Namespace: "cattle-fleet-system", Labels: map[string]string{"tier": "b"}}, group.Data[registration.KeyLabels])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,6 +256,15 @@ func TestRegistrationRequestRefusedEveryTimeGivesUp(t *testing.T) {
 	}
 }
 
+// nonceAsRead is pendingNonce of the bootstrap Secret in ns as a try reads it.
+func nonceAsRead(ctx context.Context, local *fake.Clientset, ns string) (string, error) {
+	boot, err := local.CoreV1().Secrets(ns).Get(ctx, registration.BootstrapSecret, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	return pendingNonce(ctx, local, boot)
+}
+
 // The nonce of a registration asked for and not yet granted outlives the try (and the agent's
 // restart: it is kept in the bootstrap Secret), so the request sent again is the same
 // ClusterRegistration; once given up on, the next try draws a new one.
@@ -263,11 +272,11 @@ func TestPendingRegistrationKeepsItsNonce(t *testing.T) {
 	ctx := context.Background()
 	local := fake.NewSimpleClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: registration.BootstrapSecret, Namespace: "agent"},
 		Data: map[string][]byte{registration.KeyToken: []byte("t")}})
-	first, err := pendingNonce(ctx, local, "agent")
+	first, err := nonceAsRead(ctx, local, "agent")
 	if err != nil || len(first) != 64 {
 		t.Fatalf("nonce %q, %v: want 64 hex digits", first, err)
 	}
-	again, err := pendingNonce(ctx, local, "agent")
+	again, err := nonceAsRead(ctx, local, "agent")
 	if err != nil || again != first {
 		t.Errorf("asked again: nonce %q, %v, want the first, %q", again, err, first)
 	}
@@ -275,7 +284,7 @@ func TestPendingRegistrationKeepsItsNonce(t *testing.T) {
 		t.Errorf("the request's name must follow the clientID and the nonce")
 	}
 	forgetNonce(ctx, local, "agent")
-	fresh, err := pendingNonce(ctx, local, "agent")
+	fresh, err := nonceAsRead(ctx, local, "agent")
 	if err != nil || fresh == first {
 		t.Errorf("after giving up: nonce %q, %v, want a new one", fresh, err)
 	}
@@ -294,14 +303,14 @@ func TestPendingNonceOfAnUnwritableBootstrapSecret(t *testing.T) {
 	local.PrependReactor("update", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Secret"}, registration.BootstrapSecret, field.ErrorList{field.Forbidden(field.NewPath("data"), "field is immutable when `immutable` is set")})
 	})
-	nonce, err := pendingNonce(ctx, local, "agent")
+	nonce, err := nonceAsRead(ctx, local, "agent")
 	if err != nil || len(nonce) != 64 {
 		t.Errorf("nonce %q, %v: want a nonce of this try", nonce, err)
 	}
 	local.PrependReactor("update", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewServiceUnavailable("etcd is down")
 	})
-	if _, err := pendingNonce(ctx, local, "agent"); err == nil {
+	if _, err := nonceAsRead(ctx, local, "agent"); err == nil {
 		t.Errorf("an update that failed for another reason must fail the try (it is retried)")
 	}
 }
@@ -313,7 +322,7 @@ func TestPendingNonceNotOneTheAgentDrew(t *testing.T) {
 	for _, kept := range []string{"a", strings.Repeat("z", 64), strings.Repeat("0", 63)} {
 		local := fake.NewSimpleClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: registration.BootstrapSecret, Namespace: "agent"},
 			Data: map[string][]byte{registration.KeyToken: []byte("t"), registration.KeyClientRandom: []byte(kept)}})
-		nonce, err := pendingNonce(ctx, local, "agent")
+		nonce, err := nonceAsRead(ctx, local, "agent")
 		if err != nil || nonce == kept || len(nonce) != 64 {
 			t.Errorf("kept %q: nonce %q, %v, want a fresh one", kept, nonce, err)
 		}
