@@ -109,7 +109,8 @@ func (h *handler) tally(bundles []*fleet.Bundle, bds []*fleet.BundleDeployment, 
 }
 
 // readiness is the GitRepo's Ready condition: the first of a refused spec, a repository that
-// cannot be polled, a failed run, nothing applied yet, a Bundle not ready, deployments not ready.
+// cannot be polled, a failed run, nothing applied yet, a Bundle not processed at its spec yet or
+// not ready, deployments not ready.
 func readiness(status *fleet.GitRepoStatus, bundles []*fleet.Bundle, s fleet.BundleSummary) (corev1.ConditionStatus, string) {
 	if c := fleet.FindCondition(status.Conditions, fleet.ConditionAccepted); c != nil && c.Status == corev1.ConditionFalse {
 		return corev1.ConditionFalse, c.Message
@@ -125,6 +126,11 @@ func readiness(status *fleet.GitRepoStatus, bundles []*fleet.Bundle, s fleet.Bun
 		return corev1.ConditionUnknown, "no commit applied yet"
 	}
 	for _, b := range bundles {
+		if b.Status.ObservedGeneration != b.Generation {
+			// Its status is of an earlier spec (or none yet): the deployments this commit
+			// makes are not counted yet, so no count says it is ready.
+			return corev1.ConditionUnknown, "Bundle " + b.Name + ": not processed yet"
+		}
 		if c := fleet.FindCondition(b.Status.Conditions, fleet.ConditionReady); c != nil && c.Status != corev1.ConditionTrue {
 			return c.Status, "Bundle " + b.Name + ": " + c.Message
 		}
