@@ -273,31 +273,70 @@ var _ = Describe("a BundleDeployment whose Helm values Fleet 0.13+ keeps in a Se
 		mgr, err := manager.Clientset()
 		Expect(err).NotTo(HaveOccurred())
 		name, ns := unique("fleet-values"), unique("fleet-values-ns")
-		var gz bytes.Buffer
-		zw := gzip.NewWriter(&gz)
-		Expect(json.NewEncoder(zw).Encode(map[string]any{"resources": []fleet.BundleResource{
-			res("Chart.yaml", "apiVersion: v2\nname: moved\nversion: 1.0.0\n"),
-			res("templates/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: moved\ndata:\n  from: {{ .Values.from | quote }}\n")}})).To(Succeed())
-		Expect(zw.Close()).To(Succeed())
-		content := "s-" + name
-		_, err = api.Content().Create(&fleet.Content{ObjectMeta: metav1.ObjectMeta{Name: content}, Content: gz.Bytes()})
-		Expect(err).NotTo(HaveOccurred())
+		content := fromChart(name, "moved")
 		// As Fleet's manager writes them: no values in the BundleDeployment, its options Secret.
 		values := []byte(`{"from":"secret"}`)
 		_, err = mgr.CoreV1().Secrets(clusterNS).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Type: "fleet.cattle.io/bundle-deployment/v1alpha1",
 			Data: map[string][]byte{"values": values, "stagedValues": values}}, metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
-		opts := fleet.BundleDeploymentOptions{DefaultNamespace: ns, Helm: &fleet.HelmOptions{}}
-		_, err = api.BundleDeployment().Create(&fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: clusterNS,
-			Labels: map[string]string{fleet.ContentNameLabel: content}},
-			Spec: fleet.BundleDeploymentSpec{DeploymentID: content + ":1", StagedDeploymentID: content + ":1", ValuesHash: valuesHashOf(values, values),
-				Options: opts, StagedOptions: opts}})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() { _ = api.BundleDeployment().Delete(clusterNS, name, nil) })
+		valuesDeployment(name, ns, content, values)
 		Eventually(cmData(ns, "moved"), 60*time.Second).Should(HaveKeyWithValue("from", "secret"))
 	})
+
+	It("reports its options Secret missing, typed, and deploys once it is there", func(ctx context.Context) {
+		mgr, err := manager.Clientset()
+		Expect(err).NotTo(HaveOccurred())
+		name, ns := unique("fleet-lost"), unique("fleet-lost-ns")
+		content := fromChart(name, "lost")
+		values := []byte(`{"from":"secret"}`)
+		valuesDeployment(name, ns, content, values)
+		Eventually(func() string {
+			bd, err := api.BundleDeployment().Get(clusterNS, name, metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			if c := fleet.FindCondition(bd.Status.Conditions, fleet.ConditionDeployed); c != nil {
+				return string(c.Status) + " " + c.Reason + ": " + c.Message
+			}
+			return ""
+		}, 60*time.Second).Should(And(HavePrefix("False "+fleet.ReasonValuesSecretMissing+": "), ContainSubstring(name)))
+
+		By("the Secret written (as the manager writes it again), the agent deploys with its values")
+		_, err = mgr.CoreV1().Secrets(clusterNS).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Type: "fleet.cattle.io/bundle-deployment/v1alpha1",
+			Data: map[string][]byte{"values": values, "stagedValues": values}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(cmData(ns, "lost"), 3*time.Minute).Should(HaveKeyWithValue("from", "secret"))
+	})
 })
+
+// fromChart creates the Content "s-"+name of a chart whose ConfigMap cm says the value "from",
+// and returns its name.
+func fromChart(name, cm string) string {
+	GinkgoHelper()
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	Expect(json.NewEncoder(zw).Encode(map[string]any{"resources": []fleet.BundleResource{
+		res("Chart.yaml", "apiVersion: v2\nname: "+cm+"\nversion: 1.0.0\n"),
+		res("templates/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: "+cm+"\ndata:\n  from: {{ .Values.from | quote }}\n")}})).To(Succeed())
+	Expect(zw.Close()).To(Succeed())
+	content := "s-" + name
+	_, err := api.Content().Create(&fleet.Content{ObjectMeta: metav1.ObjectMeta{Name: content}, Content: gz.Bytes()})
+	Expect(err).NotTo(HaveOccurred())
+	return content
+}
+
+// valuesDeployment creates the BundleDeployment name of content into namespace ns, its values
+// (values and staged values alike) kept in its options Secret, as Fleet's manager writes it.
+func valuesDeployment(name, ns, content string, values []byte) {
+	GinkgoHelper()
+	opts := fleet.BundleDeploymentOptions{DefaultNamespace: ns, Helm: &fleet.HelmOptions{}}
+	_, err := api.BundleDeployment().Create(&fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: clusterNS,
+		Labels: map[string]string{fleet.ContentNameLabel: content}},
+		Spec: fleet.BundleDeploymentSpec{DeploymentID: content + ":1", StagedDeploymentID: content + ":1", ValuesHash: valuesHashOf(values, values),
+			Options: opts, StagedOptions: opts}})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { _ = api.BundleDeployment().Delete(clusterNS, name, nil) })
+}
 
 // valuesHashOf is a BundleDeployment's valuesHash as Fleet's manager computes it: the hex SHA-256
 // of its values' JSON followed by its staged values'.

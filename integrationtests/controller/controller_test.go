@@ -217,6 +217,42 @@ var _ = Describe("a Bundle whose Helm values Fleet 0.13+ keeps in a Secret (spec
 		Eventually(func() map[string]any { return deploymentValues(ctx, deployments(ns, "inline")["a"]) }).Should(Equal(map[string]any{"replicas": float64(5)}))
 	})
 
+	It("writes a deleted options Secret again once its agent reports it missing, and only with the values it held", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		newCluster(ns, "a", map[string]string{"env": "prod"})
+		newBundle(ns, "lost", fleet.BundleSpec{BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "app",
+			Helm: &fleet.HelmOptions{Values: &fleet.GenericMap{Data: map[string]any{"replicas": 2}}}},
+			Targets: []fleet.BundleTarget{{ClusterSelector: sel("env", "prod")}}})
+		Eventually(clusterNames(ns, "lost")).Should(Equal([]string{"a"}))
+		Eventually(func() map[string]any { return deploymentValues(ctx, deployments(ns, "lost")["a"]) }).Should(Equal(map[string]any{"replicas": float64(2)}))
+		bd := deployments(ns, "lost")["a"]
+		gone := func() bool {
+			_, err := kube.CoreV1().Secrets(bd.Namespace).Get(ctx, bd.Name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		}
+		Expect(kube.CoreV1().Secrets(bd.Namespace).Delete(ctx, bd.Name, metav1.DeleteOptions{})).To(Succeed())
+		Consistently(gone, "2s").Should(BeTrue(), "the manager does not watch these Secrets")
+
+		By("its agent reports the Secret missing, as ours does")
+		Eventually(func() error {
+			cur, err := api.BundleDeployment().Get(bd.Namespace, bd.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			fleet.SetCondition(&cur.Status.Conditions, fleet.ConditionDeployed, corev1.ConditionFalse, fleet.ReasonValuesSecretMissing,
+				"the Helm values of bundledeployment "+bd.Namespace+"/"+bd.Name+" (spec.valuesHash): the options Secret is missing", time.Now())
+			_, err = api.BundleDeployment().UpdateStatus(cur)
+			return err
+		}).Should(Succeed())
+		Eventually(func() map[string]any {
+			if gone() {
+				return nil
+			}
+			return deploymentValues(ctx, deployments(ns, "lost")["a"])
+		}).Should(Equal(map[string]any{"replicas": float64(2)}))
+		Expect(deployments(ns, "lost")["a"].Spec.ValuesHash).To(Equal(bd.Spec.ValuesHash), "the deployment itself is not changed")
+	})
+
 	It("keeps a held deployment's values in its options Secret while the new ones are staged", func(ctx context.Context) {
 		ns := newNamespace(ctx)
 		newCluster(ns, "a", map[string]string{"env": "prod"})

@@ -5,11 +5,13 @@
 package bdstatus
 
 import (
+	"errors"
 	"time"
 
 	"helm.sh/helm/v3/pkg/release"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/fleetgo/fleet/internal/bundlevalues"
 	"github.com/fleetgo/fleet/internal/helmrelease"
 	"github.com/fleetgo/fleet/internal/summary"
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
@@ -70,7 +72,11 @@ func Applied(bd *fleet.BundleDeployment, rel *helmrelease.Release, status *fleet
 // can fix it.
 func MarkFailed(status *fleet.BundleDeploymentStatus, err error, now time.Time) {
 	msg := err.Error()
-	fleet.SetCondition(&status.Conditions, fleet.ConditionDeployed, corev1.ConditionFalse, "Error", msg, now)
+	reason := "Error"
+	if errors.Is(err, bundlevalues.ErrMissing) {
+		reason = fleet.ReasonValuesSecretMissing
+	}
+	fleet.SetCondition(&status.Conditions, fleet.ConditionDeployed, corev1.ConditionFalse, reason, msg, now)
 	if helmrelease.IsPermanent(err) {
 		fleet.SetCondition(&status.Conditions, fleet.ConditionInstalled, corev1.ConditionFalse, "Error", msg, now)
 	}

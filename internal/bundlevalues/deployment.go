@@ -9,8 +9,8 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
@@ -76,15 +76,25 @@ func DeploymentSecret(bd *fleet.BundleDeployment, data map[string][]byte) *corev
 // values that are not a JSON object): waiting does not mend it.
 var ErrInvalid = errors.New("not a values Secret of the object")
 
+// ErrMissing says the options Secret a BundleDeployment's valuesHash names is not there.
+var ErrMissing = errors.New("the options Secret is missing")
+
+// GetSecret reads the Secret namespace/name (a client's Get: this package uses no client).
+type GetSecret func(ctx context.Context, namespace, name string) (*corev1.Secret, error)
+
 // ReadDeploymentOptions is what bd deploys, its options with the Helm values of its options
-// Secret (read through secrets) when bd keeps them there (spec.valuesHash): what its agent
-// deploys and `fleet plan --live` renders. A Secret that cannot be read fails with the
-// apiserver's error, one being written with ErrStale, one that is not bd's with ErrInvalid.
-func ReadDeploymentOptions(ctx context.Context, secrets corev1client.SecretsGetter, bd *fleet.BundleDeployment) (*fleet.BundleDeploymentOptions, error) {
+// Secret (read through get) when bd keeps them there (spec.valuesHash): what its agent deploys
+// and `fleet plan --live` renders. A Secret that cannot be read fails with the
+// apiserver's error (ErrMissing too when it is not there), one being written with ErrStale, one
+// that is not bd's with ErrInvalid.
+func ReadDeploymentOptions(ctx context.Context, get GetSecret, bd *fleet.BundleDeployment) (*fleet.BundleDeploymentOptions, error) {
 	if bd.Spec.ValuesHash == "" {
 		return &bd.Spec.Options, nil
 	}
-	s, err := secrets.Secrets(bd.Namespace).Get(ctx, bd.Name, metav1.GetOptions{})
+	s, err := get(ctx, bd.Namespace, bd.Name)
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("the Helm values of bundledeployment %s/%s (spec.valuesHash): %w: %w", bd.Namespace, bd.Name, ErrMissing, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("the Helm values of bundledeployment %s/%s (spec.valuesHash): %w", bd.Namespace, bd.Name, err)
 	}

@@ -1,6 +1,7 @@
 package deployer
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -186,7 +187,9 @@ func (h *handler) StoredValues(bd *fleet.BundleDeployment) (*fleet.BundleDeploym
 	if h.upstream == nil {
 		return &bd.Spec.Options, nil
 	}
-	opts, err := bundlevalues.ReadDeploymentOptions(h.ctx, h.upstream.CoreV1(), bd)
+	opts, err := bundlevalues.ReadDeploymentOptions(h.ctx, func(ctx context.Context, ns, name string) (*corev1.Secret, error) {
+		return h.upstream.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	}, bd)
 	if errors.Is(err, bundlevalues.ErrInvalid) {
 		return nil, helmrelease.Permanent(err)
 	}

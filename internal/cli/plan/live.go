@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -47,7 +48,9 @@ func Live(ctx context.Context, api fleetcontrollers.Interface, secrets corev1cli
 				}
 				contents[id] = res
 			}
-			opts, err := bundlevalues.ReadDeploymentOptions(ctx, secrets, bd)
+			opts, err := bundlevalues.ReadDeploymentOptions(ctx, func(ctx context.Context, ns, name string) (*corev1.Secret, error) {
+				return secrets.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+			}, bd)
 			manifest := ""
 			if err == nil {
 				manifest, err = helmdeployer.Predict(res, opts, bd.Name)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -33,6 +34,32 @@ func (h *handler) takeValues(cur, next *fleet.BundleDeployment) (data map[string
 	}
 	data, err = bundlevalues.TakeFromDeployment(next)
 	return data, false, err
+}
+
+// valuesMissing says cur's agent reported its options Secret missing (deleted by someone with
+// Secret rights in the cluster namespace): its values are written again (healValues).
+func valuesMissing(cur *fleet.BundleDeployment) bool {
+	if cur == nil || cur.Spec.ValuesHash == "" {
+		return false
+	}
+	c := fleet.FindCondition(cur.Status.Conditions, fleet.ConditionDeployed)
+	return c != nil && c.Status == corev1.ConditionFalse && c.Reason == fleet.ReasonValuesSecretMissing
+}
+
+// healValues writes cur's options Secret again when its agent reported it missing and next (what
+// the pass renders for the cluster) holds exactly the values it held (the same valuesHash). A
+// deployment held at other inputs (its values only in the lost Secret) is not healed: its error
+// stays in its status until its inputs change.
+func (h *handler) healValues(cur, next *fleet.BundleDeployment) error {
+	if !valuesMissing(cur) {
+		return nil
+	}
+	probe := next.DeepCopy()
+	data, err := bundlevalues.TakeFromDeployment(probe)
+	if err != nil || data == nil || probe.Spec.ValuesHash != cur.Spec.ValuesHash {
+		return err
+	}
+	return h.putValues(cur, data, "")
 }
 
 // heldValues gives next cur's options as cur deploys them, with the Helm values cur's options
@@ -88,6 +115,9 @@ func (h *handler) updateValues(want *corev1.Secret) error {
 	}
 	if cur.Type != want.Type {
 		return fmt.Errorf("secret %s/%s is of type %s, not %s", cur.Namespace, cur.Name, cur.Type, want.Type)
+	}
+	if equality.Semantic.DeepEqual(cur.Data, want.Data) && equality.Semantic.DeepEqual(cur.OwnerReferences, want.OwnerReferences) {
+		return nil
 	}
 	cur = cur.DeepCopy()
 	cur.Data, cur.OwnerReferences = want.Data, want.OwnerReferences

@@ -123,7 +123,7 @@ func (ps *syncPass) one(i int, p planned, cur *fleet.BundleDeployment) error {
 		return nil
 	}
 	// A rollout may promote, roll back or re-gate a deployment whose inputs did not change.
-	force := ps.decider.mustWrite(i, cur)
+	force := ps.decider.mustWrite(i, cur) || valuesMissing(cur)
 	if !force && cur != nil && cur.Spec.DeploymentID == cur.Spec.StagedDeploymentID &&
 		h.mem.deploymentCurrent(b, p.cluster.UID, ps.content, p.fingerprint, cur) {
 		// Written for these inputs, promoted and untouched since: nothing to do.
@@ -229,6 +229,9 @@ func (h *handler) deleteUntargeted(b *fleet.Bundle, byNamespace map[string]*flee
 // valuesHash with the old values; after a create, which gives the owner's UID (the agent waits
 // for them).
 func (h *handler) write(cur, next *fleet.BundleDeployment) (*fleet.BundleDeployment, error) {
+	if err := h.healValues(cur, next); err != nil {
+		return nil, err
+	}
 	values, kept, err := h.takeValues(cur, next)
 	if err != nil {
 		return nil, err

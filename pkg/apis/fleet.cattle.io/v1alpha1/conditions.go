@@ -42,6 +42,11 @@ const (
 	ConditionImported condition.Cond = "Imported"
 )
 
+// ReasonValuesSecretMissing is the reason of a False Deployed condition whose deployment's
+// options Secret (spec.valuesHash) is not there (ours): the manager writes it again when it
+// can make exactly those values.
+const ReasonValuesSecretMissing = "ValuesSecretMissing"
+
 // FindCondition returns the condition of the given type, or nil.
 func FindCondition(conds []genericcondition.GenericCondition, t condition.Cond) *genericcondition.GenericCondition {
 	for i := range conds {
