@@ -104,6 +104,12 @@ func RestoreRevision(r *fleet.RolloutRevision, s *corev1.Secret) (*fleet.Rollout
 	if data == nil {
 		return nil, fmt.Errorf("%s holds none with valuesHash %s", where, r.ValuesHash)
 	}
+	return WithValues(r, data, where)
+}
+
+// WithValues is a copy of r with data (its values as TakeFromRevision took them, matching
+// r.ValuesHash) put back; where names data in errors.
+func WithValues(r *fleet.RolloutRevision, data map[string][]byte, where string) (*fleet.RolloutRevision, error) {
 	out := r.DeepCopy()
 	if err := putValues(data, &out.Options.Helm, out.Targets, where); err != nil {
 		return nil, err

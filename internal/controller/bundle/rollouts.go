@@ -8,7 +8,6 @@ import (
 
 	"github.com/rancher/wrangler/v3/pkg/apply"
 	corecontrollers "github.com/rancher/wrangler/v3/pkg/generated/controllers/core/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -123,8 +122,7 @@ func (w *rolloutWriter) restore(b *fleet.Bundle, kept *fleet.RolloutRevision) (*
 	}
 	w.mu.Unlock()
 	if data != nil {
-		return bundlevalues.RestoreRevision(kept, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: b.Namespace, Name: bundlevalues.RevisionSecretName(b.Name)},
-			Type: fleet.SecretTypeRevisionValues, Data: bundlevalues.RevisionData(map[string]map[string][]byte{kept.ValuesHash: data})})
+		return bundlevalues.WithValues(kept, data, "the Helm values of revision "+kept.Revision+" handed over by the last pass")
 	}
 	return RevisionValues(w.secrets, w.secretWriter, b.Namespace, b.Name, kept)
 }
