@@ -493,7 +493,7 @@ func runPlan(fleetBin string, p plan, checkin time.Duration) (r Run, err error) 
 		}
 		if p.restart && i == len(p.creates)-1 {
 			say("restart and fail over")
-			phases, err := runRestarts(ctx, e, s, fleetBin)
+			phases, err := runRestarts(ctx, e, s, fleetBin, n)
 			r.Phases = append(r.Phases, phases...)
 			if err != nil {
 				return r, err

@@ -3,9 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
+	"os"
+	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -35,6 +39,8 @@ var leaseFlags = []string{"--leader-elect=true", "--leader-election-lease-durati
 // replica is one manager process of the experiment: where it serves its health and metrics.
 type replica struct {
 	health, metrics string
+	// profiles is its /debug/pprof/ address (with -profile).
+	profiles string
 }
 
 // deployed is what a BundleDeployment was when the experiment started: a restart that writes
@@ -55,10 +61,14 @@ type restartExperiment struct {
 	objects int
 	rate    float64
 	before  map[string]deployed
+	// clusters is the run's size; phases counts the phases profiled, profiled waits for the
+	// phase's profile (with -profile).
+	clusters, phases int
+	profiled         sync.WaitGroup
 }
 
-func runRestarts(ctx context.Context, e *env, s *sim.Sim, fleetBin string) ([]Phase, error) {
-	x := &restartExperiment{e: e, s: s, fleetBin: fleetBin}
+func runRestarts(ctx context.Context, e *env, s *sim.Sim, fleetBin string, clusters int) ([]Phase, error) {
+	x := &restartExperiment{e: e, s: s, fleetBin: fleetBin, clusters: clusters}
 	var err error
 	if x.before, err = x.deployments(); err != nil {
 		return nil, err
@@ -104,6 +114,11 @@ func (x *restartExperiment) phase(ctx context.Context, name string, sig syscall.
 		if err := waitFor(2*time.Minute, func() (bool, error) { return proc.HTTPStatus(next.health+"/healthz") == http.StatusOK, nil }); err != nil {
 			return Phase{}, fmt.Errorf("%s: the standby replica does not run: %w", name, err)
 		}
+		// A standby has stood by for a while when its leader is lost: its caches are filled
+		// (unless it runs with --warm-standby=false, which the benchmark does not).
+		if err := waitFor(10*time.Minute, func() (bool, error) { return standbyFilled(next), nil }); err != nil {
+			return Phase{}, fmt.Errorf("%s: the standby replica's caches are not filled: %w", name, err)
+		}
 	}
 	requests, err := proc.RequestCounts(ctx, e.kube)
 	if err != nil {
@@ -125,6 +140,7 @@ func (x *restartExperiment) phase(ctx context.Context, name string, sig syscall.
 		return Phase{}, err
 	}
 	m.cpu = proc.CPUSeconds(e.procs[""].Process.Pid)
+	x.profile(ctx, next)
 	if err := steady(next, 5*time.Minute); err != nil {
 		return Phase{}, fmt.Errorf("%s: not steady: %w", name, err)
 	}
@@ -133,7 +149,9 @@ func (x *restartExperiment) phase(ctx context.Context, name string, sig syscall.
 	// The writes are counted for the window, or until 30 s past steady when that is later.
 	window := max(restartWindow, took+30*time.Second)
 	time.Sleep(time.Until(start.Add(window)))
-	return p, x.tally(ctx, &p, m, window)
+	err = x.tally(ctx, &p, m, window)
+	x.profiled.Wait()
+	return p, err
 }
 
 // mark is what the counters read when a phase began.
@@ -203,7 +221,35 @@ func (x *restartExperiment) start(r *replica, key, name string) error {
 	}
 	r.health, r.metrics = "http://"+health, "http://"+metrics
 	args := append([]string{"--health-addr=" + health, "--metrics-addr=" + metrics, "--webhook-addr="}, leaseFlags...)
+	if profileDir != "" {
+		if r.profiles, err = freeAddr(); err != nil {
+			return err
+		}
+		args = append(args, "--profile-addr="+r.profiles)
+	}
 	return x.e.launch(x.fleetBin, key, name, args)
+}
+
+// profile, with -profile, records the CPU of the phase's new leader for 2 minutes from the stop
+// (restart-<clusters>-<phase, from 1>-manager-cpu.pprof): what its resync spends the time on, the
+// wait for the Lease included. The phase waits for it after its tally.
+func (x *restartExperiment) profile(ctx context.Context, r *replica) {
+	if r.profiles == "" {
+		return
+	}
+	x.phases++
+	file := fmt.Sprintf("restart-%d-%d-manager-cpu.pprof", x.clusters, x.phases)
+	secs := fmt.Sprintf("profile?seconds=%d", int((restartWindow + 30*time.Second).Seconds()))
+	x.profiled.Go(func() {
+		// A process just started serves its profiles a moment later.
+		err := waitFor(10*time.Second, func() (bool, error) { return proc.HTTPStatus("http://"+r.profiles+"/debug/pprof/") != 0, nil })
+		if err == nil {
+			err = proc.SaveProfile(r.profiles, profileDir, secs, file)
+		}
+		if err != nil && ctx.Err() == nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", file, err)
+		}
+	})
 }
 
 // stop ends the measured manager with sig and waits until it is gone.
@@ -215,6 +261,17 @@ func (x *restartExperiment) stop(sig syscall.Signal) error {
 	_, err := p.Process.Wait()
 	delete(x.e.procs, "")
 	return err
+}
+
+// standbyFilled reports whether r's caches were filled while it stands by.
+func standbyFilled(r *replica) bool {
+	resp, err := http.Get(r.metrics + "/metrics")
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return err == nil && regexp.MustCompile(`(?m)^fleet_controller_standby_caches_filled 1$`).Match(body)
 }
 
 // steady waits until r is ready and every work queue of it is empty, four samples a quarter

@@ -29,6 +29,7 @@ func newController() *cobra.Command {
 		helmops   bool
 		pprofDir  string
 		pprofTime time.Duration
+		warm      bool
 	)
 	c := &cobra.Command{
 		Use:   "controller",
@@ -38,7 +39,7 @@ func newController() *cobra.Command {
 			if err := registration.CheckCredentialLifetime(o.CredentialLifetime); err != nil {
 				return err
 			}
-			o.DisableGitOps, o.DisableHelmOps = !gitops, !helmops
+			o.DisableGitOps, o.DisableHelmOps, o.ColdStandby = !gitops, !helmops, !warm
 			o.AgentDebug = debug
 			setupLogging(logJSON, debug)
 			// The manager's memory is mostly long-lived caches: collecting when the heap grows
@@ -58,6 +59,7 @@ func newController() *cobra.Command {
 	kube.bind(c)
 	fl := c.Flags()
 	fl.BoolVar(&gitops, "gitops", true, "run the GitRepo controller and the webhook receiver (false: Bundles come from elsewhere)")
+	fl.BoolVar(&warm, "warm-standby", true, "with --leader-elect, fill the caches while waiting for the Lease, so that taking over is only the controllers' pass (false: fill them once leading)")
 	fl.BoolVar(&helmops, "helmops", true, "run the HelmOp controller (false: HelmOps are left alone, as Fleet's helmops.enabled=false)")
 	bindControllerFlags(fl, &o)
 	bindLogging(fl, &logJSON, &debug)

@@ -69,7 +69,10 @@ type Options struct {
 	// Bootstrap shapes the manager's own Cluster (the fleet chart's bootstrap values).
 	Bootstrap bootstrap.Options
 	// LeaderElect runs the controllers only while holding the Lease, with LeaderTiming.
-	LeaderElect  bool
+	LeaderElect bool
+	// ColdStandby leaves the caches empty until the Lease is held; by default a replica fills
+	// them while it stands by (warm.go).
+	ColdStandby  bool
 	LeaderTiming leader.Timing
 	// HealthAddr serves /healthz and /readyz; MetricsAddr serves /metrics. Empty disables.
 	HealthAddr, MetricsAddr string
@@ -166,15 +169,20 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	health := &serve.Status{}
 	serve.Endpoints(ctx, o.HealthAddr, o.MetricsAddr, o.ProfileAddr, health)
-	return leader.Run(ctx, leader.Options{Elect: o.LeaderElect, Namespace: o.SystemNamespace, Name: lock,
+	var standby warmCaches
+	lo := leader.Options{Elect: o.LeaderElect, Namespace: o.SystemNamespace, Name: lock,
 		Kube: kube, Health: health, StartTimeout: o.StartTimeout, Timing: o.LeaderTiming,
 		Start: func(ctx context.Context) error {
-			if err := start(ctx, cfg, kube, o); err != nil {
+			if err := start(ctx, cfg, kube, o, standby.take()); err != nil {
 				return err
 			}
 			logrus.Info("fleet controllers running")
 			return nil
-		}})
+		}}
+	if !o.ColdStandby {
+		lo.Warm = func(ctx context.Context) { standby.fill(ctx, cfg, o) }
+	}
+	return leader.Run(ctx, lo)
 }
 
 // fewWorkers are the worker counts of kinds that change rarely (registration, restrictions, the
@@ -214,18 +222,23 @@ type wiring struct {
 	configChanged atomic.Pointer[func()]
 }
 
-// start registers every controller and starts the caches and workers.
-func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o Options) error {
-	scf, f, c, r, err := factories(cfg, o)
+// start registers every controller and starts the caches and workers, on the caches filled
+// while standing by when there are some (warm), else on new ones.
+func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o Options, warm *caches) (err error) {
+	cs := warm
+	if cs == nil {
+		cs, err = factories(cfg, o)
+	}
 	if err != nil {
 		return err
 	}
-	if o.ShardID == "" {
-		// Registrations are the unsharded controller's only (a shard does not cache them).
-		if err := f.ClusterRegistration().Informer().SetTransform(slimOwned); err != nil {
-			return err
+	// A start that fails stops what it filled: a retry starts on new caches.
+	defer func() {
+		if err != nil {
+			cs.stop()
 		}
-	}
+	}()
+	scf, f, c, r := cs.scf, cs.f, cs.c, cs.r
 	children, err := applier(cfg, c, r)
 	if err != nil {
 		return err
@@ -265,30 +278,60 @@ func start(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, o O
 			return err
 		}
 	}
-	return scf.Start(ctx, o.Workers)
+	return cs.start(ctx, o.Workers)
+}
+
+// caches are the controller's shared factory and the fleet, core and rbac groups on it.
+type caches struct {
+	scf lassocontroller.SharedControllerFactory
+	f   fleetcontrollers.Interface
+	c   corecontrollers.Interface
+	r   rbaccontrollers.Interface
+	// cancel ends the informers filled while standing by (nil when start made them: they end
+	// with its ctx).
+	cancel context.CancelFunc
+	// filled are the kinds filled while standing by.
+	filled map[schema.GroupVersionKind]bool
+}
+
+// start starts the caches (those filled while standing by are) and the controllers.
+func (cs *caches) start(ctx context.Context, workers int) error {
+	if err := cs.scf.Start(ctx, workers); err != nil {
+		return err
+	}
+	if cs.filled != nil {
+		cs.check()
+	}
+	return nil
+}
+
+// stop ends the informers filled while standing by, if any.
+func (cs *caches) stop() {
+	if cs.cancel != nil {
+		cs.cancel()
+	}
 }
 
 // factories are the controller's shared factory and the fleet, core and rbac groups on it, their
 // caches trimmed to what the controllers read.
-func factories(cfg *rest.Config, o Options) (lassocontroller.SharedControllerFactory, fleetcontrollers.Interface, corecontrollers.Interface, rbaccontrollers.Interface, error) {
+func factories(cfg *rest.Config, o Options) (*caches, error) {
 	scf, err := controllerFactory(cfg, o)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, err
 	}
 	ff, err := fleetfactory.NewFactoryFromConfigWithOptions(cfg, &fleetfactory.FactoryOptions{SharedControllerFactory: scf})
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, err
 	}
 	cf, err := core.NewFactoryFromConfigWithOptions(cfg, &core.FactoryOptions{SharedControllerFactory: scf})
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, err
 	}
 	rf, err := rbac.NewFactoryFromConfigWithOptions(cfg, &rbac.FactoryOptions{SharedControllerFactory: scf})
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, err
 	}
-	f, c, r := ff.Fleet().V1alpha1(), cf.Core().V1(), rf.Rbac().V1()
-	return scf, f, c, r, trimCaches(f, c, r)
+	return &caches{scf: scf, f: ff.Fleet().V1alpha1(), c: cf.Core().V1(), r: rf.Rbac().V1()}, trimCaches(scf.SharedCacheFactory(), o)
 }
 
 // agentBundle is how the bundle controller tells the manager's own agent Bundles (exempt from
@@ -425,28 +468,35 @@ func applier(cfg *rest.Config, c corecontrollers.Interface, r rbaccontrollers.In
 		WithSetOwnerReference(false, false), nil
 }
 
-// trimCaches sets the transforms that keep the caches small (transform.go). The identities and
-// roles of every registered cluster are cached too (the apply sets read them): at 10,000 clusters
-// their server-side-apply bookkeeping alone was a large part of the manager's heap.
-func trimCaches(f fleetcontrollers.Interface, c corecontrollers.Interface, r rbaccontrollers.Interface) error {
-	for _, t := range []struct {
-		informer  cache.SharedIndexInformer
-		transform cache.TransformFunc
-	}{
-		{f.BundleDeployment().Informer(), slimDeployment},
-		{f.Content().Informer(), slimContent},
-		{f.Bundle().Informer(), stripManagedFields},
-		{f.Cluster().Informer(), slimCluster},
-		{f.ClusterGroup().Informer(), stripManagedFields},
-		{f.GitRepo().Informer(), stripManagedFields},
-		{c.Namespace().Informer(), slimOwned},
-		{c.Secret().Informer(), slimOwned},
-		{c.ServiceAccount().Informer(), slimOwned},
-		{r.Role().Informer(), slimOwned},
-		{r.RoleBinding().Informer(), slimOwned},
-		{r.ClusterRoleBinding().Informer(), slimOwned},
-	} {
-		if err := t.informer.SetTransform(t.transform); err != nil {
+// trimCaches sets the transforms that keep the caches small (transform.go), on the informers
+// themselves: no controller is made before the manager leads. The identities and roles of every
+// registered cluster are cached too (the apply sets read them): at 10,000 clusters their
+// server-side-apply bookkeeping alone was a large part of the manager's heap.
+func trimCaches(cf lassocache.SharedCacheFactory, o Options) error {
+	trims := map[schema.GroupVersionKind]cache.TransformFunc{
+		fleet.SchemeGroupVersion.WithKind("BundleDeployment"):    slimDeployment,
+		fleet.SchemeGroupVersion.WithKind("Content"):             slimContent,
+		fleet.SchemeGroupVersion.WithKind("Bundle"):              stripManagedFields,
+		fleet.SchemeGroupVersion.WithKind("Cluster"):             slimCluster,
+		fleet.SchemeGroupVersion.WithKind("ClusterGroup"):        stripManagedFields,
+		fleet.SchemeGroupVersion.WithKind("GitRepo"):             stripManagedFields,
+		corev1.SchemeGroupVersion.WithKind("Namespace"):          slimOwned,
+		corev1.SchemeGroupVersion.WithKind("Secret"):             slimOwned,
+		corev1.SchemeGroupVersion.WithKind("ServiceAccount"):     slimOwned,
+		rbacv1.SchemeGroupVersion.WithKind("Role"):               slimOwned,
+		rbacv1.SchemeGroupVersion.WithKind("RoleBinding"):        slimOwned,
+		rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"): slimOwned,
+	}
+	if o.ShardID == "" {
+		// Registrations are the unsharded controller's only (a shard does not cache them).
+		trims[fleet.SchemeGroupVersion.WithKind("ClusterRegistration")] = slimOwned
+	}
+	for gvk, trim := range trims {
+		informer, err := cf.ForKind(gvk)
+		if err != nil {
+			return err
+		}
+		if err := informer.SetTransform(trim); err != nil {
 			return err
 		}
 	}

@@ -41,6 +41,10 @@ type Options struct {
 	Identity string
 	// Start registers and starts the controllers; it returns once they run (they stop with ctx).
 	Start func(ctx context.Context) error
+	// Warm, with Elect, runs once as the run begins, beside the campaign for the Lease: what a
+	// replica can make ready before it leads (a standby's caches), so that taking over is only
+	// the controllers' pass. Start does not wait for it: Start takes what it made so far.
+	Warm func(ctx context.Context)
 	// StartTimeout bounds the retries of a failing Start; zero means DefaultStartTimeout.
 	StartTimeout time.Duration
 	// Health is told when the controllers run and when the run failed.
@@ -78,6 +82,9 @@ func Run(ctx context.Context, o Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	failed := make(chan error, 2)
+	if o.Elect && o.Warm != nil {
+		go o.Warm(ctx)
+	}
 	run := func(ctx context.Context) {
 		if err := startWithRetry(ctx, o); err != nil {
 			if ctx.Err() == nil {

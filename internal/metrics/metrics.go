@@ -391,5 +391,5 @@ func Families() []string {
 	out = append(out, gitOpsNames...)
 	out = append(out, rolloutNames...)
 	out = append(out, agentNames...)
-	return append(out, checkinAgeName)
+	return append(out, checkinAgeName, standbyFilledName)
 }
