@@ -67,8 +67,15 @@ var _ = Describe("deployment history", func() {
 			g.Expect(rec.Clusters).To(ConsistOf("dev", "prod"))
 			g.Expect(rec.Revisions).To(HaveLen(1))
 			g.Expect(rec.Revisions[0].Commit).To(Equal("c1"))
-			g.Expect(rec.Revisions[0].Spans).To(HaveLen(1), "both clusters moved together")
-			g.Expect(rec.Revisions[0].Spans[0].Ready).NotTo(BeNil(), "both report it ready")
+			// Both clusters moved in one pass or two (a span is one pass's move): each ran it once,
+			// and reports it ready.
+			for _, c := range []string{"dev", "prod"} {
+				runs := rec.Of(c)
+				g.Expect(runs).To(HaveLen(1), c)
+				g.Expect(runs[0].Commit).To(Equal("c1"), c)
+				g.Expect(runs[0].Ready).NotTo(BeNil(), "%s reports it ready", c)
+			}
+			g.Expect(len(rec.Revisions[0].Spans)).To(BeNumerically("<=", 2))
 		}, time.Minute).Should(Succeed())
 		first := time.Now()
 		firstContent := deployments(ns, "app")["dev"].Labels[fleet.ContentNameLabel]
