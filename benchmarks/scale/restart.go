@@ -32,9 +32,10 @@ import (
 // delay the manager puts on a write it decided on (a Cluster's roll-up waits at most 30 s).
 const restartWindow = 90 * time.Second
 
-// leaseFlags make the replicas' Lease timing explicit: the defaults (Fleet's).
-var leaseFlags = []string{"--leader-elect=true", "--leader-election-lease-duration=45s", "--leader-election-renew-deadline=30s",
-	"--leader-election-retry-period=2s"}
+// leaseFlags make the replicas' Lease timing explicit: the fleet chart's (Fleet's
+// leaderElection values: 30 s Lease, 25 s renew deadline, 10 s retry period), as installed.
+var leaseFlags = []string{"--leader-elect=true", "--leader-election-lease-duration=30s", "--leader-election-renew-deadline=25s",
+	"--leader-election-retry-period=10s"}
 
 // replica is one manager process of the experiment: where it serves its health and metrics.
 type replica struct {
@@ -99,6 +100,8 @@ func runRestarts(ctx context.Context, e *env, s *sim.Sim, fleetBin string, clust
 		}
 		fmt.Printf("%s\n", summary(ph))
 	}
+	// The run's heap profile at its end is the last leader's (replica a leads again).
+	e.profiles = a.profiles
 	return phases, nil
 }
 
@@ -265,7 +268,7 @@ func (x *restartExperiment) stop(sig syscall.Signal) error {
 
 // standbyFilled reports whether r's caches were filled while it stands by.
 func standbyFilled(r *replica) bool {
-	resp, err := http.Get(r.metrics + "/metrics")
+	resp, err := http.Get(r.metrics + "/metrics?name[]=fleet_controller_standby_caches_filled")
 	if err != nil {
 		return false
 	}

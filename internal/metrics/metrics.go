@@ -124,15 +124,38 @@ func (k *kind[T]) names() []string {
 	return out
 }
 
-// write streams the kind's families for objs in Prometheus' text format, family by family.
-func (k *kind[T]) write(w *bufio.Writer, objs []T) {
+// wanted is the set of families a scrape asks for by name (`name[]`, as the registry's own
+// handler takes it); nil asks for every family.
+type wanted map[string]bool
+
+func wantedOf(names []string) wanted {
+	if len(names) == 0 {
+		return nil
+	}
+	w := wanted{}
+	for _, n := range names {
+		w[n] = true
+	}
+	return w
+}
+
+func (w wanted) any(names []string) bool {
+	return w == nil || slices.ContainsFunc(names, func(n string) bool { return w[n] })
+}
+
+// write streams the kind's families asked for in want for objs in Prometheus' text format,
+// family by family.
+func (k *kind[T]) write(w *bufio.Writer, objs []T, want wanted) {
 	for _, g := range k.gauges {
+		if !want.any([]string{g.name}) {
+			continue
+		}
 		header(w, g.name, g.help)
 		for _, o := range objs {
 			sample(w, g.name, k.labelNames, k.labels(o), g.value(o))
 		}
 	}
-	if k.stateName == "" {
+	if k.stateName == "" || !want.any([]string{k.stateName}) {
 		return
 	}
 	header(w, k.stateName, k.stateHelp)
@@ -330,38 +353,41 @@ func names(states []fleet.BundleState) []string {
 	return out
 }
 
-// writeStatus streams the status families of c. Nothing is gathered in memory first: at 50,000
+// writeStatus streams the status families of c that want asks for (a kind none of whose
+// families is asked for is not listed). Nothing is gathered in memory first: at 50,000
 // BundleDeployments the state family alone is 350,000 series.
-func writeStatus(w *bufio.Writer, c *Caches) {
+func writeStatus(w *bufio.Writer, c *Caches, want wanted) {
 	all, mine := labels.Everything(), c.Shard
 	if mine == nil {
 		mine = all
 	}
-	if l, err := c.Bundles.List("", mine); err == nil {
-		bundles.write(w, l)
-	}
-	if l, err := c.BundleDeployments.List("", mine); err == nil {
-		deployments.write(w, l)
-	}
+	writeKind(w, bundles, want, func() ([]*fleet.Bundle, error) { return c.Bundles.List("", mine) })
+	writeKind(w, deployments, want, func() ([]*fleet.BundleDeployment, error) { return c.BundleDeployments.List("", mine) })
 	if c.Clusters != nil {
-		if l, err := c.Clusters.List("", all); err == nil {
-			clusters.write(w, l)
-		}
+		writeKind(w, clusters, want, func() ([]*fleet.Cluster, error) { return c.Clusters.List("", all) })
 	}
 	if c.ClusterGroups != nil {
-		if l, err := c.ClusterGroups.List("", all); err == nil {
-			groups.write(w, l)
-		}
+		writeKind(w, groups, want, func() ([]*fleet.ClusterGroup, error) { return c.ClusterGroups.List("", all) })
 	}
 	if c.GitRepos != nil {
-		if l, err := c.GitRepos.List("", mine); err == nil {
-			gitRepos.write(w, l)
-		}
+		writeKind(w, gitRepos, want, func() ([]*fleet.GitRepo, error) { return c.GitRepos.List("", mine) })
+	}
+}
+
+func writeKind[T any](w *bufio.Writer, k *kind[T], want wanted, list func() ([]T, error)) {
+	if !want.any(k.names()) {
+		return
+	}
+	if l, err := list(); err == nil {
+		k.write(w, l, want)
 	}
 }
 
 // Handler serves /metrics in Prometheus' text format: the default registry's families (the
-// work queues', Go's, the GitOps and agent families), then the status families, streamed.
+// work queues', Go's, the GitOps and agent families), then the status families, streamed. As
+// the registry's own handler, it serves only the families named by `name[]` parameters when a
+// scrape gives any (`/metrics?name[]=workqueue_depth`): a probe of one figure does not render
+// 350,000 series.
 func Handler() http.Handler {
 	registry := promhttp.HandlerFor(prometheus.DefaultGatherer, promhttp.HandlerOpts{})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -373,7 +399,7 @@ func Handler() http.Handler {
 		registry.ServeHTTP(w, r)
 		if c := current(); c != nil {
 			bw := bufio.NewWriterSize(w, 64<<10)
-			writeStatus(bw, c)
+			writeStatus(bw, c, wantedOf(r.URL.Query()["name[]"]))
 			_ = bw.Flush()
 		}
 	})

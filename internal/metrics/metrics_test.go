@@ -1,8 +1,18 @@
 package metrics
 
 import (
+	"bufio"
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleet "github.com/fleetgo/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 )
 
 func TestFamiliesNamesEveryFamily(t *testing.T) {
@@ -16,5 +26,35 @@ func TestFamiliesNamesEveryFamily(t *testing.T) {
 		if !slices.Contains(got, want) {
 			t.Errorf("Families() lacks %s", want)
 		}
+	}
+}
+
+func TestScrapeServesOnlyTheFamiliesNamed(t *testing.T) {
+	b := &fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "fleet-default"}}
+	var all, one bytes.Buffer
+	w := bufio.NewWriter(&all)
+	bundles.write(w, []*fleet.Bundle{b}, nil)
+	_ = w.Flush()
+	w = bufio.NewWriter(&one)
+	bundles.write(w, []*fleet.Bundle{b}, wantedOf([]string{"fleet_bundle_state"}))
+	_ = w.Flush()
+	if !strings.Contains(all.String(), "fleet_bundle_ready{") || !strings.Contains(all.String(), "fleet_bundle_state{") {
+		t.Fatalf("an unfiltered scrape lacks a family:\n%s", all.String())
+	}
+	if strings.Contains(one.String(), "fleet_bundle_ready") || !strings.Contains(one.String(), "fleet_bundle_state{") {
+		t.Errorf("name[]=fleet_bundle_state served:\n%s", one.String())
+	}
+
+	StandbyFilled(true)
+	srv := httptest.NewServer(Handler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/metrics?name[]=" + standbyFilledName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(body), standbyFilledName+" 1") || strings.Contains(string(body), "go_goroutines") {
+		t.Errorf("name[]=%s served:\n%s", standbyFilledName, body)
 	}
 }
