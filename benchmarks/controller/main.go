@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -55,12 +56,20 @@ type Result struct {
 	Ratio             float64 `json:"ratioToRaw"`
 	ControllerPeakMiB float64 `json:"controllerPeakRSSMiB"`
 	ControllerCPU     float64 `json:"controllerCPUSeconds"`
+	// ControllerRunCPU is the part of ControllerCPU spent while the deployments were created
+	// (without taking on the clusters before).
+	ControllerRunCPU float64 `json:"controllerRunCPUSeconds,omitempty"`
 	// ControllerWrites counts the apiserver's mutating requests while the controller ran, by
 	// verb and resource (from apiserver_request_total), to show what else it wrote.
 	ControllerWrites map[string]int `json:"controllerWrites"`
 	// WritesPerDeployment is every write of ControllerWrites over the BundleDeployments created
 	// (1 would be the creations alone; the plain client writes exactly that).
 	WritesPerDeployment float64 `json:"writesPerBundleDeployment"`
+	// RawOtherCPU and OtherCPU are the CPU seconds the apiserver, etcd and this process (the
+	// plain client, or the benchmark's informer) used while the plain client and while the
+	// controller created the deployments: fleet's whole cost beside the controller's own.
+	RawOtherCPU map[string]float64 `json:"rawOtherCPUSeconds,omitempty"`
+	OtherCPU    map[string]float64 `json:"otherCPUSeconds,omitempty"`
 	// GOMEMLIMIT the controller ran with; empty for Go's default.
 	GoMemLimit string `json:"goMemLimit,omitempty"`
 	// With -scrape: how often /metrics was read during the run (and once at its end), how many
@@ -167,6 +176,8 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 	}
 	total := nBundles * nClusters
 	fmt.Printf("raw: creating %d BundleDeployments with a plain parallel client\n", total)
+	servers := proc.ServerPIDs(mgr.Dir)
+	rawCPU := others(servers)
 	start := time.Now()
 	err = proc.Parallel(total, 64, func(i int) error {
 		b, c := bundleSpecs[i/nClusters], i%nClusters
@@ -178,6 +189,7 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 		return err
 	}
 	raw := time.Since(start)
+	rawOther := cpuSince(rawCPU, others(servers))
 	fmt.Printf("raw: %d in %s (%.0f/s)\n", total, raw.Round(time.Millisecond), float64(total)/raw.Seconds())
 	if err := proc.Parallel(nClusters, 32, func(c int) error {
 		if err := api.BundleDeployment().DeleteCollection(clusterNamespaces[c], metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
@@ -253,6 +265,7 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 	} else {
 		close(cpuDone)
 	}
+	fleetCPU, startCPU := others(servers), proc.CPUSeconds(cmd.Process.Pid)
 	start = time.Now()
 	scr := &scraper{addr: metricsAddr}
 	stopScraping := scr.every(scrapeEvery)
@@ -278,6 +291,7 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 		scr.once()
 	}
 	cpu := proc.CPUSeconds(cmd.Process.Pid)
+	fleetOther := cpuSince(fleetCPU, others(servers))
 	if rss := proc.PeakRSS(cmd.Process.Pid); rss > peak {
 		peak = rss
 	}
@@ -311,7 +325,7 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 		RawSeconds: raw.Seconds(), RawPerSecond: float64(total) / raw.Seconds(),
 		FleetSeconds: took.Seconds(), FleetPerSecond: float64(total) / took.Seconds(),
 		ControllerPeakMiB: peak, ControllerCPU: cpu, ControllerWrites: writes,
-		GoMemLimit: memLimit,
+		ControllerRunCPU: round2(cpu - startCPU), RawOtherCPU: rawOther, OtherCPU: fleetOther, GoMemLimit: memLimit,
 	}
 	if scrapeEvery > 0 {
 		res.ScrapeInterval, res.Scrapes, res.LastScrapeBytes, res.LastScrapeSeconds = scrapeEvery.String(), scr.n, scr.bytes, scr.took.Seconds()
@@ -325,8 +339,29 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 	fmt.Printf("fleet: %d in %s (%.0f/s), ratio to raw %.2f, controller peak RSS %.0f MiB, CPU %.1f s\n",
 		total, took.Round(time.Millisecond), res.FleetPerSecond, res.Ratio, res.ControllerPeakMiB, res.ControllerCPU)
 	fmt.Printf("apiserver writes while the controller ran (%.2f per BundleDeployment): %v\n", res.WritesPerDeployment, writes)
+	fmt.Printf("CPU seconds, plain client's run: %v; controller's run: controller %.1f, %v\n", rawOther, res.ControllerRunCPU, fleetOther)
 	return write(out, res)
 }
+
+// others reads the CPU seconds so far of the servers (by name) and of this process ("benchmark").
+func others(servers map[string]int) map[string]float64 {
+	out := map[string]float64{"benchmark": proc.CPUSeconds(os.Getpid())}
+	for name, pid := range servers {
+		out[name] = proc.CPUSeconds(pid)
+	}
+	return out
+}
+
+// cpuSince is what each process of now used since before, to the hundredth.
+func cpuSince(before, now map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for name, cpu := range now {
+		out[name] = round2(cpu - before[name])
+	}
+	return out
+}
+
+func round2(f float64) float64 { return math.Round(f*100) / 100 }
 
 // saveCPUProfile records the controller's CPU profile from the start of the run.
 func saveCPUProfile(dir string) error {

@@ -55,6 +55,28 @@ func CPUSeconds(pid int) float64 {
 	return (utime + stime) / 100 // clock ticks, 100 per second on Linux
 }
 
+// ServerPIDs finds the kube-apiserver and etcd processes of the local cluster whose folder is
+// dir (they are started with paths in it), by name.
+func ServerPIDs(dir string) map[string]int {
+	out := map[string]int{}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		data, err := os.ReadFile(p)
+		if err != nil || !strings.Contains(string(data), dir) {
+			continue
+		}
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		if err != nil {
+			continue
+		}
+		cmd := strings.SplitN(string(data), "\x00", 2)[0]
+		if name := filepath.Base(cmd); name == "kube-apiserver" || name == "etcd" {
+			out[name] = pid
+		}
+	}
+	return out
+}
+
 // SaveProfile stores one of a process's Go profiles, served by net/http/pprof at addr, in
 // dir/file for `go tool pprof`.
 func SaveProfile(addr, dir, query, file string) error {

@@ -7,8 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -240,24 +238,8 @@ func (e *env) serverPIDs() map[string]int {
 	if len(e.serverPID) == 2 {
 		return e.serverPID
 	}
-	out := map[string]int{}
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		data, err := os.ReadFile(p)
-		if err != nil || !strings.Contains(string(data), e.mgr.Dir) {
-			continue
-		}
-		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-		if err != nil {
-			continue
-		}
-		cmd := strings.SplitN(string(data), "\x00", 2)[0]
-		if name := filepath.Base(cmd); name == "kube-apiserver" || name == "etcd" {
-			out[name] = pid
-		}
-	}
-	e.serverPID = out
-	return out
+	e.serverPID = proc.ServerPIDs(e.mgr.Dir)
+	return e.serverPID
 }
 
 // cpus reads the CPU seconds so far of the apiserver, etcd and this process (the simulated

@@ -266,6 +266,9 @@ func (x *restartExperiment) stop(sig syscall.Signal) error {
 	return err
 }
 
+// standbyFilledLine is the metric's line once a standby's caches are filled.
+var standbyFilledLine = regexp.MustCompile(`(?m)^fleet_controller_standby_caches_filled 1$`)
+
 // standbyFilled reports whether r's caches were filled while it stands by.
 func standbyFilled(r *replica) bool {
 	resp, err := http.Get(r.metrics + "/metrics?name[]=fleet_controller_standby_caches_filled")
@@ -274,7 +277,7 @@ func standbyFilled(r *replica) bool {
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	return err == nil && regexp.MustCompile(`(?m)^fleet_controller_standby_caches_filled 1$`).Match(body)
+	return err == nil && standbyFilledLine.Match(body)
 }
 
 // steady waits until r is ready and every work queue of it is empty, four samples a quarter

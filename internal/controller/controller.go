@@ -9,6 +9,7 @@ import (
 	"time"
 
 	lassocache "github.com/rancher/lasso/pkg/cache"
+	lassoclient "github.com/rancher/lasso/pkg/client"
 	lassocontroller "github.com/rancher/lasso/pkg/controller"
 	"github.com/rancher/wrangler/v3/pkg/apply"
 	"github.com/rancher/wrangler/v3/pkg/generated/controllers/batch"
@@ -414,15 +415,16 @@ func startClusters(ctx context.Context, w *wiring, o Options) {
 func controllerFactory(cfg *rest.Config, o Options) (lassocontroller.SharedControllerFactory, error) {
 	t := tweaks()
 	shardTweaks(o.ShardID, t)
-	scf, err := lassocontroller.NewSharedControllerFactoryFromConfigWithOptions(cfg, schemes.All,
-		&lassocontroller.SharedControllerFactoryOptions{DefaultWorkers: o.Workers, KindWorkers: fewWorkers, CacheOptions: &lassocache.SharedCacheFactoryOptions{
-			// The only ConfigMap the manager reads is its configuration.
-			KindNamespace: map[schema.GroupVersionKind]string{corev1.SchemeGroupVersion.WithKind("ConfigMap"): o.SystemNamespace},
-			KindTweakList: t,
-		}})
+	clients, err := lassoclient.NewSharedClientFactory(cfg, &lassoclient.SharedClientFactoryOptions{Scheme: schemes.All})
 	if err != nil {
 		return nil, err
 	}
+	caches := lassocache.NewSharedCachedFactory(&leadingMetaClients{SharedClientFactory: clients, scheme: schemes.All}, &lassocache.SharedCacheFactoryOptions{
+		// The only ConfigMap the manager reads is its configuration.
+		KindNamespace: map[schema.GroupVersionKind]string{corev1.SchemeGroupVersion.WithKind("ConfigMap"): o.SystemNamespace},
+		KindTweakList: t,
+	})
+	scf := lassocontroller.NewSharedControllerFactory(caches, &lassocontroller.SharedControllerFactoryOptions{DefaultWorkers: o.Workers, KindWorkers: fewWorkers})
 	return shardFactory{SharedControllerFactory: scf, id: o.ShardID}, nil
 }
 

@@ -140,14 +140,17 @@ func wantedOf(names []string) wanted {
 }
 
 func (w wanted) any(names []string) bool {
-	return w == nil || slices.ContainsFunc(names, func(n string) bool { return w[n] })
+	return w == nil || slices.ContainsFunc(names, w.has)
 }
+
+// has says whether the family name is asked for (every family is when none is named).
+func (w wanted) has(name string) bool { return w == nil || w[name] }
 
 // write streams the kind's families asked for in want for objs in Prometheus' text format,
 // family by family.
 func (k *kind[T]) write(w *bufio.Writer, objs []T, want wanted) {
 	for _, g := range k.gauges {
-		if !want.any([]string{g.name}) {
+		if !want.has(g.name) {
 			continue
 		}
 		header(w, g.name, g.help)
@@ -155,7 +158,7 @@ func (k *kind[T]) write(w *bufio.Writer, objs []T, want wanted) {
 			sample(w, g.name, k.labelNames, k.labels(o), g.value(o))
 		}
 	}
-	if k.stateName == "" || !want.any([]string{k.stateName}) {
+	if k.stateName == "" || !want.has(k.stateName) {
 		return
 	}
 	header(w, k.stateName, k.stateHelp)
