@@ -34,7 +34,9 @@ func (leadingMeta) Interpret(data []byte) (*schema.GroupVersionKind, error) {
 
 // leadingTypeMeta returns the string values of the members apiVersion and kind when they are the
 // first two members of the JSON object data, in either order, and their keys and values hold no
-// escapes. ok is false for anything else.
+// escapes. A watch event as the apiserver frames it (its type, then its object, and nothing
+// else: metav1.WatchEvent) has neither: both come back empty, as apimachinery's factory reads
+// them, without reading the object. ok is false for anything else.
 func leadingTypeMeta(data []byte) (apiVersion, kind string, ok bool) {
 	s := jsonScan{data: data}
 	if !s.byte('{') {
@@ -49,6 +51,9 @@ func leadingTypeMeta(data []byte) (apiVersion, kind string, ok bool) {
 		if !okKey || !s.byte(':') {
 			return "", "", false
 		}
+		if i == 1 && key == "object" && !seenVersion && !seenKind {
+			return "", "", true // the watch event's object; its type came first
+		}
 		value, okValue := s.plainString()
 		if !okValue {
 			return "", "", false
@@ -58,9 +63,13 @@ func leadingTypeMeta(data []byte) (apiVersion, kind string, ok bool) {
 			apiVersion, seenVersion = value, true
 		case key == "kind" && !seenKind:
 			kind, seenKind = value, true
+		case key == "type" && i == 0:
 		default:
 			return "", "", false
 		}
+	}
+	if !seenVersion || !seenKind {
+		return "", "", false
 	}
 	return apiVersion, kind, true
 }
@@ -92,7 +101,8 @@ func (s *jsonScan) byte(c byte) bool {
 	return false
 }
 
-// plainString consumes a string without escapes or control characters after any white space.
+// plainString consumes a string of printable ASCII without escapes after any white space
+// (encoding/json would read escapes and invalid UTF-8 otherwise).
 func (s *jsonScan) plainString() (string, bool) {
 	if !s.byte('"') {
 		return "", false
@@ -104,7 +114,7 @@ func (s *jsonScan) plainString() (string, bool) {
 			v := string(s.data[start:s.i])
 			s.i++
 			return v, true
-		case c == '\\' || c < 0x20:
+		case c == '\\' || c < 0x20 || c >= 0x80:
 			return "", false
 		}
 		s.i++

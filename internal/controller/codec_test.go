@@ -33,6 +33,11 @@ func TestLeadingMetaReadsWhatApimachineryReads(t *testing.T) {
 		" \n{ \"apiVersion\" : \"apps/v1\" ,\t\"kind\" : \"Deployment\" }",
 		`{"apiVersion":"v1","kind":"Status","status":"Failure","reason":"AlreadyExists","code":409}`,
 		`{"type":"ADDED","object":{"apiVersion":"v1","kind":"Secret"}}`,
+		`{"type":"MODIFIED","object":` + clusterJSON + `}`,
+		`{"type":"ADDED","kind":"Secret"}`,
+		`{"type":"ADDED","type":"x","object":{}}`,
+		`{"object":{},"type":"ADDED"}`,
+		`{"apiVersion":"v1","object":{}}`,
 		`{"metadata":{},"apiVersion":"v1","kind":"Secret"}`,
 		`{"apiVersion":"v1","metadata":{},"kind":"Secret"}`,
 		`{"apiVersion":"v\u0031","kind":"Secret"}`,
@@ -73,6 +78,8 @@ func TestLeadingMetaReadsOnlyTheStart(t *testing.T) {
 		`{"metadata":{},"apiVersion":"v1","kind":"Secret"}`: false,
 		`{"apiVersion":"v\u0031","kind":"Secret"}`:          false,
 		`{"apiVersion":"v1","apiVersion":"v2","kind":"X"}`:  false,
+		`{"type":"MODIFIED","object":` + clusterJSON + `}`:  true,
+		`{"type":"MODIFIED","kind":"X"}`:                    false,
 	} {
 		if _, _, ok := leadingTypeMeta([]byte(doc)); ok != want {
 			t.Errorf("%q: read from the start %v, want %v", doc, ok, want)
@@ -84,6 +91,7 @@ func FuzzLeadingMeta(f *testing.F) {
 	f.Add(clusterJSON)
 	f.Add(`{"kind":"Secret","apiVersion":"v1"}`)
 	f.Add(`{"apiVersion":"v1","kind":"Sec\"ret"}`)
+	f.Add(`{"type":"ADDED","object":{"apiVersion":"v1","kind":"Secret"}}`)
 	f.Fuzz(func(t *testing.T, doc string) {
 		if !json.Valid([]byte(doc)) {
 			return
