@@ -353,7 +353,7 @@ func (r *recorder) fold(key string, t taken) error {
 			return err
 		}
 	}
-	now := r.Now().Truncate(time.Second) // what the API keeps of a time
+	now := passTime(r.Now())
 	if err := st.rec.Observe(seen, now); err != nil {
 		return err
 	}
@@ -363,6 +363,16 @@ func (r *recorder) fold(key string, t taken) error {
 	}
 	dropped := st.rec.Prune(now, maxAge, maxRevisions)
 	return r.save(ns, name, st, dropped)
+}
+
+// passTime is the time a pass records at t: whole seconds, as the API keeps times, rounded up
+// as a move is (history.Seen). Truncated, a move earlier in the pass's own second was recorded
+// at the start of that second, before it happened, while the revision it replaced still ran.
+func passTime(t time.Time) time.Time {
+	if whole := t.Truncate(time.Second); whole.Before(t) {
+		return whole.Add(time.Second)
+	}
+	return t
 }
 
 // clusterOf names a deployment's cluster in the record: by name, or namespace/name for a

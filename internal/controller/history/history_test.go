@@ -63,3 +63,29 @@ func TestASnapshotHoldsWhatTheEventsSaid(t *testing.T) {
 		t.Errorf("after cluster a's deployment is deleted: %+v, want b alone", taken.seen)
 	}
 }
+
+// A cluster that moves in the same second as the pass that records the move ran its old
+// revision until the move: asked for that second, the record names the old one (it named the
+// new one when the pass's time was truncated, as the e2e history spec once saw).
+func TestAMoveInThePassSecondIsRecordedAfterIt(t *testing.T) {
+	base := time.Date(2026, 12, 4, 6, 34, 40, 0, time.UTC)
+	rec := &history.Record{}
+	if err := rec.Observe([]history.Seen{{Cluster: "prod", Revision: "r2", Commit: "c2", Since: base}}, passTime(base)); err != nil {
+		t.Fatal(err)
+	}
+	moved := base.Add(6*time.Second + 300*time.Millisecond) // 06:34:46.3
+	pass := moved.Add(500 * time.Millisecond)               // 06:34:46.8, the same second
+	if err := rec.Observe([]history.Seen{{Cluster: "prod", Revision: "r3", Commit: "c3", Since: moved}}, passTime(pass)); err != nil {
+		t.Fatal(err)
+	}
+	at := base.Add(6 * time.Second) // 06:34:46
+	if ran, ok := rec.At("prod", at); !ok || ran.Revision != "r2" {
+		t.Errorf("at %s the record says %+v (%v), want r2", at, ran, ok)
+	}
+	if ran, ok := rec.At("prod", at.Add(time.Second)); !ok || ran.Revision != "r3" {
+		t.Errorf("at %s the record says %+v (%v), want r3", at.Add(time.Second), ran, ok)
+	}
+	if got := passTime(at); !got.Equal(at) {
+		t.Errorf("a whole second is its own pass time: %s, want %s", got, at)
+	}
+}
