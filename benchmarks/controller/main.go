@@ -189,7 +189,7 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 		return err
 	}
 	raw := time.Since(start)
-	rawOther := cpuSince(rawCPU, others(servers))
+	rawOther := proc.CPUSince(rawCPU, others(servers))
 	fmt.Printf("raw: %d in %s (%.0f/s)\n", total, raw.Round(time.Millisecond), float64(total)/raw.Seconds())
 	if err := proc.Parallel(nClusters, 32, func(c int) error {
 		if err := api.BundleDeployment().DeleteCollection(clusterNamespaces[c], metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
@@ -291,7 +291,7 @@ func run(nBundles, nClusters int, fleetBin, out string, workers int) error {
 		scr.once()
 	}
 	cpu := proc.CPUSeconds(cmd.Process.Pid)
-	fleetOther := cpuSince(fleetCPU, others(servers))
+	fleetOther := proc.CPUSince(fleetCPU, others(servers))
 	if rss := proc.PeakRSS(cmd.Process.Pid); rss > peak {
 		peak = rss
 	}
@@ -348,15 +348,6 @@ func others(servers map[string]int) map[string]float64 {
 	out := map[string]float64{"benchmark": proc.CPUSeconds(os.Getpid())}
 	for name, pid := range servers {
 		out[name] = proc.CPUSeconds(pid)
-	}
-	return out
-}
-
-// cpuSince is what each process of now used since before, to the hundredth.
-func cpuSince(before, now map[string]float64) map[string]float64 {
-	out := map[string]float64{}
-	for name, cpu := range now {
-		out[name] = round2(cpu - before[name])
 	}
 	return out
 }

@@ -6,12 +6,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,6 +55,18 @@ func CPUSeconds(pid int) float64 {
 	utime, _ := strconv.ParseFloat(fields[11], 64)
 	stime, _ := strconv.ParseFloat(fields[12], 64)
 	return (utime + stime) / 100 // clock ticks, 100 per second on Linux
+}
+
+// CPUSince is the CPU seconds each process of now (of names, or all) used since before, to the
+// hundredth; a process before does not hold is left out.
+func CPUSince(before, now map[string]float64, names ...string) map[string]float64 {
+	out := map[string]float64{}
+	for name, cpu := range now {
+		if was, ok := before[name]; ok && (len(names) == 0 || slices.Contains(names, name)) {
+			out[name] = math.Round((cpu-was)*100) / 100
+		}
+	}
+	return out
 }
 
 // ServerPIDs finds the kube-apiserver and etcd processes of the local cluster whose folder is

@@ -20,7 +20,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -105,19 +104,7 @@ type Phase struct {
 func (p *Phase) finish(e *env, before usage) {
 	u := e.usage("")
 	p.CPU, p.PeakMiB = u.CPU-before.CPU, u.PeakMiB
-	p.OtherCPU = cpuSince(before.others, u.others)
-}
-
-// cpuSince is the CPU seconds each process (of names, or all) used from before to now, to the
-// hundredth.
-func cpuSince(before, now map[string]float64, names ...string) map[string]float64 {
-	out := map[string]float64{}
-	for name, cpu := range now {
-		if was, ok := before[name]; ok && (len(names) == 0 || slices.Contains(names, name)) {
-			out[name] = math.Round((cpu-was)*100) / 100
-		}
-	}
-	return out
+	p.OtherCPU = proc.CPUSince(before.others, u.others)
 }
 
 func (p *Phase) raw(seconds float64, series ...Series) {
@@ -367,7 +354,7 @@ func runPlan(fleetBin string, p plan, checkin time.Duration) (r Run, err error) 
 		if rawReg, rawRegWrites, err = rawRegistration(ctx, e, n); err != nil {
 			return r, err
 		}
-		rawRegCPU = cpuSince(before, e.cpus(), "kube-apiserver", "etcd")
+		rawRegCPU = proc.CPUSince(before, e.cpus(), "kube-apiserver", "etcd")
 		say("raw: %d writes in %.1f s, apiserver CPU %.1f s", rawRegWrites, rawReg.Seconds(), rawRegCPU["kube-apiserver"])
 	}
 	if stormOnly {

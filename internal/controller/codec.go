@@ -157,9 +157,8 @@ type leadingMetaClients struct {
 	lassoclient.SharedClientFactory
 	scheme *runtime.Scheme
 
-	mu      sync.Mutex
-	rest    rest.Interface
-	patched map[*lassoclient.Client]bool
+	mu   sync.Mutex
+	rest rest.Interface
 }
 
 func (f *leadingMetaClients) ForKind(gvk schema.GroupVersionKind) (*lassoclient.Client, error) {
@@ -191,7 +190,7 @@ func (f *leadingMetaClients) ForResourceKind(gvr schema.GroupVersionResource, ki
 func (f *leadingMetaClients) patch(c *lassoclient.Client) (*lassoclient.Client, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.patched[c] {
+	if f.rest != nil && c.RESTClient == f.rest {
 		return c, nil
 	}
 	if f.rest == nil {
@@ -203,10 +202,6 @@ func (f *leadingMetaClients) patch(c *lassoclient.Client) (*lassoclient.Client, 
 		}
 		f.rest = rc
 	}
-	if f.patched == nil {
-		f.patched = map[*lassoclient.Client]bool{}
-	}
 	c.RESTClient = f.rest
-	f.patched[c] = true
 	return c, nil
 }
